@@ -1,0 +1,89 @@
+"""What every protocol backend offers the measurement loop.
+
+A backend opens one file for one client (`RemoteFile`) and can copy a whole file to local
+scratch (`copy_to_local`). Reads raise `ProbeError` with an error class; they never return
+short data silently.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.engine.deadline import Deadline
+
+# Called once per completed asynchronous request: (latency in ns, bytes delivered).
+AsyncRecorder = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class VectorLimits:
+    """How large one vectored read may be: the server's readv_iov_max and readv_ior_max."""
+
+    max_chunks: int
+    max_chunk_bytes: int
+
+
+@dataclass(frozen=True)
+class OpenOptions:
+    """How a client connects: its own user name (own connection) and TCP substreams."""
+
+    user: str
+    streams: int
+    deadline: Deadline
+
+
+@dataclass(frozen=True)
+class CopyResult:
+    """A whole-file copy to local scratch: bytes moved and the server that sent them."""
+
+    bytes_copied: int
+    served_by: str
+
+
+class RemoteFile(abc.ABC):
+    """One open file on an endpoint, as one client sees it."""
+
+    size: int
+    served_by: str
+    bytes_wire: int
+
+    @abc.abstractmethod
+    def read(self, offset: int, size: int) -> bytes:
+        """Read `size` bytes at `offset` (fewer only at end of file)."""
+
+    @abc.abstractmethod
+    def readv(self, chunks: Sequence[tuple[int, int]]) -> int:
+        """One vectored read of distinct (offset, size) chunks; returns bytes delivered."""
+
+    @abc.abstractmethod
+    def read_async(
+        self, requests: Sequence[tuple[int, int]], depth: int, record: AsyncRecorder
+    ) -> None:
+        """Read every (offset, size) with up to `depth` requests outstanding; blocks until done."""
+
+    @abc.abstractmethod
+    def vector_limits(self) -> VectorLimits:
+        """The server's limits for one vectored read (queried where the protocol can)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close the file; a backend's close may fail like any other operation."""
+
+
+class Backend(abc.ABC):
+    """A protocol: how to open, size and copy files behind URLs of its schemes."""
+
+    @abc.abstractmethod
+    def open(self, url: str, options: OpenOptions) -> RemoteFile:
+        """Connect and open `url` for reading (the open is part of what is measured)."""
+
+    @abc.abstractmethod
+    def stat_size(self, url: str, options: OpenOptions) -> int:
+        """The file's size in bytes, asked before a run is planned."""
+
+    @abc.abstractmethod
+    def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
+        """Copy the whole file to `dest` with the protocol's own copy tool."""

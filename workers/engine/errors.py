@@ -1,0 +1,39 @@
+"""Errors of a measurement, each with the error class the run JSON reports."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorClass(StrEnum):
+    """Why a client failed, as the run JSON names it (design.md)."""
+
+    TIMEOUT = "timeout"
+    REFUSED = "refused"
+    AUTH = "auth"
+    NOT_FOUND = "not-found"
+    SHORT_READ = "short-read"
+    CHECKSUM = "checksum"
+    SERVER_ERROR = "server-error"
+    CANCELLED = "cancelled"
+
+
+class ProbeError(Exception):
+    """A client's measurement failed against the endpoint (not a bug of ours)."""
+
+    def __init__(self, error_class: ErrorClass, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.error_class}: {self.message}"
+
+
+class InvalidParams(ValueError):
+    """The requested run is malformed; nothing was started. `field` names the culprit."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
