@@ -1,0 +1,487 @@
+"""HTTP(S) and WebDAV (davs://) endpoints through httpx: Range reads on a kept-alive connection.
+
+Each opened file has its own `httpx.Client` and so its own connection. What XrdHttp 5.5.3 does
+that shapes this module:
+- HEAD only stats the file (it answers 200 for a file it cannot read), so the open is a
+  `Range: bytes=0-0` GET, which opens the file on the server and gives the size.
+- A range reaching past the end of the file is answered with a Content-Length it never
+  sends, then the connection is dropped. Reads are therefore clipped to the size found at
+  open; a read starting at or past the end returns nothing without asking the server.
+- A multi-range GET takes at most 1024 ranges; with more the server drops the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import importlib.util
+import ssl
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import httpx
+
+from workers.engine.backends.base import (
+    AsyncRecorder,
+    Backend,
+    CopyResult,
+    OpenOptions,
+    RemoteFile,
+    VectorLimits,
+)
+from workers.engine.backends.byteranges import (
+    MalformedRanges,
+    MissingRanges,
+    Part,
+    chunk_views,
+    parse_byteranges,
+    parse_content_range,
+    range_header,
+    unsatisfied_range_total,
+)
+from workers.engine.deadline import Deadline
+from workers.engine.errors import ErrorClass, ProbeError
+
+if importlib.util.find_spec("sniffio") is None:
+    # httpcore retries `import sniffio` on every async lock when it is missing: ~10 sys.path
+    # scans per request, a quarter of the async read rate. A None entry makes the miss instant.
+    sys.modules["sniffio"] = None  # type: ignore[assignment]
+
+SCHEMES = {"http": "http", "https": "https", "davs": "https"}
+MAX_RANGES = 1024
+MAX_RANGE_BYTES = 2**31
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+# identity: a compressed answer would not be the file's bytes.
+_HEADERS = {"Accept-Encoding": "identity", "User-Agent": "fedprobe"}
+
+
+class HttpBackend(Backend):
+    """http://, https:// and davs:// endpoints (XrdHttp, dCache, EOS, StoRM, ...)."""
+
+    def open(self, url: str, options: OpenOptions) -> HttpFile:
+        client = _new_client()
+        try:
+            return HttpFile(client, http_url(url), options.deadline)
+        except BaseException:
+            client.close()
+            raise
+
+    def stat_size(self, url: str, options: OpenOptions) -> int:
+        with _new_client() as client:
+            request = _request(client, "HEAD", http_url(url), options.deadline)
+            response = _send(client, request, f"HEAD {url}")
+            if response.status_code != 200:
+                raise _status_failure(response, f"HEAD {url}")
+            response.close()
+            length = response.headers.get("Content-Length")
+        if length is not None and length.isdigit():
+            return int(length)
+        remote = self.open(url, options)  # no Content-Length: ask with a ranged GET
+        remote.close()
+        return remote.size
+
+    def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
+        what = f"GET {url}"
+        with _new_client() as client:
+            request = _request(client, "GET", http_url(url), options.deadline)
+            response = _send(client, request, what)
+            if response.status_code != 200:
+                raise _status_failure(response, what)
+            try:
+                copied = _stream_to_file(response, dest, options.deadline, what)
+            except BaseException:
+                dest.unlink(missing_ok=True)
+                raise
+            return CopyResult(copied, served_by(response.url))
+
+
+class HttpFile(RemoteFile):
+    """One file on an HTTP endpoint, read with Range GETs on the client's own connection."""
+
+    def __init__(self, client: httpx.Client, url: str, deadline: Deadline) -> None:
+        self._client = client
+        self._deadline = deadline
+        self.bytes_wire = 0
+        self._url, self.size = self._probe(httpx.URL(url))
+        self.served_by = served_by(self._url)
+
+    def read(self, offset: int, size: int) -> bytes:
+        end = min(offset + size, self.size)
+        if end <= offset:
+            return b""
+        ranges = f"bytes={offset}-{end - 1}"
+        response = self._get(ranges)
+        first, last, _ = _partial_range(response, self._url, ranges)
+        if (first, last) != (offset, end - 1):
+            response.close()
+            raise _answer_error(self._url, ranges, f"answered Content-Range {first}-{last}")
+        return self._collect(response, ranges)
+
+    def readv(self, chunks: Sequence[tuple[int, int]]) -> int:
+        return sum(len(view) for view in self.readv_views(chunks))
+
+    def readv_views(self, chunks: Sequence[tuple[int, int]]) -> list[memoryview]:
+        """The bytes of each chunk (empty past end of file) from one multi-range GET."""
+        clipped = [(offset, max(0, min(size, self.size - offset))) for offset, size in chunks]
+        wanted = [chunk for chunk in clipped if chunk[1] > 0]
+        if not wanted:
+            return [memoryview(b"") for _ in chunks]
+        ranges = range_header(wanted)
+        response = self._get(ranges)
+        content_type = response.headers.get("Content-Type", "")
+        try:
+            if response.status_code == 206 and content_type.startswith("multipart/byteranges"):
+                parts = parse_byteranges(self._collect(response, ranges), content_type)
+            else:  # one range, or all of them coalesced into one: a plain 206
+                first, _, _ = _partial_range(response, self._url, ranges)
+                parts = [Part(first, memoryview(self._collect(response, ranges)))]
+            return chunk_views(parts, clipped)
+        except MalformedRanges as exc:
+            error_class = ErrorClass.SHORT_READ if isinstance(exc, MissingRanges) else None
+            raise _answer_error(self._url, ranges, str(exc), error_class) from exc
+
+    def read_async(
+        self, requests: Sequence[tuple[int, int]], depth: int, record: AsyncRecorder
+    ) -> None:
+        """HTTP/1.1 has no pipelining here: `depth` connections, one request on each at a time.
+
+        Each of the `depth` workers has a client of its own: one shared pool of `depth`
+        connections costs httpcore O(depth) per request and halves the rate at depth 16.
+        """
+        if requests:
+            asyncio.run(self._read_async(requests, depth, record))
+
+    def vector_limits(self) -> VectorLimits:
+        return VectorLimits(MAX_RANGES, MAX_RANGE_BYTES)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _probe(self, url: httpx.URL) -> tuple[httpx.URL, int]:
+        """Open the file on the server with a one-byte GET: (the URL that answered, size)."""
+        ranges = "bytes=0-0"
+        response = _send(self._client, _request(self._client, "GET", url, self._deadline, ranges))
+        answered = response.url
+        size = _size_from_probe(response, answered, ranges)
+        if size == 0:
+            response.close()  # XrdHttp promises one byte of an empty file and sends none
+        elif len(self._collect(response, ranges)) != 1:
+            raise _answer_error(answered, ranges, "sent no byte")
+        return answered, size
+
+    def _get(self, ranges: str) -> httpx.Response:
+        request = _request(self._client, "GET", self._url, self._deadline, ranges)
+        return _send(self._client, request)
+
+    def _collect(self, response: httpx.Response, ranges: str) -> bytes:
+        """The whole body, counted in bytes_wire even when it breaks off."""
+        pieces: list[bytes] = []
+        received = 0
+        try:
+            for piece in response.iter_raw():
+                pieces.append(piece)
+                received += len(piece)
+                if time.time() > self._deadline.at:
+                    raise _deadline_error(self._url, ranges, received, response)
+        except httpx.TransportError as exc:
+            raise _body_error(exc, self._url, ranges, received, response) from exc
+        finally:
+            self.bytes_wire += received
+            response.close()
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+    async def _read_async(
+        self, requests: Sequence[tuple[int, int]], depth: int, record: AsyncRecorder
+    ) -> None:
+        pending = iter(requests)  # shared by the workers: memory stays flat however many
+        try:
+            async with asyncio.timeout(self._deadline.remaining()), asyncio.TaskGroup() as tg:
+                for _ in range(max(1, min(depth, len(requests)))):
+                    tg.create_task(self._async_worker(pending, record))
+        except TimeoutError:
+            raise ProbeError(
+                ErrorClass.TIMEOUT, f"GET {self._url}: deadline passed during async reads"
+            ) from None
+        except BaseExceptionGroup as group:
+            raise _first_probe_error(group) from None
+
+    async def _async_worker(
+        self, pending: Iterator[tuple[int, int]], record: AsyncRecorder
+    ) -> None:
+        async with _new_async_client(httpx.Limits(max_connections=1)) as client:
+            await self._async_reads(client, pending, record)
+
+    async def _async_reads(
+        self, client: httpx.AsyncClient, pending: Iterator[tuple[int, int]], record: AsyncRecorder
+    ) -> None:
+        for offset, size in pending:
+            end = min(offset + size, self.size)
+            if end <= offset:
+                record(0, 0)
+                continue
+            ranges = f"bytes={offset}-{end - 1}"
+            request = _request(client, "GET", self._url, self._deadline, ranges)
+            started = time.perf_counter_ns()
+            response = await _send_async(client, request)
+            await self._check_async_answer(response, ranges, offset, end - 1)
+            received = await self._drain_async(response, ranges)
+            record(time.perf_counter_ns() - started, received)
+
+    async def _check_async_answer(
+        self, response: httpx.Response, ranges: str, first: int, last: int
+    ) -> None:
+        if response.status_code != 206:
+            excerpt = await _body_excerpt_async(response)
+            raise _status_error(response, _what_range(self._url, ranges), excerpt)
+        try:
+            if _content_range(response, self._url, ranges)[:2] != (first, last):
+                raise _answer_error(self._url, ranges, "answered another range")
+        except ProbeError:
+            await response.aclose()
+            raise
+
+    async def _drain_async(self, response: httpx.Response, ranges: str) -> int:
+        received = 0
+        try:
+            async for piece in response.aiter_raw():
+                received += len(piece)
+        except httpx.TransportError as exc:
+            raise _body_error(exc, self._url, ranges, received, response) from exc
+        finally:
+            self.bytes_wire += received
+            await response.aclose()
+        return received
+
+
+def http_url(url: str) -> str:
+    """`url` with davs:// mapped to https://; other schemes are not ours."""
+    scheme, separator, rest = url.partition("://")
+    if not separator or scheme.lower() not in SCHEMES:
+        raise ValueError(f"not an HTTP or WebDAV URL: {url!r}")
+    return f"{SCHEMES[scheme.lower()]}://{rest}"
+
+
+def served_by(url: httpx.URL) -> str:
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{host}:{url.port or _DEFAULT_PORTS.get(url.scheme, 0)}"
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One CA store per process: building it costs ~20 ms, which must not land in open_s."""
+    return httpx.create_ssl_context()
+
+
+def _new_client() -> httpx.Client:
+    # trust_env=False: no proxy from the environment between us and the endpoint.
+    return httpx.Client(
+        verify=_tls_context(),
+        http2=False,
+        follow_redirects=True,
+        trust_env=False,
+        headers=_HEADERS,
+    )
+
+
+def _new_async_client(limits: httpx.Limits) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        verify=_tls_context(),
+        http2=False,
+        follow_redirects=True,
+        trust_env=False,
+        headers=_HEADERS,
+        limits=limits,
+    )
+
+
+def _request(
+    client: httpx.Client | httpx.AsyncClient,
+    method: str,
+    url: httpx.URL | str,
+    deadline: Deadline,
+    ranges: str | None = None,
+) -> httpx.Request:
+    remaining = deadline.remaining()
+    if remaining <= 0:
+        raise ProbeError(ErrorClass.TIMEOUT, f"{method} {url}: deadline passed before the request")
+    headers = {"Range": ranges} if ranges else None
+    return client.build_request(method, url, headers=headers, timeout=remaining)
+
+
+def _send(client: httpx.Client, request: httpx.Request, what: str = "") -> httpx.Response:
+    try:
+        return client.send(request, stream=True)
+    except httpx.HTTPError as exc:
+        raise _request_error(exc, what or _what(request)) from exc
+
+
+async def _send_async(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    try:
+        return await client.send(request, stream=True)
+    except httpx.HTTPError as exc:
+        raise _request_error(exc, _what(request)) from exc
+
+
+def _stream_to_file(response: httpx.Response, dest: Path, deadline: Deadline, what: str) -> int:
+    copied = 0
+    try:
+        with dest.open("wb") as sink:
+            for piece in response.iter_raw():
+                sink.write(piece)
+                copied += len(piece)
+                if time.time() > deadline.at:
+                    raise ProbeError(
+                        ErrorClass.TIMEOUT, f"{what}: deadline passed after {copied} bytes"
+                    )
+    except httpx.TransportError as exc:
+        raise _body_error(exc, response.url, None, copied, response) from exc
+    finally:
+        response.close()
+    expected = response.headers.get("Content-Length")
+    if expected is not None and expected.isdigit() and copied != int(expected):
+        raise ProbeError(ErrorClass.SHORT_READ, f"{what}: copied {copied} of {expected} bytes")
+    return copied
+
+
+def _size_from_probe(response: httpx.Response, url: httpx.URL, ranges: str) -> int:
+    if response.status_code == 416:
+        total = unsatisfied_range_total(response.headers.get("Content-Range", ""))
+        if total is not None:
+            response.close()
+            return total
+    if response.status_code == 200 and response.headers.get("Content-Length") == "0":
+        return 0
+    total = _partial_range(response, url, ranges)[2]
+    if total < 0:
+        response.close()
+        raise _answer_error(url, ranges, "did not tell the file size (Content-Range .../*)")
+    return total
+
+
+def _partial_range(response: httpx.Response, url: httpx.URL, ranges: str) -> tuple[int, int, int]:
+    """(first, last, total) of a 206 answer's Content-Range; any other answer is an error."""
+    if response.status_code != 206:
+        raise _status_failure(response, _what_range(url, ranges))
+    try:
+        return _content_range(response, url, ranges)
+    except ProbeError:
+        response.close()
+        raise
+
+
+def _content_range(response: httpx.Response, url: httpx.URL, ranges: str) -> tuple[int, int, int]:
+    try:
+        return parse_content_range(response.headers.get("Content-Range", ""))
+    except MalformedRanges as exc:
+        raise _answer_error(url, ranges, str(exc)) from exc
+
+
+def _status_failure(response: httpx.Response, what: str) -> ProbeError:
+    """The error for an unexpected status, quoting the start of the server's explanation."""
+    excerpt = b""
+    if response.status_code >= 300:
+        with contextlib.suppress(httpx.HTTPError):
+            excerpt = next(response.iter_raw(), b"")[:200]
+    response.close()
+    return _status_error(response, what, excerpt)
+
+
+async def _body_excerpt_async(response: httpx.Response) -> bytes:
+    excerpt = b""
+    if response.status_code >= 300:
+        with contextlib.suppress(httpx.HTTPError):
+            excerpt = await anext(response.aiter_raw(), b"")
+    await response.aclose()
+    return excerpt[:200]
+
+
+def _status_error(response: httpx.Response, what: str, excerpt: bytes) -> ProbeError:
+    status = f"{response.status_code} {response.reason_phrase}"
+    if response.status_code == 200:
+        status += " to a Range request: the server ignores Range"
+    elif text := excerpt.decode("utf-8", "replace").strip():
+        status += f": {text}"
+    if response.status_code in (401, 403):
+        return ProbeError(ErrorClass.AUTH, f"{what}: {status}")
+    if response.status_code in (404, 410):
+        return ProbeError(ErrorClass.NOT_FOUND, f"{what}: {status}")
+    return ProbeError(ErrorClass.SERVER_ERROR, f"{what}: {status}")
+
+
+def _request_error(exc: httpx.HTTPError, what: str) -> ProbeError:
+    """The ProbeError for a request that got no answer."""
+    if isinstance(exc, httpx.TimeoutException):
+        return ProbeError(ErrorClass.TIMEOUT, f"{what}: no answer in time ({exc!r})")
+    if isinstance(exc, httpx.ConnectError):
+        if _caused_by(exc, ssl.SSLCertVerificationError):
+            return ProbeError(ErrorClass.AUTH, f"{what}: server certificate rejected: {exc}")
+        if not _caused_by(exc, ssl.SSLError):
+            return ProbeError(ErrorClass.REFUSED, f"{what}: cannot connect: {exc}")
+    return ProbeError(ErrorClass.SERVER_ERROR, f"{what}: {type(exc).__name__}: {exc}")
+
+
+def _body_error(
+    exc: httpx.TransportError,
+    url: httpx.URL,
+    ranges: str | None,
+    received: int,
+    response: httpx.Response,
+) -> ProbeError:
+    expected = response.headers.get("Content-Length", "?")
+    detail = f"body broke off after {received} of {expected} bytes: {exc}"
+    error_class = (
+        ErrorClass.TIMEOUT if isinstance(exc, httpx.TimeoutException) else ErrorClass.SHORT_READ
+    )
+    return ProbeError(error_class, f"{_what_range(url, ranges)}: {detail}")
+
+
+def _deadline_error(
+    url: httpx.URL, ranges: str, received: int, response: httpx.Response
+) -> ProbeError:
+    expected = response.headers.get("Content-Length", "?")
+    return ProbeError(
+        ErrorClass.TIMEOUT,
+        f"{_what_range(url, ranges)}: deadline passed after {received} of {expected} bytes",
+    )
+
+
+def _answer_error(
+    url: httpx.URL, ranges: str, detail: str, error_class: ErrorClass | None = None
+) -> ProbeError:
+    return ProbeError(
+        error_class or ErrorClass.SERVER_ERROR, f"{_what_range(url, ranges)}: {detail}"
+    )
+
+
+def _what(request: httpx.Request) -> str:
+    return _what_range(request.url, request.headers.get("Range"), request.method)
+
+
+def _what_range(url: httpx.URL, ranges: str | None, method: str = "GET") -> str:
+    if ranges is None:
+        return f"{method} {url}"
+    if len(ranges) > 64:
+        ranges = f"{ranges[:48]}... ({ranges.count(',') + 1} ranges)"
+    return f"{method} {url} Range {ranges}"
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, kind):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _first_probe_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    probe_errors, _ = group.split(ProbeError)
+    if probe_errors is None:
+        return group
+    first: BaseException = probe_errors
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first

@@ -1,0 +1,376 @@
+"""One client of a run: runs in its own process, opens, reads its plan, closes, reports.
+
+The read loops are the measurement: they do nothing per operation but read, time the
+call, record it in a histogram and publish the byte count for the progress bar.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import traceback
+import zlib
+from collections.abc import Callable, MutableSequence, Sequence
+from dataclasses import astuple, dataclass
+from pathlib import Path
+from typing import Protocol
+
+from workers.engine.backends import backend_for
+from workers.engine.backends.base import Backend, OpenOptions, RemoteFile
+from workers.engine.backends.local import LocalBackend
+from workers.engine.deadline import Deadline
+from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.metrics import ClientError, ClientResult
+from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
+from workers.engine.readahead import ReadAheadFile
+from workers.engine.urls import check_url
+
+
+class ReleaseEvent(Protocol):
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class ResultSink(Protocol):
+    def send(self, obj: object) -> None: ...
+
+
+@dataclass(frozen=True)
+class FileTarget:
+    """One file a client reads: its URL, its size (from the preflight) and read plan seed."""
+
+    url: str
+    size: int
+    index: int
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """Everything a client process needs; picklable."""
+
+    params: RunParams
+    client: int
+    targets: tuple[FileTarget, ...]
+    deadline_s: float
+    scratch: str
+    vector_limits: tuple[int, int] | None
+    start_timeout_s: float
+
+
+# What a client sends its parent once it is prepared and waiting for the release.
+READY = "ready"
+
+
+def client_main(
+    spec: ClientSpec, release: ReleaseEvent, progress: MutableSequence[int], sink: ResultSink
+) -> None:
+    """Process entry point: prepare, say ready, wait for the release, measure, report."""
+    result = ClientResult(client=spec.client)
+    try:
+        client = Client(spec, result, progress)
+        sink.send(READY)
+        if release.wait(timeout=spec.start_timeout_s):
+            client.run()
+        else:
+            result.error = ClientError(ErrorClass.CANCELLED, "never released", 0.0)
+    except ProbeError as exc:
+        result.error = ClientError(exc.error_class, exc.message, round(result.wall_s, 6))
+    except Exception as exc:  # a bug of ours must still end the run with a record
+        traceback.print_exc()
+        message = f"client failed: {type(exc).__name__}: {exc}"
+        result.error = ClientError(ErrorClass.SERVER_ERROR, message, round(result.wall_s, 6))
+    finally:
+        sink.send(result)
+
+
+class Client:
+    """The measurement of one client; `run` is timed from the moment of release."""
+
+    def __init__(self, spec: ClientSpec, result: ClientResult, progress: MutableSequence[int]):
+        self.spec = spec
+        self.params = spec.params
+        self.result = result
+        self.progress = progress
+        self.backend: Backend = backend_for(check_url(spec.targets[0].url))
+        self.plans = [self._plan(target) for target in spec.targets]
+        self.delivered = 0
+        self.opened: list[RemoteFile] = []
+        self.t0 = 0.0
+
+    def _plan(self, target: FileTarget) -> list[Request]:
+        p = self.params
+        return plan_requests(
+            p.pattern,
+            file_size=target.size,
+            read_size=p.read_size,
+            fraction=p.fraction,
+            skip=p.skip,
+            seed=client_seed(p.seed, self.spec.client, target.index),
+        )
+
+    def now(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def run(self) -> None:
+        self.t0 = time.perf_counter()
+        cpu_start = os.times()
+        deadline = Deadline.after(self.spec.deadline_s)
+        self.options = OpenOptions(
+            user=f"fp{os.getpid()}c{self.spec.client}",
+            streams=self.params.streams,
+            deadline=deadline,
+        )
+        try:
+            if self.params.method == Method.DIRECT:
+                self._run_direct()
+            elif self.params.method == Method.COPY:
+                self._run_copy()
+            else:
+                self._run_stage()
+        finally:
+            self.result.wall_s = self.now()
+            self.result.bytes_read = self.delivered
+            self.result.bytes_wire += sum(file.bytes_wire for file in self.opened)
+            cpu_end = os.times()
+            self.result.cpu_user_s = cpu_end.user - cpu_start.user
+            self.result.cpu_sys_s = cpu_end.system - cpu_start.system
+            self.progress[self.spec.client] = self.delivered
+
+    # -- methods -------------------------------------------------------------------------
+
+    def _run_direct(self) -> None:
+        for target, plan in zip(self.spec.targets, self.plans, strict=True):
+            file = self._open(self.backend, target.url)
+            verify = self._verifies(plan, target)
+            self._read(file, plan, verify)
+            self._close(file)
+            self.result.files_done += 1
+
+    def _run_copy(self) -> None:
+        for target, plan in zip(self.spec.targets, self.plans, strict=True):
+            local = self._copy(target)
+            self._read_local(local, plan, target)
+
+    def _run_stage(self) -> None:
+        """FileStager (paper 001): copy file k+1 in the background while file k is read."""
+        targets, plans = self.spec.targets, self.plans
+        local = self._copy(targets[0])
+        for k, (target, plan) in enumerate(zip(targets, plans, strict=True)):
+            stager = None
+            if k + 1 < len(targets):
+                stager = _Stager(self, targets[k + 1])
+                stager.start()
+            self._read_local(local, plan, target)
+            if stager is not None:
+                local = stager.finish()
+
+    def _copy(self, target: FileTarget) -> Path:
+        dest = Path(self.spec.scratch) / f"file-{target.index}"
+        started = self.now()
+        copied = self.backend.copy_to_local(target.url, dest, self.options)
+        ended = self.now()
+        self.result.add_phase("copy", started, ended)
+        self.result.copy_s += ended - started
+        self.result.histogram("copy").record(int((ended - started) * 1e9))
+        self.result.bytes_wire += copied.bytes_copied
+        self._served_by(copied.served_by)
+        if copied.bytes_copied != target.size:
+            raise ProbeError(
+                ErrorClass.SHORT_READ,
+                f"copy of {target.url} gave {copied.bytes_copied} of {target.size} bytes",
+            )
+        return dest
+
+    def _read_local(self, local: Path, plan: list[Request], target: FileTarget) -> None:
+        try:
+            file = self._open(LocalBackend(), local.as_uri(), remote=False)
+            self._read(file, plan, verify=False)
+            self._close(file)
+            if self.params.expected_adler32 and target.index == 0:
+                self._check_adler32(_adler32_of(local), f"the copy of {target.url}")
+            self.result.files_done += 1
+        finally:
+            local.unlink(missing_ok=True)
+
+    # -- phases ------------------------------------------------------------------------
+
+    def _open(self, backend: Backend, url: str, *, remote: bool = True) -> RemoteFile:
+        started = self.now()
+        file = backend.open(url, self.options)
+        ended = self.now()
+        self.result.add_phase("open", started, ended)
+        self.result.open_s += ended - started
+        self.result.histogram("open").record(int((ended - started) * 1e9))
+        if remote:
+            self._served_by(file.served_by)
+            self.opened.append(file)
+        if self.params.readahead:
+            return ReadAheadFile(file, self.params.readahead)
+        return file
+
+    def _close(self, file: RemoteFile) -> None:
+        started = self.now()
+        file.close()
+        ended = self.now()
+        self.result.add_phase("close", started, ended)
+        self.result.close_s += ended - started
+        self.result.histogram("close").record(int((ended - started) * 1e9))
+
+    def _read(self, file: RemoteFile, plan: list[Request], verify: bool) -> None:
+        pattern = self.params.pattern
+        self.result.bytes_requested += sum(size for _, size in plan)
+        started = self.now()
+        if pattern == Pattern.VECTOR:
+            first_ns = self._read_vector(file, plan)
+        elif pattern == Pattern.ASYNC:
+            first_ns = self._read_async(file, plan)
+        else:
+            first_ns = self._read_sync(file, plan, verify)
+        ended = self.now()
+        if self.result.ttfb_s is None and first_ns:
+            self.result.ttfb_s = (first_ns / 1e9) - self.t0
+        self.result.add_phase("read", started, ended)
+        self.result.read_s += ended - started
+
+    # -- the read loops: each returns when its first byte arrived (perf_counter_ns) ----
+
+    def _read_sync(self, file: RemoteFile, plan: Sequence[Request], verify: bool) -> int:
+        hist = self.result.histogram("read")
+        record, read, clock = hist.record, file.read, time.perf_counter_ns
+        progress, slot, delivered = self.progress, self.spec.client, self.delivered
+        adler, first_ns = 1, 0
+        for offset, size in plan:
+            started = clock()
+            data = read(offset, size)
+            ended = clock()
+            record(ended - started)
+            if len(data) != size:
+                raise _short_read(offset, size, len(data))
+            if verify:
+                adler = zlib.adler32(data, adler)
+            if not first_ns:
+                first_ns = ended
+            delivered += size
+            progress[slot] = delivered
+        self.delivered = delivered
+        if verify:
+            self._check_adler32(adler, "the bytes read")
+        return first_ns
+
+    def _read_vector(self, file: RemoteFile, plan: Sequence[Request]) -> int:
+        max_chunks, max_chunk_bytes = self.spec.vector_limits or astuple(file.vector_limits())
+        batches = vector_batches(plan, self.params.vector_size, max_chunks, max_chunk_bytes)
+        hist = self.result.histogram("readv")
+        record, readv, clock = hist.record, file.readv, time.perf_counter_ns
+        progress, slot, delivered = self.progress, self.spec.client, self.delivered
+        first_ns = 0
+        for batch in batches:
+            started = clock()
+            n_bytes = readv(batch)
+            ended = clock()
+            record(ended - started)
+            expected = sum(size for _, size in batch)
+            if n_bytes != expected:
+                raise ProbeError(ErrorClass.SHORT_READ, f"readv gave {n_bytes} of {expected} B")
+            if not first_ns:
+                first_ns = ended
+            delivered += n_bytes
+            progress[slot] = delivered
+        self.delivered = delivered
+        return first_ns
+
+    def _read_async(self, file: RemoteFile, plan: Sequence[Request]) -> int:
+        record_latency, clock = self.result.histogram("async_read").record, time.perf_counter_ns
+        progress, slot = self.progress, self.spec.client
+        state = [self.delivered, 0]  # bytes delivered, first byte (ns)
+
+        def record(latency_ns: int, n_bytes: int) -> None:
+            record_latency(latency_ns)
+            state[0] += n_bytes
+            progress[slot] = state[0]
+            if not state[1]:
+                state[1] = clock()
+
+        file.read_async(plan, self.params.depth, record)
+        expected = sum(size for _, size in plan)
+        if state[0] - self.delivered != expected:
+            got = state[0] - self.delivered
+            raise ProbeError(ErrorClass.SHORT_READ, f"async reads gave {got} of {expected} B")
+        self.delivered = state[0]
+        return state[1]
+
+    def _check_adler32(self, adler: int, what: str) -> None:
+        assert self.params.expected_adler32 is not None
+        self.result.checksum = _checksum_verdict(adler, self.params.expected_adler32)
+        if self.result.checksum == "mismatch":
+            raise ProbeError(ErrorClass.CHECKSUM, f"adler32 of {what} differs from the expected")
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _verifies(self, plan: Sequence[Request], target: FileTarget) -> bool:
+        """A checksum is checked when the reads cover the whole file, in order."""
+        return (
+            self.params.expected_adler32 is not None
+            and target.index == 0
+            and self.params.pattern == Pattern.SEQUENTIAL
+            and not self.params.readahead
+            and sum(size for _, size in plan) == target.size
+        )
+
+    def _served_by(self, server: str) -> None:
+        if server not in self.result.served_by:
+            self.result.served_by.append(server)
+
+
+class _Stager:
+    """Copies the next file of a collection on a thread while the current one is read."""
+
+    def __init__(self, client: Client, target: FileTarget) -> None:
+        self._client = client
+        self._target = target
+        self._local: Path | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._copy, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _copy(self) -> None:
+        try:
+            self._local = self._client._copy(self._target)
+        except BaseException as exc:
+            self._error = exc
+
+    def finish(self) -> Path:
+        started = self._client.now()
+        self._thread.join()
+        self._client.result.add_phase("stage-wait", started, self._client.now())
+        if self._error is not None:
+            raise self._error
+        assert self._local is not None
+        return self._local
+
+
+def _short_read(offset: int, size: int, got: int) -> ProbeError:
+    return ProbeError(ErrorClass.SHORT_READ, f"read at {offset} gave {got} of {size} bytes")
+
+
+def _adler32_of(path: Path) -> int:
+    adler = 1
+    with path.open("rb") as handle:
+        while chunk := handle.read(4 * 1024 * 1024):
+            adler = zlib.adler32(chunk, adler)
+    return adler
+
+
+def _checksum_verdict(adler: int, expected: str) -> str:
+    return "ok" if f"{adler:08x}" == expected.lower() else "mismatch"
+
+
+def remove_scratch(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+ProgressCallback = Callable[[int, int, int], None]

@@ -1,0 +1,95 @@
+"""What one client measured, in the shape the run JSON reports (design.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from workers.engine.errors import ErrorClass
+from workers.engine.histogram import LatencyHistogram
+
+
+@dataclass
+class ClientError:
+    """Why a client stopped early, and how long it ran before that (time wasted)."""
+
+    error_class: ErrorClass
+    message: str
+    wasted_s: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"class": str(self.error_class), "message": self.message, "wasted_s": self.wasted_s}
+
+
+@dataclass
+class ClientResult:
+    """One client of a run: its phases (seconds from its release), bytes, ops and error."""
+
+    client: int
+    served_by: list[str] = field(default_factory=list)
+    open_s: float = 0.0
+    ttfb_s: float | None = None
+    read_s: float = 0.0
+    copy_s: float = 0.0
+    close_s: float = 0.0
+    wall_s: float = 0.0
+    phases: list[tuple[str, float, float]] = field(default_factory=list)
+    files_done: int = 0
+    bytes_requested: int = 0
+    bytes_read: int = 0
+    bytes_wire: int = 0
+    cpu_user_s: float = 0.0
+    cpu_sys_s: float = 0.0
+    latency: dict[str, LatencyHistogram] = field(default_factory=dict)
+    checksum: str | None = None  # "ok" / "mismatch" / None when it could not be checked
+    error: ClientError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def ops(self) -> int:
+        return sum(h.count for kind, h in self.latency.items() if kind in READ_KINDS)
+
+    @property
+    def throughput_mbps(self) -> float:
+        return self.bytes_read / self.wall_s / 1e6 if self.wall_s > 0 else 0.0
+
+    def histogram(self, kind: str) -> LatencyHistogram:
+        if kind not in self.latency:
+            self.latency[kind] = LatencyHistogram()
+        return self.latency[kind]
+
+    def add_phase(self, name: str, start_s: float, end_s: float) -> None:
+        self.phases.append((name, round(start_s, 6), round(end_s, 6)))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "client": self.client,
+            "status": "ok" if self.ok else str(self.error.error_class if self.error else ""),
+            "served_by": self.served_by,
+            "open_s": round(self.open_s, 6),
+            "ttfb_s": None if self.ttfb_s is None else round(self.ttfb_s, 6),
+            "read_s": round(self.read_s, 6),
+            "copy_s": round(self.copy_s, 6),
+            "close_s": round(self.close_s, 6),
+            "wall_s": round(self.wall_s, 6),
+            "throughput_mbps": round(self.throughput_mbps, 3),
+            "phases": [{"phase": n, "start_s": s, "end_s": e} for n, s, e in self.phases],
+            "files": self.files_done,
+            "bytes_requested": self.bytes_requested,
+            "bytes_read": self.bytes_read,
+            "bytes_wire": self.bytes_wire,
+            "ops": self.ops,
+            "latency_us": {kind: h.summary_us() for kind, h in self.latency.items()},
+            "latency_hist": {kind: h.to_json() for kind, h in self.latency.items()},
+            "cpu_s": round(self.cpu_user_s + self.cpu_sys_s, 6),
+            "cpu_user_s": round(self.cpu_user_s, 6),
+            "cpu_sys_s": round(self.cpu_sys_s, 6),
+            "checksum": self.checksum,
+            "error": self.error.to_json() if self.error else None,
+        }
+
+
+# Operation kinds that deliver data to the reader (the "ops" of a run).
+READ_KINDS = frozenset({"read", "readv", "async_read"})

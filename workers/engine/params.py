@@ -1,0 +1,139 @@
+"""The parameters of one run, their bounds, and the deadline they imply."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+from workers.engine.errors import InvalidParams
+from workers.engine.urls import GRIDFTP_SCHEMES, check_file_roots, check_url
+
+MAX_READ_SIZE = 64 * 1024 * 1024
+MAX_CLIENTS = 256
+MAX_FILES = 1024
+MAX_DEPTH = 1024
+MAX_VECTOR_SIZE = 1024
+MAX_STREAMS = 15
+MAX_TIMEOUT_S = 6 * 3600
+# A derived deadline allows this rate per client, plus a fixed margin for connecting.
+MIN_RATE_BPS = 1_000_000
+DEADLINE_MARGIN_S = 60.0
+
+
+class Method(StrEnum):
+    """How a client gets at the data (paper 000, 001)."""
+
+    DIRECT = "direct"
+    COPY = "copy"
+    STAGE = "stage"
+
+
+class Pattern(StrEnum):
+    """Which bytes a client reads, in what order (papers 000, 002, 003)."""
+
+    SEQUENTIAL = "sequential"
+    RANDOM = "random"
+    SKIP = "skip"
+    VECTOR = "vector"
+    ASYNC = "async"
+
+
+@dataclass(frozen=True)
+class RunParams:
+    """One cell of a campaign: what N clients do against one endpoint from here."""
+
+    urls: tuple[str, ...]
+    method: Method = Method.DIRECT
+    pattern: Pattern = Pattern.SEQUENTIAL
+    read_size: int = 4096
+    fraction: float = 0.1
+    clients: int = 1
+    files: int = 1
+    depth: int = 64
+    vector_size: int = 256
+    skip: int = 3
+    readahead: int = 0
+    streams: int = 1
+    timeout_s: float | None = None
+    seed: int = 1
+    expected_adler32: str | None = None
+    scratch_dir: str | None = None
+    file_roots: tuple[str, ...] | None = field(default=None, compare=False)
+
+    def validate(self) -> None:
+        """Raise InvalidParams naming the first field that is out of bounds."""
+        _check_choice("method", self.method, Method)
+        _check_choice("pattern", self.pattern, Pattern)
+        if not self.urls:
+            raise InvalidParams("url", "at least one URL is needed")
+        for url in self.urls:
+            scheme = check_url(url)
+            if scheme == "file":
+                check_file_roots(url, self.file_roots)
+            if scheme in GRIDFTP_SCHEMES and self.method == Method.DIRECT:
+                raise InvalidParams(
+                    "method", f"{scheme}:// is a copy protocol: use method copy or stage"
+                )
+        _check_int("read_size", self.read_size, 1, MAX_READ_SIZE)
+        if not (isinstance(self.fraction, float | int) and 0 < self.fraction <= 1):
+            raise InvalidParams("fraction", f"{self.fraction!r} is not in (0, 1]")
+        _check_int("clients", self.clients, 1, MAX_CLIENTS)
+        _check_int("files", self.files, 1, MAX_FILES)
+        _check_int("depth", self.depth, 1, MAX_DEPTH)
+        _check_int("vector_size", self.vector_size, 1, MAX_VECTOR_SIZE)
+        _check_int("skip", self.skip, 0, 1_000_000)
+        _check_int("readahead", self.readahead, 0, 1024 * 1024 * 1024)
+        _check_int("streams", self.streams, 1, MAX_STREAMS)
+        if self.readahead and self.pattern in (Pattern.VECTOR, Pattern.ASYNC):
+            raise InvalidParams(
+                "readahead", "applies to sequential, random and skip reads, not vector or async"
+            )
+        if self.timeout_s is not None and not 0 < self.timeout_s <= MAX_TIMEOUT_S:
+            raise InvalidParams("timeout", f"{self.timeout_s!r} s is not in (0, {MAX_TIMEOUT_S}]")
+        if self.expected_adler32 is not None:
+            text = self.expected_adler32
+            if len(text) != 8 or any(c not in "0123456789abcdef" for c in text.lower()):
+                raise InvalidParams("adler32", f"{text!r} is not 8 hex digits")
+
+    def check_file_size(self, url: str, size: int) -> None:
+        """Refuse a file that cannot hold even one read."""
+        if size < self.read_size:
+            raise InvalidParams(
+                "read_size",
+                f"{url} has {size} bytes, smaller than one read of {self.read_size} bytes",
+            )
+
+    def deadline_s(self, file_size: int) -> float:
+        """The run's deadline: --timeout, or derived from planned bytes at a minimum rate."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        per_file = file_size if self.method != Method.DIRECT else self.planned_bytes(file_size)
+        planned = per_file * self.files
+        return min(MAX_TIMEOUT_S, DEADLINE_MARGIN_S + planned / MIN_RATE_BPS)
+
+    def planned_bytes(self, file_size: int) -> int:
+        """Bytes one client asks for in one file (what the reader needs)."""
+        return min(file_size, math.ceil(self.fraction * file_size))
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["urls"] = list(self.urls)
+        data["method"] = str(self.method)
+        data["pattern"] = str(self.pattern)
+        data.pop("file_roots")
+        data.pop("scratch_dir")
+        return data
+
+
+def _check_choice(name: str, value: object, choices: type[StrEnum]) -> None:
+    allowed = [str(c) for c in choices]
+    if str(value) not in allowed:
+        raise InvalidParams(name, f"{value!r} is not one of {', '.join(allowed)}")
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidParams(name, f"{value!r} is not a whole number")
+    if not low <= value <= high:
+        raise InvalidParams(name, f"{value} is not in {low}..{high}")

@@ -1,0 +1,105 @@
+"""A run's result: its clients' records folded into the run JSON of design.md."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from workers.engine.errors import ErrorClass
+from workers.engine.histogram import LatencyHistogram
+from workers.engine.metrics import READ_KINDS, ClientResult
+from workers.engine.params import RunParams
+
+
+class RunStatus:
+    """The final states of a run as the engine sees them."""
+
+    SUCCEEDED = "succeeded"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+@dataclass
+class RunResult:
+    """Everything one run measured, plus what stopped it early if anything did."""
+
+    params: RunParams
+    started_at: str
+    host: str
+    deadline_s: float
+    file_sizes: dict[str, int] = field(default_factory=dict)
+    clients: list[ClientResult] = field(default_factory=list)
+    run_error: tuple[ErrorClass, str] | None = None
+    cancelled: bool = False
+    wall_s: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if self.cancelled:
+            return RunStatus.CANCELLED
+        failed = [c for c in self.clients if not c.ok]
+        if self.run_error is None and self.clients and not failed:
+            return RunStatus.SUCCEEDED
+        if self.clients and len(failed) < len(self.clients):
+            return RunStatus.PARTIAL
+        classes = {c.error.error_class for c in failed if c.error}
+        if self.run_error is not None:
+            classes.add(self.run_error[0])
+        return RunStatus.TIMEOUT if classes == {ErrorClass.TIMEOUT} else RunStatus.FAILED
+
+    def merged_latency(self, kinds: frozenset[str] | None = None) -> dict[str, LatencyHistogram]:
+        merged: dict[str, LatencyHistogram] = {}
+        for client in self.clients:
+            for kind, hist in client.latency.items():
+                if kinds is None or kind in kinds:
+                    merged.setdefault(kind, LatencyHistogram()).merge(hist)
+        return merged
+
+    def to_json(self) -> dict[str, object]:
+        clients = self.clients
+        ok = [c for c in clients if c.ok]
+        bytes_read = sum(c.bytes_read for c in clients)
+        reads = LatencyHistogram()
+        for hist in self.merged_latency(READ_KINDS).values():
+            reads.merge(hist)
+        errors: list[dict[str, object]] = [
+            {"class": str(c.error.error_class), "message": c.error.message, "client": c.client}
+            for c in clients
+            if c.error is not None
+        ]
+        if self.run_error is not None:
+            errors.insert(
+                0, {"class": str(self.run_error[0]), "message": self.run_error[1], "client": None}
+            )
+        checks = {c.checksum for c in clients if c.checksum}
+        return {
+            "status": self.status,
+            "params": self.params.to_json(),
+            "started_at": self.started_at,
+            "host": self.host,
+            "deadline_s": round(self.deadline_s, 3),
+            "file_sizes": self.file_sizes,
+            "wall_s": round(self.wall_s, 6),
+            "open_s": _median([c.open_s for c in clients if c.open_s]),
+            "ttfb_s": _median([c.ttfb_s for c in clients if c.ttfb_s is not None]),
+            "throughput_mbps": round(bytes_read / self.wall_s / 1e6, 3) if self.wall_s else 0.0,
+            "client_throughput_mbps": _median([c.throughput_mbps for c in ok]),
+            "ops": sum(c.ops for c in clients),
+            "op_latency_us": reads.summary_us(),
+            "latency_us": {k: h.summary_us() for k, h in sorted(self.merged_latency().items())},
+            "bytes_requested": sum(c.bytes_requested for c in clients),
+            "bytes_read": bytes_read,
+            "bytes_wire": sum(c.bytes_wire for c in clients),
+            "cpu_s": round(sum(c.cpu_user_s + c.cpu_sys_s for c in clients), 6),
+            "served_by": sorted({s for c in clients for s in c.served_by}),
+            "checksum": "mismatch" if "mismatch" in checks else ("ok" if checks else None),
+            "clients_ok": len(ok),
+            "errors": errors,
+            "clients": [c.to_json() for c in clients],
+        }
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 6) if values else None
