@@ -65,4 +65,14 @@ def with_user(url: str, user: str) -> str:
 
 def host_of(url: str) -> str:
     """host:port of a URL, without user info."""
-    return urlsplit(url).netloc.rsplit("@", 1)[-1]
+    return normalize_server(urlsplit(url).netloc.rsplit("@", 1)[-1])
+
+
+def normalize_server(server: str) -> str:
+    """XRootD writes IPv4-mapped addresses as [::127.0.0.1]:1094: say 127.0.0.1:1094."""
+    for prefix in ("[::ffff:", "[::"):
+        if server.startswith(prefix) and "]" in server:
+            address, _, rest = server[len(prefix) :].partition("]")
+            if address.count(".") == 3:
+                return address + rest
+    return server

@@ -58,4 +58,4 @@ def run_copy_tool(
         raise
     if process.returncode != 0:
         message = stderr.decode(errors="replace").strip() or f"exit status {process.returncode}"
-        raise ProbeError(classify_tool_error(message), f"{argv[0]}: {message[-2000:]}")
+        raise ProbeError(classify_tool_error(message), f"{argv[0]}: {message[-500:]}")

@@ -23,7 +23,7 @@ from workers.engine.backends.base import (
 )
 from workers.engine.backends.tools import run_copy_tool
 from workers.engine.errors import ErrorClass, ProbeError
-from workers.engine.urls import host_of, with_user
+from workers.engine.urls import host_of, normalize_server, with_user
 
 # XrdClStatus.hh codes, grouped by the error class they mean for a run.
 _TIMEOUT_CODES = {103, 206}  # errSocketTimeout, errOperationExpired
@@ -202,8 +202,9 @@ class XRootDBackend(Backend):
             XRD_CONNECTIONRETRY="1",
             XRD_TIMEOUTRESOLUTION="1",
         )
+        # xrdcp takes no "--": the URL was checked not to look like an option, dest is absolute.
         argv = ["xrdcp", "--nopbar", "--force", "--streams", str(options.streams)]
-        run_copy_tool([*argv, "--", client_url, str(dest)], env=env, deadline=options.deadline)
+        run_copy_tool([*argv, client_url, str(dest.resolve())], env=env, deadline=options.deadline)
         return CopyResult(dest.stat().st_size, self._locate(client_url, options))
 
     def _locate(self, url: str, options: OpenOptions) -> str:
@@ -214,7 +215,7 @@ class XRootDBackend(Backend):
         )
         if status.ok and info is not None:
             for location in info:
-                return str(location.address)
+                return normalize_server(str(location.address))
         return host_of(url)
 
 

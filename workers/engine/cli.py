@@ -1,0 +1,278 @@
+"""The `probe` command: one run from this host, shown as a table or as the run JSON.
+
+Shared by `python -m workers.engine` and `python manage.py probe`. Exit status: 0 when
+the run succeeded, 1 when it ended otherwise (partial, failed, timeout, cancelled),
+2 for bad input (nothing was started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+from workers.engine.driver import Progress, run_probe
+from workers.engine.errors import InvalidParams
+from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.results import RunResult, RunStatus
+from workers.engine.units import format_size, parse_size
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
+    """The probe options of design.md (shared with the Django management command)."""
+    d = RunParams(urls=("",))
+    parser.add_argument(
+        "urls",
+        nargs="+",
+        metavar="URL",
+        help="file to read (root://, http(s)://, davs://, file://, gsiftp://, "
+        "ftp://); several URLs form the collection clients read with --files",
+    )
+    parser.add_argument("--method", choices=[str(m) for m in Method], default=str(d.method))
+    parser.add_argument("--pattern", choices=[str(p) for p in Pattern], default=str(d.pattern))
+    parser.add_argument(
+        "--read-size",
+        type=_size,
+        default=d.read_size,
+        help="bytes per read: 4096, 4k, 1M (default 4k)",
+    )
+    parser.add_argument(
+        "--fraction",
+        type=float,
+        default=d.fraction,
+        help="fraction of the file to read, in (0, 1] (default 0.1)",
+    )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=d.clients,
+        help="simultaneous clients, each a process with its own connection",
+    )
+    parser.add_argument("--files", type=int, default=d.files, help="files each client reads")
+    parser.add_argument(
+        "--depth", type=int, default=d.depth, help="requests outstanding with --pattern async"
+    )
+    parser.add_argument(
+        "--vector-size",
+        type=int,
+        default=d.vector_size,
+        help="chunks per vectored read with --pattern vector",
+    )
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=d.skip,
+        help="blocks skipped after each block read with --pattern skip",
+    )
+    parser.add_argument(
+        "--readahead",
+        type=_size,
+        default=d.readahead,
+        help="client-side read-ahead window in bytes (0 = unbuffered)",
+    )
+    parser.add_argument(
+        "--streams",
+        type=int,
+        default=d.streams,
+        help="parallel TCP substreams (XRootD) or copy streams",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="deadline in seconds (default: derived from the planned bytes)",
+    )
+    parser.add_argument("--seed", type=int, default=d.seed, help="seed of the random offsets")
+    parser.add_argument(
+        "--adler32",
+        default=None,
+        help="expected adler32 of the file, checked where the reads allow",
+    )
+    parser.add_argument(
+        "--scratch",
+        default=None,
+        help="directory for copies (copy and stage methods; default: $TMPDIR)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the run JSON")
+
+
+def params_from_options(options: dict[str, object]) -> RunParams:
+    """Build RunParams from parsed options; raise InvalidParams naming the bad one."""
+
+    def get(name: str) -> object:
+        return options[name]
+
+    urls = get("urls")
+    assert isinstance(urls, list | tuple)
+    params = RunParams(
+        urls=tuple(str(u) for u in urls),
+        method=Method(str(get("method"))),
+        pattern=Pattern(str(get("pattern"))),
+        read_size=_int(get("read_size")),
+        fraction=float(str(get("fraction"))),
+        clients=_int(get("clients")),
+        files=_int(get("files")),
+        depth=_int(get("depth")),
+        vector_size=_int(get("vector_size")),
+        skip=_int(get("skip")),
+        readahead=_int(get("readahead")),
+        streams=_int(get("streams")),
+        timeout_s=None if get("timeout") is None else float(str(get("timeout"))),
+        seed=_int(get("seed")),
+        expected_adler32=None if get("adler32") is None else str(get("adler32")),
+        scratch_dir=None if get("scratch") is None else str(get("scratch")),
+    )
+    params.validate()
+    return params
+
+
+def _int(value: object) -> int:
+    assert isinstance(value, int)
+    return value
+
+
+def execute(params: RunParams, *, as_json: bool, out: TextIO, err: TextIO) -> int:
+    """Run, show progress on `err`, print the result on `out`; return the exit status."""
+    bar = ProgressBar(err)
+    try:
+        result = run_probe(params, on_progress=bar.update)
+    except InvalidParams as exc:
+        bar.clear()
+        err.write(f"error: {exc.field}: {exc.message}\n")
+        return EXIT_BAD_INPUT
+    bar.clear()
+    if as_json:
+        out.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        out.write(summary_table(result))
+    return EXIT_OK if result.status == RunStatus.SUCCEEDED else EXIT_RUN_FAILED
+
+
+class ProgressBar:
+    """A one-line bar on a terminal; a line every few seconds when output is not a terminal."""
+
+    WIDTH = 30
+    PLAIN_EVERY_S = 5.0
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.shown = False
+        self.last_plain = time.monotonic()
+
+    def update(self, progress: Progress) -> None:
+        done = progress.bytes_done / progress.bytes_planned if progress.bytes_planned else 0.0
+        done = min(done, 1.0)
+        text = (
+            f"{done:6.1%} {format_size(progress.bytes_done)} of "
+            f"{format_size(progress.bytes_planned)}, clients done {progress.clients_done}/"
+            f"{progress.clients}, {progress.elapsed_s:.1f} s (deadline {progress.deadline_s:.0f} s)"
+        )
+        if self.tty:
+            filled = int(done * self.WIDTH)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {text}\x1b[K")
+            self.stream.flush()
+            self.shown = True
+        elif time.monotonic() - self.last_plain >= self.PLAIN_EVERY_S:
+            self.last_plain = time.monotonic()
+            self.stream.write(f"progress: {text}\n")
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def summary_table(result: RunResult) -> str:
+    """A readable summary of a run: what was asked, the headline figures, each client."""
+    run = result.to_json()
+    p = result.params
+    lat = run["op_latency_us"]
+    assert isinstance(lat, dict)
+    bytes_read = int(str(run["bytes_read"]))
+    bytes_wire = int(str(run["bytes_wire"]))
+    ratio = f"{bytes_wire / bytes_read:.2f}x" if bytes_read else "-"
+    rows = [
+        ("url", ", ".join(p.urls)),
+        (
+            "run",
+            f"method {p.method}, pattern {p.pattern}, read {format_size(p.read_size)}, "
+            f"fraction {p.fraction:g}, clients {p.clients}, files {p.files}",
+        ),
+        ("status", str(run["status"])),
+        ("wall", _seconds(run["wall_s"])),
+        ("open (p50)", _seconds(run["open_s"])),
+        ("first byte (p50)", _seconds(run["ttfb_s"])),
+        (
+            "throughput",
+            f"{run['throughput_mbps']} MB/s aggregate, "
+            f"{run['client_throughput_mbps'] or 0} MB/s per client (p50)",
+        ),
+        (
+            "ops",
+            f"{run['ops']}  latency us p50 {lat['p50']}  p90 {lat['p90']}  "
+            f"p99 {lat['p99']}  max {lat['max']}",
+        ),
+        (
+            "bytes",
+            f"requested {format_size(int(str(run['bytes_requested'])))}, "
+            f"read {format_size(bytes_read)}, over the wire {format_size(bytes_wire)} "
+            f"({ratio} of read)",
+        ),
+        ("cpu", _seconds(run["cpu_s"])),
+        ("served by", ", ".join(str(s) for s in run["served_by"]) or "-"),  # type: ignore[attr-defined]
+        ("checksum", str(run["checksum"] or "not checked")),
+    ]
+    lines = [f"{name:<17} {value}" for name, value in rows]
+    lines.append("")
+    lines.append(
+        f"{'client':>6} {'status':<12} {'open_s':>9} {'ttfb_s':>9} {'read_s':>9} "
+        f"{'copy_s':>9} {'wall_s':>9} {'MB/s':>9} {'ops':>8}  served by / error"
+    )
+    for c in result.clients:
+        status = "ok" if c.error is None else str(c.error.error_class)
+        note = ", ".join(c.served_by) if c.error is None else c.error.message
+        lines.append(
+            f"{c.client:>6} {status:<12} {c.open_s:>9.4f} {c.ttfb_s or 0:>9.4f} "
+            f"{c.read_s:>9.4f} {c.copy_s:>9.4f} {c.wall_s:>9.4f} {c.throughput_mbps:>9.2f} "
+            f"{c.ops:>8}  {note}"
+        )
+    for error in run["errors"]:  # type: ignore[attr-defined]
+        if error["client"] is None:
+            lines.append(f"run error: {error['class']}: {error['message']}")
+    return "\n".join(lines) + "\n"
+
+
+def _seconds(value: object) -> str:
+    if value is None:
+        return "-"
+    seconds = float(str(value))
+    return f"{seconds * 1000:.2f} ms" if seconds < 1 else f"{seconds:.3f} s"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m workers.engine", description="Measure reads of a file from an endpoint."
+    )
+    add_probe_arguments(parser)
+    options = vars(parser.parse_args(argv))
+    try:
+        params = params_from_options(options)
+    except InvalidParams as exc:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"error: {exc.field}: {exc.message}\n")
+        return EXIT_BAD_INPUT
+    return execute(params, as_json=bool(options["json"]), out=sys.stdout, err=sys.stderr)
