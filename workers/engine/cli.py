@@ -131,11 +131,20 @@ def params_from_options(options: dict[str, object]) -> RunParams:
         streams=_int(get("streams")),
         timeout_s=None if get("timeout") is None else float(str(get("timeout"))),
         seed=_int(get("seed")),
-        expected_adler32=None if get("adler32") is None else str(get("adler32")),
+        adler32=_checksums(urls, get("adler32")),
         scratch_dir=None if get("scratch") is None else str(get("scratch")),
     )
     params.validate()
     return params
+
+
+def _checksums(urls: Sequence[object], adler32: object) -> tuple[tuple[str, str], ...]:
+    """--adler32 names the checksum of every URL given (normally one file)."""
+    if adler32 is None:
+        return ()
+    if isinstance(adler32, dict):
+        return tuple((str(u), str(a)) for u, a in adler32.items())
+    return tuple((str(url), str(adler32)) for url in urls)
 
 
 def _int(value: object) -> int:
@@ -218,8 +227,8 @@ def summary_table(result: RunResult) -> str:
         ("first byte (p50)", _seconds(run["ttfb_s"])),
         (
             "throughput",
-            f"{run['throughput_mbps']} MB/s aggregate, "
-            f"{run['client_throughput_mbps'] or 0} MB/s per client (p50)",
+            f"{run['throughput_mbps']:.2f} MB/s aggregate, "
+            f"{run['client_throughput_mbps'] or 0:.2f} MB/s per client (p50)",
         ),
         (
             "ops",

@@ -95,6 +95,7 @@ class Client:
         self.progress = progress
         self.backend: Backend = backend_for(check_url(spec.targets[0].url))
         self.plans = [self._plan(target) for target in spec.targets]
+        self.expected_adler32 = dict(self.params.adler32)
         self.delivered = 0
         self.opened: list[RemoteFile] = []
         self.t0 = 0.0
@@ -143,8 +144,7 @@ class Client:
     def _run_direct(self) -> None:
         for target, plan in zip(self.spec.targets, self.plans, strict=True):
             file = self._open(self.backend, target.url)
-            verify = self._verifies(plan, target)
-            self._read(file, plan, verify)
+            self._read(file, plan, self._checksum_to_verify(plan, target))
             self._close(file)
             self.result.files_done += 1
 
@@ -186,10 +186,11 @@ class Client:
     def _read_local(self, local: Path, plan: list[Request], target: FileTarget) -> None:
         try:
             file = self._open(LocalBackend(), local.as_uri(), remote=False)
-            self._read(file, plan, verify=False)
+            self._read(file, plan, None)
             self._close(file)
-            if self.params.expected_adler32 and target.index == 0:
-                self._check_adler32(_adler32_of(local), f"the copy of {target.url}")
+            expected = self.expected_adler32.get(target.url)
+            if expected is not None:
+                self._check_adler32(_adler32_of(local), expected, f"the copy of {target.url}")
             self.result.files_done += 1
         finally:
             local.unlink(missing_ok=True)
@@ -218,29 +219,31 @@ class Client:
         self.result.close_s += ended - started
         self.result.histogram("close").record(int((ended - started) * 1e9))
 
-    def _read(self, file: RemoteFile, plan: list[Request], verify: bool) -> None:
+    def _read(self, file: RemoteFile, plan: list[Request], adler32: str | None) -> None:
         pattern = self.params.pattern
         self.result.bytes_requested += sum(size for _, size in plan)
         started = self.now()
-        if pattern == Pattern.VECTOR:
-            first_ns = self._read_vector(file, plan)
-        elif pattern == Pattern.ASYNC:
-            first_ns = self._read_async(file, plan)
-        else:
-            first_ns = self._read_sync(file, plan, verify)
-        ended = self.now()
+        try:
+            if pattern == Pattern.VECTOR:
+                first_ns = self._read_vector(file, plan)
+            elif pattern == Pattern.ASYNC:
+                first_ns = self._read_async(file, plan)
+            else:
+                first_ns = self._read_sync(file, plan, adler32)
+        finally:  # a failed read phase is still part of the timeline
+            ended = self.now()
+            self.result.add_phase("read", started, ended)
+            self.result.read_s += ended - started
         if self.result.ttfb_s is None and first_ns:
             self.result.ttfb_s = (first_ns / 1e9) - self.t0
-        self.result.add_phase("read", started, ended)
-        self.result.read_s += ended - started
 
     # -- the read loops: each returns when its first byte arrived (perf_counter_ns) ----
 
-    def _read_sync(self, file: RemoteFile, plan: Sequence[Request], verify: bool) -> int:
+    def _read_sync(self, file: RemoteFile, plan: Sequence[Request], adler32: str | None) -> int:
         hist = self.result.histogram("read")
         record, read, clock = hist.record, file.read, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
-        adler, first_ns = 1, 0
+        adler, first_ns, verify = 1, 0, adler32 is not None
         for offset, size in plan:
             started = clock()
             data = read(offset, size)
@@ -255,8 +258,8 @@ class Client:
             delivered += size
             progress[slot] = delivered
         self.delivered = delivered
-        if verify:
-            self._check_adler32(adler, "the bytes read")
+        if adler32 is not None:
+            self._check_adler32(adler, adler32, "the bytes read")
         return first_ns
 
     def _read_vector(self, file: RemoteFile, plan: Sequence[Request]) -> int:
@@ -301,23 +304,21 @@ class Client:
         self.delivered = state[0]
         return state[1]
 
-    def _check_adler32(self, adler: int, what: str) -> None:
-        assert self.params.expected_adler32 is not None
-        self.result.checksum = _checksum_verdict(adler, self.params.expected_adler32)
+    def _check_adler32(self, adler: int, expected: str, what: str) -> None:
+        self.result.checksum = _checksum_verdict(adler, expected)
         if self.result.checksum == "mismatch":
             raise ProbeError(ErrorClass.CHECKSUM, f"adler32 of {what} differs from the expected")
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _verifies(self, plan: Sequence[Request], target: FileTarget) -> bool:
-        """A checksum is checked when the reads cover the whole file, in order."""
-        return (
-            self.params.expected_adler32 is not None
-            and target.index == 0
-            and self.params.pattern == Pattern.SEQUENTIAL
+    def _checksum_to_verify(self, plan: Sequence[Request], target: FileTarget) -> str | None:
+        """The file's known adler32 when the reads cover the whole file in order."""
+        whole_in_order = (
+            self.params.pattern == Pattern.SEQUENTIAL
             and not self.params.readahead
             and sum(size for _, size in plan) == target.size
         )
+        return self.expected_adler32.get(target.url) if whole_in_order else None
 
     def _served_by(self, server: str) -> None:
         if server not in self.result.served_by:

@@ -57,7 +57,8 @@ class RunParams:
     streams: int = 1
     timeout_s: float | None = None
     seed: int = 1
-    expected_adler32: str | None = None
+    # Known checksums of the files read, as (url, adler32 in 8 hex digits) pairs.
+    adler32: tuple[tuple[str, str], ...] = ()
     scratch_dir: str | None = None
     file_roots: tuple[str, ...] | None = field(default=None, compare=False)
 
@@ -91,8 +92,7 @@ class RunParams:
             )
         if self.timeout_s is not None and not 0 < self.timeout_s <= MAX_TIMEOUT_S:
             raise InvalidParams("timeout", f"{self.timeout_s!r} s is not in (0, {MAX_TIMEOUT_S}]")
-        if self.expected_adler32 is not None:
-            text = self.expected_adler32
+        for _, text in self.adler32:
             if len(text) != 8 or any(c not in "0123456789abcdef" for c in text.lower()):
                 raise InvalidParams("adler32", f"{text!r} is not 8 hex digits")
 
@@ -119,6 +119,7 @@ class RunParams:
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data["urls"] = list(self.urls)
+        data["adler32"] = dict(self.adler32)
         data["method"] = str(self.method)
         data["pattern"] = str(self.pattern)
         data.pop("file_roots")

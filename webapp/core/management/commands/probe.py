@@ -1,0 +1,50 @@
+"""`manage.py probe URL [options]`: one measurement run from this host (see workers.engine.cli)."""
+
+from __future__ import annotations
+
+import sys
+from argparse import ArgumentParser
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from workers.engine.cli import EXIT_OK, add_probe_arguments, execute, params_from_options
+from workers.engine.errors import InvalidParams
+
+
+class Command(BaseCommand):
+    help = "Measure reads of a file from an endpoint: N clients, one method and pattern."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        add_probe_arguments(parser)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["adler32"] is None:
+            options["adler32"] = lab_checksum(options["urls"])
+        try:
+            params = params_from_options(options)
+        except InvalidParams as exc:
+            raise CommandError(f"{exc.field}: {exc.message}", returncode=2) from None
+        status = execute(params, as_json=options["json"], out=self.stdout, err=sys.stderr)
+        if status != EXIT_OK:
+            sys.exit(status)
+
+
+def lab_checksum(urls: list[str]) -> str | None:
+    """The adler32 of a file of the running lab, when every URL names that same file."""
+    from workers.lab import Lab, LabError
+
+    lab = Lab(settings.FEDPROBE_LAB_DIR)
+    try:
+        if not lab.is_running():
+            return None
+        known = {
+            endpoint.file_url(f.path): f.adler32
+            for endpoint in lab.endpoints()
+            for f in endpoint.files
+        }
+    except LabError:
+        return None
+    checksums = {known.get(url) for url in urls}
+    return checksums.pop() if len(checksums) == 1 else None
