@@ -1,0 +1,1 @@
+"""The lab federation: real servers on loopback behind relays that emulate WAN links."""
