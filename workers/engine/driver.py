@@ -70,12 +70,16 @@ def run_probe(
         deadline_s=0.0,
     )
     try:
-        sizes, vector_limits = _preflight(params)
+        planned_at = time.time()
+        preflight_s = min(PREFLIGHT_TIMEOUT_S, params.timeout_s or PREFLIGHT_TIMEOUT_S)
+        sizes, vector_limits = _preflight(params, Deadline.after(preflight_s))
     except ProbeError as exc:
         result.run_error = (exc.error_class, exc.message)
         return result
     result.file_sizes = sizes
-    result.deadline_s = params.deadline_s(max(sizes.values()))
+    # An explicit --timeout covers the whole run, preflight included.
+    spent = time.time() - planned_at if params.timeout_s is not None else 0.0
+    result.deadline_s = max(0.0, params.deadline_s(max(sizes.values())) - spent)
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits)
     planned = sum(params.planned_bytes(target.size) for spec in specs for target in spec.targets)
     try:
@@ -87,9 +91,11 @@ def run_probe(
     return result
 
 
-def _preflight(params: RunParams) -> tuple[dict[str, int], tuple[int, int] | None]:
+def _preflight(
+    params: RunParams, deadline: Deadline
+) -> tuple[dict[str, int], tuple[int, int] | None]:
     """Stat every file (and ask the readv limits) before the clients start; untimed."""
-    options = OpenOptions(user="fpplan", streams=1, deadline=Deadline.after(PREFLIGHT_TIMEOUT_S))
+    options = OpenOptions(user="fpplan", streams=1, deadline=deadline)
     sizes: dict[str, int] = {}
     limits: tuple[int, int] | None = None
     for url in dict.fromkeys(params.urls):

@@ -70,7 +70,9 @@ def vector_batches(
     requests: Sequence[Request], vector_size: int, max_chunks: int, max_chunk_bytes: int
 ) -> list[list[Request]]:
     """Group requests into vectored reads the server accepts: at most min(vector_size,
-    max_chunks) chunks each, no chunk above max_chunk_bytes, no chunk twice in one read."""
+    max_chunks) chunks each, no chunk above max_chunk_bytes, no chunk twice in one read
+    (XRootD answers a readv holding the same chunk twice with "Invalid response").
+    A repeated chunk starts the next read instead."""
     chunks: list[Request] = []
     for offset, size in requests:
         for start in range(offset, offset + size, max_chunk_bytes):
@@ -80,9 +82,7 @@ def vector_batches(
     batch: list[Request] = []
     seen: set[Request] = set()
     for chunk in chunks:
-        if chunk in seen:
-            continue
-        if len(batch) == per_batch:
+        if len(batch) == per_batch or chunk in seen:
             batches.append(batch)
             batch, seen = [], set()
         batch.append(chunk)

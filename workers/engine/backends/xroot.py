@@ -51,8 +51,11 @@ def configure_client(options: OpenOptions) -> None:
     xrd.EnvPutInt("SubStreamsPerChannel", options.streams)
 
 
-def status_error(status: Any, what: str) -> ProbeError:
-    """Turn an XRootDStatus that is not ok into a ProbeError with its error class."""
+def status_error(status: Any, what: str, *, reading: bool = False) -> ProbeError:
+    """Turn an XRootDStatus that is not ok into a ProbeError with its error class.
+
+    A connection lost while reading an open file is a short read, not a refusal.
+    """
     code, errno, message = status.code, status.errno, status.message.strip()
     if code in _TIMEOUT_CODES:
         error_class = ErrorClass.TIMEOUT
@@ -61,7 +64,7 @@ def status_error(status: Any, what: str) -> ProbeError:
     elif code == _ERROR_RESPONSE and errno == _KXR_NOT_FOUND:
         error_class = ErrorClass.NOT_FOUND
     elif code in _REFUSED_CODES:
-        error_class = ErrorClass.REFUSED
+        error_class = ErrorClass.SHORT_READ if reading else ErrorClass.REFUSED
     else:
         error_class = ErrorClass.SERVER_ERROR
     return ProbeError(error_class, f"{what}: {message}")
@@ -88,14 +91,14 @@ class XRootDFile(RemoteFile):
     def read(self, offset: int, size: int) -> bytes:
         status, data = self._file.read(offset, size, self._deadline.timeout_s())
         if not status.ok:
-            raise status_error(status, f"read {size} B at {offset}")
+            raise status_error(status, f"read {size} B at {offset}", reading=True)
         self.bytes_wire += len(data)
         return data  # type: ignore[no-any-return]
 
     def readv(self, chunks: Sequence[tuple[int, int]]) -> int:
         status, info = self._file.vector_read(chunks, self._deadline.timeout_s())
         if not status.ok:
-            raise status_error(status, f"readv of {len(chunks)} chunks")
+            raise status_error(status, f"readv of {len(chunks)} chunks", reading=True)
         size = int(info.size)
         self.bytes_wire += size
         return size
@@ -116,7 +119,7 @@ class XRootDFile(RemoteFile):
 
             status = read(offset, size, timeout(), callback)
             if not status.ok:
-                raise status_error(status, f"async read {size} B at {offset}")
+                raise status_error(status, f"async read {size} B at {offset}", reading=True)
 
         pending = iter(requests)
         outstanding = 0
@@ -130,7 +133,7 @@ class XRootDFile(RemoteFile):
             latency_ns, status, n_bytes = done.get()
             outstanding -= 1
             if not status.ok:
-                failure = failure or status_error(status, "async read")
+                failure = failure or status_error(status, "async read", reading=True)
                 continue
             self.bytes_wire += n_bytes
             record(latency_ns, n_bytes)

@@ -1,0 +1,114 @@
+"""Endpoints that hang, cut connections or are cancelled: runs end on time, records kept."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from tests.workers.engine.conftest import FILE_16M, MiB, lab_file
+from workers.engine import Method, Pattern, RunParams, run_probe
+
+pytestmark = pytest.mark.lab
+
+
+def test_hanging_endpoint_ends_as_timeout_within_the_deadline(lab: Any, relay_to: Any) -> None:
+    host, url = relay_to("local-root", FILE_16M)
+    host.set_mode("test", "hang")
+    started = time.monotonic()
+    run = run_probe(RunParams(urls=(url,), clients=2, timeout_s=4.0)).to_json()
+    elapsed = time.monotonic() - started
+    assert run["status"] == "timeout"
+    assert elapsed < 4.0 + 3.0  # the deadline plus the kill grace, never XRootD's 1800 s
+    assert {e["class"] for e in run["errors"]} == {"timeout"}
+
+
+def test_endpoint_that_hangs_mid_read_times_out_and_other_clients_are_kept(
+    lab: Any, relay_to: Any
+) -> None:
+    host, slow_url = relay_to("local-root", FILE_16M)
+    fast_url, _ = lab_file(lab, "local-root", FILE_16M)
+    hang_once_reading(host, after_bytes=2 * MiB)
+    started = time.monotonic()
+    # Client 0 reads through the relay, client 1 straight from the server.
+    run = run_probe(
+        RunParams(
+            urls=(slow_url, fast_url), clients=2, read_size=64 * 1024, fraction=1.0, timeout_s=5.0
+        )
+    ).to_json()
+    assert time.monotonic() - started < 5.0 + 3.0
+    assert run["status"] == "partial"
+    hung, kept = run["clients"]
+    assert hung["status"] == "timeout"
+    assert 2 * MiB <= hung["bytes_read"] < 16 * MiB
+    assert kept["status"] == "ok" and kept["bytes_read"] == 16 * MiB
+
+
+def hang_once_reading(host: Any, after_bytes: int) -> None:
+    """Switch the relay to hang once the clients have pulled `after_bytes` through it."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if host.stats()["test"].bytes_down >= after_bytes:
+                host.set_mode("test", "hang")
+                return
+            time.sleep(0.002)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+@pytest.mark.parametrize("endpoint", ["local-root", "local-http"])
+def test_connection_cut_mid_read_is_an_error_with_the_bytes_read_so_far(
+    lab: Any, relay_to: Any, endpoint: str
+) -> None:
+    host, url = relay_to(endpoint, FILE_16M)
+    run_probe(RunParams(urls=(url,), fraction=0.01))  # the preflight path works
+    host.set_mode("test", "cut", cut_after=3 * MiB)
+    run = run_probe(
+        RunParams(urls=(url,), read_size=256 * 1024, fraction=1.0, timeout_s=20.0)
+    ).to_json()
+    assert run["status"] == "failed"
+    (client,) = run["clients"]
+    assert client["status"] in {"short-read", "refused"}
+    assert 0 < client["bytes_read"] <= 3 * MiB
+    assert client["error"]["wasted_s"] > 0 or client["bytes_read"] > 0
+
+
+def test_cancel_stops_every_client_quickly_and_keeps_their_records(lab: Any) -> None:
+    url, _ = lab_file(lab, "local-root", FILE_16M)
+    started = time.monotonic()
+    run = run_probe(
+        RunParams(
+            urls=(url,),
+            clients=3,
+            read_size=1024,
+            fraction=1.0,
+            method=Method.DIRECT,
+            pattern=Pattern.RANDOM,
+        ),
+        should_cancel=lambda: time.monotonic() - started > 0.5,
+    ).to_json()
+    assert run["status"] == "cancelled"
+    assert time.monotonic() - started < 5
+    assert len(run["clients"]) == 3
+    assert all(c["status"] == "cancelled" for c in run["clients"])
+    assert sum(c["bytes_read"] for c in run["clients"]) > 0
+
+
+def test_missing_file_fails_as_not_found_before_any_client_starts(lab: Any) -> None:
+    url = lab.endpoint("local-root").file_url("/fedprobe/no-such-file")
+    run = run_probe(RunParams(urls=(url,), clients=4)).to_json()
+    assert run["status"] == "failed"
+    assert run["errors"] == [
+        {"class": "not-found", "message": run["errors"][0]["message"], "client": None}
+    ]
+    assert run["clients"] == []
+
+
+def test_refused_port_fails_as_refused() -> None:
+    run = run_probe(RunParams(urls=("root://127.0.0.1:9//f",), timeout_s=10)).to_json()
+    assert run["status"] == "failed"
+    assert run["errors"][0]["class"] == "refused"
