@@ -107,6 +107,7 @@ class HttpFile(RemoteFile):
         self.bytes_wire = 0
         self._url, self.size = self._probe(httpx.URL(url))
         self.served_by = served_by(self._url)
+        self.bytes_wire = 0  # the open's one byte is its cost, like headers: not data moved
 
     def read(self, offset: int, size: int) -> bytes:
         end = min(offset + size, self.size)
