@@ -19,7 +19,7 @@ from typing import Protocol
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import Backend, OpenOptions, RemoteFile
-from workers.engine.backends.local import LocalBackend
+from workers.engine.backends.local import LOCAL_VECTOR_LIMITS, LocalBackend
 from workers.engine.deadline import Deadline
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
@@ -44,6 +44,18 @@ class FileTarget:
     url: str
     size: int
     index: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One file's requests, and for vector reads the same requests grouped into readvs."""
+
+    requests: list[Request]
+    batches: list[list[Request]]
+
+    @property
+    def bytes(self) -> int:
+        return sum(size for _, size in self.requests)
 
 
 @dataclass(frozen=True)
@@ -100,9 +112,10 @@ class Client:
         self.opened: list[RemoteFile] = []
         self.t0 = 0.0
 
-    def _plan(self, target: FileTarget) -> list[Request]:
+    def _plan(self, target: FileTarget) -> Plan:
+        """Made before the release, so planning is never part of a timed phase."""
         p = self.params
-        return plan_requests(
+        requests = plan_requests(
             p.pattern,
             file_size=target.size,
             read_size=p.read_size,
@@ -110,6 +123,12 @@ class Client:
             skip=p.skip,
             seed=client_seed(p.seed, self.spec.client, target.index),
         )
+        batches = []
+        if p.pattern == Pattern.VECTOR:
+            limits = self.spec.vector_limits if p.method == Method.DIRECT else None
+            max_chunks, max_chunk_bytes = limits or astuple(LOCAL_VECTOR_LIMITS)
+            batches = vector_batches(requests, p.vector_size, max_chunks, max_chunk_bytes)
+        return Plan(requests, batches)
 
     def now(self) -> float:
         return time.perf_counter() - self.t0
@@ -183,7 +202,7 @@ class Client:
             )
         return dest
 
-    def _read_local(self, local: Path, plan: list[Request], target: FileTarget) -> None:
+    def _read_local(self, local: Path, plan: Plan, target: FileTarget) -> None:
         try:
             file = self._open(LocalBackend(), local.as_uri(), remote=False)
             self._read(file, plan, None)
@@ -219,17 +238,17 @@ class Client:
         self.result.close_s += ended - started
         self.result.histogram("close").record(int((ended - started) * 1e9))
 
-    def _read(self, file: RemoteFile, plan: list[Request], adler32: str | None) -> None:
+    def _read(self, file: RemoteFile, plan: Plan, adler32: str | None) -> None:
         pattern = self.params.pattern
-        self.result.bytes_requested += sum(size for _, size in plan)
+        self.result.bytes_requested += plan.bytes
         started = self.now()
         try:
             if pattern == Pattern.VECTOR:
-                first_ns = self._read_vector(file, plan)
+                first_ns = self._read_vector(file, plan.batches)
             elif pattern == Pattern.ASYNC:
-                first_ns = self._read_async(file, plan)
+                first_ns = self._read_async(file, plan.requests)
             else:
-                first_ns = self._read_sync(file, plan, adler32)
+                first_ns = self._read_sync(file, plan.requests, adler32)
         finally:  # a failed read phase is still part of the timeline
             ended = self.now()
             self.result.add_phase("read", started, ended)
@@ -262,9 +281,7 @@ class Client:
             self._check_adler32(adler, adler32, "the bytes read")
         return first_ns
 
-    def _read_vector(self, file: RemoteFile, plan: Sequence[Request]) -> int:
-        max_chunks, max_chunk_bytes = self.spec.vector_limits or astuple(file.vector_limits())
-        batches = vector_batches(plan, self.params.vector_size, max_chunks, max_chunk_bytes)
+    def _read_vector(self, file: RemoteFile, batches: Sequence[list[Request]]) -> int:
         hist = self.result.histogram("readv")
         record, readv, clock = hist.record, file.readv, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
@@ -311,12 +328,12 @@ class Client:
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _checksum_to_verify(self, plan: Sequence[Request], target: FileTarget) -> str | None:
+    def _checksum_to_verify(self, plan: Plan, target: FileTarget) -> str | None:
         """The file's known adler32 when the reads cover the whole file in order."""
         whole_in_order = (
             self.params.pattern == Pattern.SEQUENTIAL
             and not self.params.readahead
-            and sum(size for _, size in plan) == target.size
+            and plan.bytes == target.size
         )
         return self.expected_adler32.get(target.url) if whole_in_order else None
 
