@@ -12,9 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from workers.lab import Lab  # noqa: E402
+from workers.lab import Lab
 
 
 @contextlib.contextmanager

@@ -31,10 +31,18 @@ def workloads() -> dict[str, dict[str, Any]]:
     return {
         "sync random 4 KiB": {"pattern": Pattern.RANDOM, "read_size": 4096, "fraction": small},
         "sequential 1 MiB": {"pattern": Pattern.SEQUENTIAL, "read_size": MiB, "fraction": 1.0},
-        "vector 256 x 4 KiB": {"pattern": Pattern.VECTOR, "read_size": 4096,
-                               "fraction": 4 * small, "vector_size": 256},
-        "async depth 64, 4 KiB": {"pattern": Pattern.ASYNC, "read_size": 4096,
-                                  "fraction": small, "depth": 64},
+        "vector 256 x 4 KiB": {
+            "pattern": Pattern.VECTOR,
+            "read_size": 4096,
+            "fraction": 4 * small,
+            "vector_size": 256,
+        },
+        "async depth 64, 4 KiB": {
+            "pattern": Pattern.ASYNC,
+            "read_size": 4096,
+            "fraction": small,
+            "depth": 64,
+        },
     }
 
 
@@ -43,8 +51,13 @@ def bare_loop(url: str, fields: dict[str, Any]) -> float:
     from XRootD import client
     from XRootD.client.flags import OpenFlags
 
-    plan = plan_requests(fields["pattern"], file_size=FILE_SIZE, read_size=fields["read_size"],
-                         fraction=fields["fraction"], seed=client_seed(1, 0, 0))
+    plan = plan_requests(
+        fields["pattern"],
+        file_size=FILE_SIZE,
+        read_size=fields["read_size"],
+        fraction=fields["fraction"],
+        seed=client_seed(1, 0, 0),
+    )
     f = client.File()
     status, _ = f.open(url.replace("root://", "root://bare@"), OpenFlags.READ)
     assert status.ok, status
@@ -91,8 +104,8 @@ def main() -> None:
     args = parser.parse_args()
     with running_lab(args.lab_dir, "test") as lab:
         url = lab.endpoint("local-root").file_url(FILE)
-        print(f"| workload | unit | engine | bare loop | engine / bare |")
-        print(f"|---|---|---|---|---|")
+        print("| workload | unit | engine | bare loop | engine / bare |")
+        print("|---|---|---|---|---|")
         for name, fields in workloads().items():
             engine_rates, bare_rates = [], []
             for _ in range(args.trials):

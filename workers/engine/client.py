@@ -1,7 +1,8 @@
 """One client of a run: runs in its own process, opens, reads its plan, closes, reports.
 
 The read loops are the measurement: they do nothing per operation but read, time the
-call, record it in a histogram and publish the byte count for the progress bar.
+call, append the latency to an array and publish the byte count for the progress bar.
+Latencies are folded into histograms after the client's clock has stopped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import threading
 import time
 import traceback
 import zlib
+from array import array
 from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -110,6 +112,7 @@ class Client:
         self.expected_adler32 = dict(self.params.adler32)
         self.delivered = 0
         self.opened: list[RemoteFile] = []
+        self.samples: dict[str, array[int]] = {}
         self.t0 = 0.0
 
     def _plan(self, target: FileTarget) -> Plan:
@@ -156,6 +159,8 @@ class Client:
             cpu_end = os.times()
             self.result.cpu_user_s = cpu_end.user - cpu_start.user
             self.result.cpu_sys_s = cpu_end.system - cpu_start.system
+            for kind, latencies in self.samples.items():
+                self.result.histogram(kind).record_all(latencies)
             self.progress[self.spec.client] = self.delivered
 
     # -- methods -------------------------------------------------------------------------
@@ -192,7 +197,7 @@ class Client:
         ended = self.now()
         self.result.add_phase("copy", started, ended)
         self.result.copy_s += ended - started
-        self.result.histogram("copy").record(int((ended - started) * 1e9))
+        self._latencies("copy").append(int((ended - started) * 1e9))
         self.result.bytes_wire += copied.bytes_copied
         self._served_by(copied.served_by)
         if copied.bytes_copied != target.size:
@@ -222,7 +227,7 @@ class Client:
         ended = self.now()
         self.result.add_phase("open", started, ended)
         self.result.open_s += ended - started
-        self.result.histogram("open").record(int((ended - started) * 1e9))
+        self._latencies("open").append(int((ended - started) * 1e9))
         if remote:
             self._served_by(file.served_by)
             self.opened.append(file)
@@ -236,7 +241,7 @@ class Client:
         ended = self.now()
         self.result.add_phase("close", started, ended)
         self.result.close_s += ended - started
-        self.result.histogram("close").record(int((ended - started) * 1e9))
+        self._latencies("close").append(int((ended - started) * 1e9))
 
     def _read(self, file: RemoteFile, plan: Plan, adler32: str | None) -> None:
         pattern = self.params.pattern
@@ -259,8 +264,7 @@ class Client:
     # -- the read loops: each returns when its first byte arrived (perf_counter_ns) ----
 
     def _read_sync(self, file: RemoteFile, plan: Sequence[Request], adler32: str | None) -> int:
-        hist = self.result.histogram("read")
-        record, read, clock = hist.record, file.read, time.perf_counter_ns
+        record, read, clock = self._latencies("read").append, file.read, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         adler, first_ns, verify = 1, 0, adler32 is not None
         for offset, size in plan:
@@ -282,8 +286,7 @@ class Client:
         return first_ns
 
     def _read_vector(self, file: RemoteFile, batches: Sequence[list[Request]]) -> int:
-        hist = self.result.histogram("readv")
-        record, readv, clock = hist.record, file.readv, time.perf_counter_ns
+        record, readv, clock = self._latencies("readv").append, file.readv, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         first_ns = 0
         for batch in batches:
@@ -302,7 +305,7 @@ class Client:
         return first_ns
 
     def _read_async(self, file: RemoteFile, plan: Sequence[Request]) -> int:
-        record_latency, clock = self.result.histogram("async_read").record, time.perf_counter_ns
+        record_latency, clock = self._latencies("async_read").append, time.perf_counter_ns
         progress, slot = self.progress, self.spec.client
         state = [self.delivered, 0]  # bytes delivered, first byte (ns)
 
@@ -336,6 +339,11 @@ class Client:
             and plan.bytes == target.size
         )
         return self.expected_adler32.get(target.url) if whole_in_order else None
+
+    def _latencies(self, kind: str) -> array[int]:
+        if kind not in self.samples:
+            self.samples[kind] = array("q")
+        return self.samples[kind]
 
     def _served_by(self, server: str) -> None:
         if server not in self.result.served_by:

@@ -8,6 +8,7 @@ few integer operations.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 SUB_BITS = 4
@@ -46,6 +47,10 @@ class LatencyHistogram:
         self.count += 1
         self.total_ns += value_ns
         self.max_ns = max(self.max_ns, value_ns)
+
+    def record_all(self, values: Iterable[int]) -> None:
+        for value in values:
+            self.record(value)
 
     def merge(self, other: LatencyHistogram) -> None:
         for b, n in other.counts.items():
