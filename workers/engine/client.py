@@ -267,20 +267,22 @@ class Client:
         record, read, clock = self._latencies("read").append, file.read, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         adler, first_ns, verify = 1, 0, adler32 is not None
-        for offset, size in plan:
-            started = clock()
-            data = read(offset, size)
-            ended = clock()
-            record(ended - started)
-            if len(data) != size:
-                raise _short_read(offset, size, len(data))
-            if verify:
-                adler = zlib.adler32(data, adler)
-            if not first_ns:
-                first_ns = ended
-            delivered += size
-            progress[slot] = delivered
-        self.delivered = delivered
+        try:
+            for offset, size in plan:
+                started = clock()
+                data = read(offset, size)
+                ended = clock()
+                record(ended - started)
+                if len(data) != size:
+                    raise _short_read(offset, size, len(data))
+                if verify:
+                    adler = zlib.adler32(data, adler)
+                if not first_ns:
+                    first_ns = ended
+                delivered += size
+                progress[slot] = delivered
+        finally:
+            self.delivered = delivered
         if adler32 is not None:
             self._check_adler32(adler, adler32, "the bytes read")
         return first_ns
@@ -289,19 +291,21 @@ class Client:
         record, readv, clock = self._latencies("readv").append, file.readv, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         first_ns = 0
-        for batch in batches:
-            started = clock()
-            n_bytes = readv(batch)
-            ended = clock()
-            record(ended - started)
-            expected = sum(size for _, size in batch)
-            if n_bytes != expected:
-                raise ProbeError(ErrorClass.SHORT_READ, f"readv gave {n_bytes} of {expected} B")
-            if not first_ns:
-                first_ns = ended
-            delivered += n_bytes
-            progress[slot] = delivered
-        self.delivered = delivered
+        try:
+            for batch in batches:
+                started = clock()
+                n_bytes = readv(batch)
+                ended = clock()
+                record(ended - started)
+                expected = sum(size for _, size in batch)
+                if n_bytes != expected:
+                    raise ProbeError(ErrorClass.SHORT_READ, f"readv gave {n_bytes} of {expected} B")
+                if not first_ns:
+                    first_ns = ended
+                delivered += n_bytes
+                progress[slot] = delivered
+        finally:
+            self.delivered = delivered
         return first_ns
 
     def _read_async(self, file: RemoteFile, plan: Sequence[Request]) -> int:
@@ -316,12 +320,15 @@ class Client:
             if not state[1]:
                 state[1] = clock()
 
-        file.read_async(plan, self.params.depth, record)
+        started_with = self.delivered
+        try:
+            file.read_async(plan, self.params.depth, record)
+        finally:
+            self.delivered = state[0]
         expected = sum(size for _, size in plan)
-        if state[0] - self.delivered != expected:
-            got = state[0] - self.delivered
+        if state[0] - started_with != expected:
+            got = state[0] - started_with
             raise ProbeError(ErrorClass.SHORT_READ, f"async reads gave {got} of {expected} B")
-        self.delivered = state[0]
         return state[1]
 
     def _check_adler32(self, adler: int, expected: str, what: str) -> None:

@@ -15,9 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import importlib.util
 import ssl
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -44,11 +42,6 @@ from workers.engine.backends.byteranges import (
 )
 from workers.engine.deadline import Deadline
 from workers.engine.errors import ErrorClass, ProbeError
-
-if importlib.util.find_spec("sniffio") is None:
-    # httpcore retries `import sniffio` on every async lock when it is missing: ~10 sys.path
-    # scans per request, a quarter of the async read rate. A None entry makes the miss instant.
-    sys.modules["sniffio"] = None  # type: ignore[assignment]
 
 SCHEMES = {"http": "http", "https": "https", "davs": "https"}
 MAX_RANGES = 1024
