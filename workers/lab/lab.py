@@ -1,0 +1,268 @@
+"""The lab federation: real xrootd, XrdHttp, cmsd, XCache and GridFTP servers on loopback,
+behind relays that give the sites their round-trip times (see ports.py for the ports).
+
+    Lab(Path("/tmp/fedprobe-lab"), profile="test").up()
+
+A running lab is described by run/state.json in its dir; any Lab object for that dir (in
+any process) reads its endpoints from there, whatever profile or ports it was built with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from workers.lab import processes, servers
+from workers.lab.endpoints import FED_SERVERS, LabEndpoint, build_endpoints
+from workers.lab.errors import LabError
+from workers.lab.files import (
+    DEFAULT_FILE_SIZES,
+    LabFile,
+    MiB,
+    TextSink,
+    ensure_files,
+    lab_file_path,
+)
+from workers.lab.launch import Launcher
+from workers.lab.paths import LabPaths
+from workers.lab.ports import PortLayout, check_ports_free
+from workers.lab.profiles import PROFILES
+from workers.lab.relay import MODES, control
+
+STATE_VERSION = 1
+FED_FILE_SIZE = 4 * MiB
+# A UNIX socket path longer than this does not fit in sockaddr_un.
+_MAX_SOCKET_PATH = 107
+_SHARED_DATA_SITES = ("local", "near", "far", "xcache")
+
+
+class Lab:
+    """The lab federation kept in `state_dir`. See the module docstring."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        profile: str = "test",
+        base_port: int = 21000,
+        file_sizes: Sequence[int] | None = None,
+    ) -> None:
+        if profile not in PROFILES:
+            known = ", ".join(sorted(PROFILES))
+            raise LabError(f"unknown profile {profile!r}: choose one of {known}")
+        sizes = DEFAULT_FILE_SIZES if file_sizes is None else tuple(file_sizes)
+        if not sizes or any(size < 1 for size in sizes):
+            raise LabError(f"file sizes must be at least 1 byte, got {list(sizes)}")
+        self.state_dir = Path(os.path.abspath(state_dir))
+        self.profile = PROFILES[profile]
+        self.layout = PortLayout(base_port)
+        self.file_sizes = tuple(sorted(set(sizes)))
+        self.paths = LabPaths(self.state_dir)
+        self.progress: TextSink | None = sys.stderr
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def up(self) -> None:
+        """Start every server, wait until each answers, record the state."""
+        if self.running_processes():
+            raise LabError(f"lab already running in {self.state_dir}")
+        check_ports_free(self.layout)
+        self._prepare_dirs()
+        shared, own = self._ensure_files()
+        launcher = Launcher(
+            self.paths, self.layout, self.profile, shared[0], {s: own[s][0] for s in FED_SERVERS}
+        )
+        try:
+            launcher.launch()
+        except BaseException:
+            processes.stop(launcher.started.values(), self._marker)
+            self._forget_processes()
+            raise
+        endpoints = build_endpoints(self.layout, self.profile, self.paths, shared, own)
+        self._write_state(launcher, endpoints)
+
+    def down(self) -> None:
+        """Stop what `up` started (SIGTERM, wait, SIGKILL); nothing to do is fine."""
+        processes.stop(processes.read_pid_files(self.paths.pids).values(), self._marker)
+        self._forget_processes()
+
+    def is_running(self) -> bool:
+        """True when the state file exists and every process it names is alive."""
+        recorded = self._recorded_pids()
+        return bool(recorded) and self.paths.state.exists() and not self.dead_processes()
+
+    def running_processes(self) -> dict[str, int]:
+        """Processes of this lab that are alive, by name."""
+        return {
+            name: pid
+            for name, pid in self._recorded_pids().items()
+            if processes.is_alive(pid, self._marker)
+        }
+
+    def dead_processes(self) -> dict[str, int]:
+        """Processes the lab started that are gone (a lab that needs `down`)."""
+        return {
+            name: pid
+            for name, pid in self._recorded_pids().items()
+            if not processes.is_alive(pid, self._marker)
+        }
+
+    # -- what a running lab offers ----------------------------------------------------------
+
+    def state(self) -> dict[str, object]:
+        """The running lab's state file (profile, ports, processes, endpoints)."""
+        try:
+            data = json.loads(self.paths.state.read_text())
+        except FileNotFoundError:
+            raise LabError(f"no lab running in {self.state_dir}") from None
+        except json.JSONDecodeError as exc:
+            raise LabError(f"{self.paths.state} is damaged: {exc}") from exc
+        if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+            raise LabError(f"{self.paths.state} was written by another version of the lab")
+        return data
+
+    def endpoints(self) -> list[LabEndpoint]:
+        listed = self.state()["endpoints"]
+        assert isinstance(listed, list)
+        return [LabEndpoint.from_json(item) for item in listed]
+
+    def endpoint(self, name: str) -> LabEndpoint:
+        endpoints = self.endpoints()
+        for endpoint in endpoints:
+            if endpoint.name == name:
+                return endpoint
+        known = ", ".join(e.name for e in endpoints)
+        raise LabError(f"no endpoint {name!r} in the lab; it has {known}")
+
+    def data_dir(self, site: str) -> Path:
+        """Where a site's files live: a file dropped there is served by that site."""
+        if site in _SHARED_DATA_SITES:
+            return self.paths.data
+        if site in FED_SERVERS:
+            return self.paths.fed(site)
+        raise LabError(
+            f"site {site!r} has no data dir: use one of {', '.join(_SHARED_DATA_SITES)}, "
+            f"{', '.join(FED_SERVERS)}"
+        )
+
+    def set_relay_mode(self, relay: str, mode: str, cut_after: int | None = None) -> None:
+        if mode not in MODES:
+            raise LabError(f"unknown relay mode {mode!r}: choose one of {', '.join(MODES)}")
+        self._relay_request({"op": "mode", "relay": relay, "mode": mode, "cut_after": cut_after})
+
+    def relay_stats(self) -> dict[str, dict[str, object]]:
+        relays = self._relay_request({"op": "stats"})["relays"]
+        assert isinstance(relays, dict)
+        return relays
+
+    # -- internals --------------------------------------------------------------------------
+
+    @property
+    def _marker(self) -> str:
+        """Every lab process names a file of the run dir on its command line."""
+        return f"{self.paths.run}/"
+
+    def _recorded_pids(self) -> dict[str, int]:
+        return processes.read_pid_files(self.paths.pids)
+
+    def _relay_request(self, request: dict[str, object]) -> dict[str, object]:
+        relays = self.state().get("relays")
+        assert isinstance(relays, list)
+        name = request.get("relay")
+        if name is not None and name not in relays:
+            known = ", ".join(relays) or "none (no site has an added RTT)"
+            raise LabError(f"no relay {name!r} in this lab; relays: {known}")
+        try:
+            answer = control(self.paths.relay_control, request)
+        except (OSError, ValueError) as exc:
+            raise LabError(f"relay process does not answer: {exc}") from exc
+        if answer.get("ok") is not True:
+            raise LabError(f"relay refused {request}: {answer.get('error')}")
+        return answer
+
+    def _prepare_dirs(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.chmod(0o755)
+        self._check_server_user_can_enter()
+        if len(str(self.paths.relay_control)) > _MAX_SOCKET_PATH:
+            raise LabError(f"lab dir {self.state_dir} is too long for a UNIX socket path")
+        for fresh in (*self.paths.owned_by_server_user(), self.paths.run):
+            shutil.rmtree(fresh, ignore_errors=True)
+        for folder in (self.paths.data, self.paths.run, self.paths.pids, *self._fed_roots()):
+            folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+        for folder in self.paths.owned_by_server_user():
+            folder.mkdir(mode=0o755)
+            if servers.runs_as_root():
+                os.chown(folder, *servers.server_user_ids())
+
+    def _fed_roots(self) -> list[Path]:
+        return [self.paths.fed(server) for server in FED_SERVERS]
+
+    def _check_server_user_can_enter(self) -> None:
+        """xrootd runs as nobody: it must be able to walk down to the lab dir."""
+        if not servers.runs_as_root():
+            return
+        for folder in (self.state_dir, *self.state_dir.parents):
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                raise LabError(
+                    f"{folder} is not searchable by user {servers.SERVER_USER}, which the "
+                    f"servers run as: put the lab dir where every parent is (e.g. under /tmp)"
+                )
+
+    def _ensure_files(self) -> tuple[list[LabFile], dict[str, list[LabFile]]]:
+        """The shared test files, and each fed server's own file plus links to the shared ones."""
+        wanted = [(lab_file_path(size), size) for size in self.file_sizes]
+        shared = ensure_files(self.paths.data, wanted, self.paths.manifest, self.progress)
+        own = {}
+        for server in FED_SERVERS:
+            root = self.paths.fed(server)
+            path = f"/fed/{server.removeprefix('fed-')}-4M"
+            own[server] = ensure_files(
+                root, [(path, FED_FILE_SIZE)], root / "files.json", self.progress
+            )
+            for lab_file in shared:
+                _link(self.paths.data / lab_file.path.lstrip("/"), root / lab_file.path.lstrip("/"))
+        return shared, own
+
+    def _write_state(self, launcher: Launcher, endpoints: list[LabEndpoint]) -> None:
+        state = {
+            "version": STATE_VERSION,
+            "state_dir": str(self.state_dir),
+            "profile": self.profile.name,
+            "base_port": self.layout.base,
+            "ports": [self.layout.base, self.layout.last],
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "processes": launcher.started,
+            "relays": sorted(launcher.relay_names),
+            "endpoints": [endpoint.to_json() for endpoint in endpoints],
+        }
+        partial = self.paths.state.with_name("state.json.partial")
+        partial.write_text(json.dumps(state, indent=2) + "\n")
+        partial.replace(self.paths.state)
+
+    def _forget_processes(self) -> None:
+        self.paths.state.unlink(missing_ok=True)
+        for pid_file in self.paths.pids.glob("*.pid"):
+            pid_file.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.paths.relay_control.unlink(missing_ok=True)
+
+
+def _link(source: Path, target: Path) -> None:
+    """Hard-link a shared test file into a fed server's tree (a copy across filesystems)."""
+    target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        if target.samefile(source):
+            return
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)

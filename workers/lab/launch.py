@@ -1,0 +1,243 @@
+"""Starting a lab's processes in dependency order and waiting until each one really answers.
+
+Order matters for the redirector: each xrootd of a cluster finds its cmsd at start-up and
+retries only every 10 s, so the manager's cmsd must listen and each data server's cmsd must
+have made its admin socket before the xrootds start. Everything else starts at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.lab import readiness, servers
+from workers.lab.errors import LabError
+from workers.lab.files import LabFile
+from workers.lab.paths import LabPaths
+from workers.lab.ports import PortLayout
+from workers.lab.processes import exit_status, is_alive, spawn
+from workers.lab.profiles import Profile
+from workers.lab.readiness import Probe
+from workers.lab.relay import RelaySpec
+from workers.lab.servers import ServerProcess
+
+READY_TIMEOUT_S = 60.0
+_POLL_S = 0.02
+_LOG_TAIL_LINES = 20
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Probes run in order until each passes; `servers` are the processes they depend on."""
+
+    servers: tuple[str, ...]
+    probes: tuple[Probe, ...]
+
+
+def relay_specs(layout: PortLayout, profile: Profile) -> list[RelaySpec]:
+    """A relay in front of each public port of each site with an RTT; none for 0 ms."""
+    return [
+        RelaySpec(
+            name=f"{site}-{protocol}",
+            listen_port=layout.port(f"{site}-{protocol}"),
+            target_host=readiness.LOOPBACK,
+            target_port=layout.port(f"{site}-{protocol}-backend"),
+            rtt_ms=rtt,
+        )
+        for site, rtt in profile.rtt_ms.items()
+        if rtt > 0
+        for protocol in ("root", "http")
+    ]
+
+
+class Launcher:
+    """Starts the processes of one lab and remembers their pids, also when a start fails."""
+
+    def __init__(
+        self,
+        paths: LabPaths,
+        layout: PortLayout,
+        profile: Profile,
+        probe_file: LabFile,
+        fed_files: Mapping[str, LabFile],
+    ) -> None:
+        self.paths, self.layout, self.profile = paths, layout, profile
+        self.probe_file, self.fed_files = probe_file, fed_files
+        self.started: dict[str, int] = {}
+        self.processes: dict[str, ServerProcess] = {}
+        self.marker = f"{paths.run}/"
+        self.deadline = time.monotonic() + READY_TIMEOUT_S
+        self.relays = relay_specs(layout, profile)
+
+    def launch(self) -> None:
+        self.write_configs()
+        manager = self.start(servers.cmsd(self.paths, "redirector", self.config("redirector")))
+        for site in ("local", "near", "far"):
+            self.start(servers.xrootd(self.paths, site, self.config(site)))
+        self.start(servers.gridftp(self.paths, self.port("local-ftp"), self.layout.ftp_data))
+        self.start(servers.relays(self.paths))
+        self.wait([Readiness((manager,), (readiness.tcp_listens(self.port("redirector-cmsd")),))])
+        fed_cmsds = [self.start(servers.cmsd(self.paths, s, self.config(s))) for s in self.fed]
+        self.wait(
+            [
+                Readiness((name,), (readiness.path_exists(self.cmsd_socket(server)),))
+                for name, server in zip(fed_cmsds, self.fed, strict=True)
+            ]
+        )
+        for instance in ("redirector", *self.fed):
+            self.start(servers.xrootd(self.paths, instance, self.config(instance)))
+        self.wait(self.readiness())
+        # XCache's client, once refused by the far site, waits out XrdCl's connection
+        # window: it starts when the far site answers through its relay.
+        self.start(servers.xrootd(self.paths, "xcache", self.config("xcache")))
+        self.wait([self.xcache_readiness()])
+
+    @property
+    def fed(self) -> list[str]:
+        return sorted(self.fed_files)
+
+    def port(self, name: str) -> int:
+        return self.layout.port(name)
+
+    def config(self, instance: str) -> Path:
+        return self.paths.config(instance)
+
+    def cmsd_socket(self, instance: str) -> Path:
+        return self.paths.admin / instance / ".olb" / "olbd.admin"
+
+    def write_configs(self) -> None:
+        for instance, text in self.config_texts().items():
+            self.config(instance).write_text(text)
+            self.config(instance).chmod(0o644)
+        (self.paths.run / "gridftp.conf").write_text("# options are on the command line\n")
+        relays = {"relays": [spec.to_json() for spec in self.relays]}
+        self.paths.relay_config.write_text(json.dumps(relays, indent=2) + "\n")
+
+    def config_texts(self) -> dict[str, str]:
+        paths, port = self.paths, self.port
+        texts = {
+            site: servers.data_server_config(paths, *self.site_ports(site))
+            for site in ("local", "near", "far")
+        }
+        texts["redirector"] = servers.manager_config(
+            paths, port("redirector-root"), port("redirector-cmsd")
+        )
+        for server in self.fed:
+            texts[server] = servers.fed_server_config(
+                paths, server, port(f"{server}-root"), port("redirector-cmsd")
+            )
+        texts["xcache"] = servers.xcache_config(paths, port("xcache-root"), port("far-root"))
+        return texts
+
+    def site_ports(self, site: str) -> tuple[int, int]:
+        """Where a site's xrootd listens: behind its relays, or on the public ports."""
+        suffix = "-backend" if self.profile.rtt_ms[site] > 0 else ""
+        return self.port(f"{site}-root{suffix}"), self.port(f"{site}-http{suffix}")
+
+    def readiness(self) -> list[Readiness]:
+        probe = self.probe_file
+        checks = [
+            Readiness(
+                ("relays",), (readiness.relays_answer(self.paths.relay_control, self.relay_names),)
+            ),
+            Readiness(("gridftp",), (readiness.ftp_banner(self.port("local-ftp")),)),
+        ]
+        for site in ("local", "near", "far"):
+            root, http = self.site_ports(site)
+            relayed = ("relays",) if self.profile.rtt_ms[site] > 0 else ()
+            checks.append(
+                Readiness(
+                    (f"xrootd-{site}", *relayed),
+                    (
+                        readiness.tcp_listens(root),
+                        readiness.tcp_listens(http),
+                        readiness.xrootd_stat(self.port(f"{site}-root"), probe.path, probe.size),
+                        readiness.http_head(self.port(f"{site}-http"), probe.path, probe.size),
+                    ),
+                )
+            )
+        for server, own in self.fed_files.items():
+            checks.append(
+                Readiness(
+                    (f"xrootd-{server}", f"cmsd-{server}", "xrootd-redirector", "cmsd-redirector"),
+                    (
+                        readiness.tcp_listens(self.port(f"{server}-root")),
+                        readiness.tcp_listens(self.port("redirector-root")),
+                        readiness.xrootd_stat(self.port(f"{server}-root"), own.path, own.size),
+                        readiness.xrootd_stat(self.port("redirector-root"), own.path, own.size),
+                    ),
+                )
+            )
+        return checks
+
+    def xcache_readiness(self) -> Readiness:
+        probe = self.probe_file
+        return Readiness(
+            ("xrootd-xcache", "xrootd-far", "relays"),
+            (
+                readiness.tcp_listens(self.port("xcache-root")),
+                readiness.xrootd_stat(self.port("xcache-root"), probe.path, probe.size),
+            ),
+        )
+
+    @property
+    def relay_names(self) -> set[str]:
+        return {spec.name for spec in self.relays}
+
+    def start(self, process: ServerProcess) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("XRD_")}
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")])
+        )
+        pid = spawn(process, self.paths.pids, self.paths.output(process.name), self.paths.home, env)
+        self.started[process.name] = pid
+        self.processes[process.name] = process
+        return process.name
+
+    def wait(self, checks: Sequence[Readiness]) -> None:
+        with ThreadPoolExecutor(max_workers=len(checks)) as pool:
+            failures = [f for f in pool.map(self.wait_one, checks) if f is not None]
+        if failures:
+            raise LabError("\n".join(failures))
+
+    def wait_one(self, check: Readiness) -> str | None:
+        for probe in check.probes:
+            while (reason := probe()) is not None:
+                if (dead := self.dead_server(check.servers)) is not None:
+                    return dead
+                if time.monotonic() > self.deadline:
+                    return self.failure(
+                        check.servers[0], f"not ready after {READY_TIMEOUT_S:g} s: {reason}"
+                    )
+                time.sleep(_POLL_S)
+        return None
+
+    def dead_server(self, names: Sequence[str]) -> str | None:
+        for name in names:
+            pid = self.started.get(name)
+            if pid is not None and not is_alive(pid, self.marker):
+                return self.failure(name, f"exited (status {exit_status(pid)}) during start-up")
+        return None
+
+    def failure(self, name: str, what: str) -> str:
+        lines = [f"{name} {what}"]
+        process = self.processes.get(name)
+        for log in process.logs if process else ():
+            tail = _tail(log)
+            if tail:
+                lines += [f"--- last lines of {log} ---", *tail]
+        return "\n".join(lines)
+
+
+def _tail(path: Path) -> list[str]:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-_LOG_TAIL_LINES:]

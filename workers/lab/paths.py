@@ -1,0 +1,84 @@
+"""Where a lab keeps things inside its state dir."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class LabPaths:
+    """The layout of a lab dir. Servers run as `nobody` when root starts the lab, so admin,
+    logs, xcache, xrd-pids and home belong to that user; data is root's, world-readable."""
+
+    root: Path
+
+    @property
+    def data(self) -> Path:
+        """The test files every site (local, near, far) and the GridFTP server export."""
+        return self.root / "data"
+
+    def fed(self, server: str) -> Path:
+        """oss.localroot of a data server behind the redirector (fed-a, fed-b)."""
+        return self.root / server
+
+    @property
+    def xcache(self) -> Path:
+        return self.root / "xcache"
+
+    @property
+    def admin(self) -> Path:
+        return self.root / "admin"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def home(self) -> Path:
+        """The servers' working dir (xrootd makes a folder per instance in it)."""
+        return self.root / "home"
+
+    @property
+    def run(self) -> Path:
+        """Configs, pid files, the relay's control socket and the state file."""
+        return self.root / "run"
+
+    @property
+    def pids(self) -> Path:
+        return self.run / "pids"
+
+    @property
+    def xrd_pids(self) -> Path:
+        """all.pidpath: xrootd and cmsd write their own pid files here."""
+        return self.root / "xrd-pids"
+
+    @property
+    def state(self) -> Path:
+        return self.run / "state.json"
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "files.json"
+
+    @property
+    def relay_control(self) -> Path:
+        return self.run / "relay.sock"
+
+    @property
+    def relay_config(self) -> Path:
+        return self.run / "relays.json"
+
+    def config(self, name: str) -> Path:
+        return self.run / f"{name}.cfg"
+
+    def output(self, process: str) -> Path:
+        """stdout and stderr of one lab process."""
+        return self.logs / f"{process}.out"
+
+    def server_log(self, instance: str, program: str) -> Path:
+        """The log xrootd/cmsd write with `-l LOGS/PROGRAM.log -n INSTANCE`."""
+        return self.logs / instance / f"{program}.log"
+
+    def owned_by_server_user(self) -> list[Path]:
+        return [self.admin, self.logs, self.xcache, self.xrd_pids, self.home]

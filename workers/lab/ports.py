@@ -1,0 +1,120 @@
+"""The lab's block of BLOCK_SIZE ports, from base port B (default 21000).
+
+    B+0  local-root        B+1  local-http         clients' ports (a relay, or xrootd itself
+    B+2  near-root         B+3  near-http          when the site has no added RTT)
+    B+4  far-root          B+5  far-http
+    B+6  redirector-root   B+7  redirector-cmsd    manager xrootd and cmsd
+    B+8  fed-a-root        B+9  fed-b-root         data servers behind the redirector
+    B+10 xcache-root       B+11 local-ftp          XCache proxy; GridFTP control port
+    B+12 local-root-backend   B+13 local-http-backend   xrootd of a relayed site
+    B+14 near-root-backend    B+15 near-http-backend
+    B+16 far-root-backend     B+17 far-http-backend
+    B+32 .. B+63           GridFTP data ports
+
+The cmsd of fed-a and fed-b listen on no fixed port (cmsd servers use an ephemeral one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import socket
+from dataclasses import dataclass
+
+from workers.lab.errors import LabError
+
+BLOCK_SIZE = 64
+FIRST_PORT = 1024
+
+_OFFSETS = {
+    "local-root": 0,
+    "local-http": 1,
+    "near-root": 2,
+    "near-http": 3,
+    "far-root": 4,
+    "far-http": 5,
+    "redirector-root": 6,
+    "redirector-cmsd": 7,
+    "fed-a-root": 8,
+    "fed-b-root": 9,
+    "xcache-root": 10,
+    "local-ftp": 11,
+    "local-root-backend": 12,
+    "local-http-backend": 13,
+    "near-root-backend": 14,
+    "near-http-backend": 15,
+    "far-root-backend": 16,
+    "far-http-backend": 17,
+}
+_FTP_DATA = (32, 63)
+
+
+@dataclass(frozen=True)
+class PortLayout:
+    base: int
+
+    def __post_init__(self) -> None:
+        if not FIRST_PORT <= self.base <= 65536 - BLOCK_SIZE:
+            raise LabError(
+                f"base port {self.base} out of range: the lab needs {BLOCK_SIZE} ports "
+                f"from it, between {FIRST_PORT} and 65535"
+            )
+
+    def port(self, name: str) -> int:
+        return self.base + _OFFSETS[name]
+
+    @property
+    def last(self) -> int:
+        return self.base + BLOCK_SIZE - 1
+
+    @property
+    def ftp_data(self) -> tuple[int, int]:
+        return self.base + _FTP_DATA[0], self.base + _FTP_DATA[1]
+
+    def named_ports(self) -> dict[int, str]:
+        """Every port the lab may listen on, with what it is for."""
+        ports = {self.base + offset: name for name, offset in _OFFSETS.items()}
+        first, last = self.ftp_data
+        ports.update({port: "GridFTP data" for port in range(first, last + 1)})
+        return ports
+
+
+def port_is_free(port: int) -> bool:
+    """Could a server bind `port` on every interface (as xrootd does)?"""
+    family, address = _wildcard()
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # Servers set SO_REUSEADDR, so connections in TIME_WAIT do not count as taken.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def check_ports_free(layout: PortLayout) -> None:
+    for port, purpose in sorted(layout.named_ports().items()):
+        if not port_is_free(port):
+            raise LabError(
+                f"port {port} ({purpose}) is already in use: choose another base port "
+                f"(--base-port); the lab uses {layout.base}-{layout.last}"
+            )
+
+
+def free_base_port(low: int = 22000, high: int = 32000, tries: int = 50) -> int:
+    """A base port whose whole block is free, picked at random in [low, high)."""
+    blocks = list(range(low - low % BLOCK_SIZE + BLOCK_SIZE, high - BLOCK_SIZE, BLOCK_SIZE))
+    for base in random.sample(blocks, min(tries, len(blocks))):
+        layout = PortLayout(base)
+        if all(port_is_free(port) for port in layout.named_ports()):
+            return base
+    raise LabError(f"no free block of {BLOCK_SIZE} ports between {low} and {high}")
+
+
+def _wildcard() -> tuple[socket.AddressFamily, str]:
+    if socket.has_ipv6:
+        with contextlib.suppress(OSError), socket.socket(socket.AF_INET6, socket.SOCK_STREAM):
+            return socket.AF_INET6, "::"
+    return socket.AF_INET, "0.0.0.0"
