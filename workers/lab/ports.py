@@ -21,7 +21,7 @@ import random
 import socket
 from dataclasses import dataclass
 
-from workers.lab.errors import LabError
+from workers.lab.errors import LabError, PortTaken
 
 BLOCK_SIZE = 64
 FIRST_PORT = 1024
@@ -97,7 +97,7 @@ def port_is_free(port: int) -> bool:
 def check_ports_free(layout: PortLayout) -> None:
     for port, purpose in sorted(layout.named_ports().items()):
         if not port_is_free(port):
-            raise LabError(
+            raise PortTaken(
                 f"port {port} ({purpose}) is already in use: choose another base port "
                 f"(--base-port); the lab uses {layout.base}-{layout.last}"
             )
