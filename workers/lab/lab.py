@@ -188,11 +188,11 @@ class Lab:
         return answer
 
     def _prepare_dirs(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.state_dir.chmod(0o755)
-        self._check_server_user_can_enter()
         if len(str(self.paths.relay_control)) > _MAX_SOCKET_PATH:
             raise LabError(f"lab dir {self.state_dir} is too long for a UNIX socket path")
+        self._check_server_user_can_enter()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.chmod(0o755)
         for fresh in (*self.paths.owned_by_server_user(), self.paths.run):
             shutil.rmtree(fresh, ignore_errors=True)
         for folder in (self.paths.data, self.paths.run, self.paths.pids, *self._fed_roots()):
@@ -209,8 +209,8 @@ class Lab:
         """xrootd runs as nobody: it must be able to walk down to the lab dir."""
         if not servers.runs_as_root():
             return
-        for folder in (self.state_dir, *self.state_dir.parents):
-            if not folder.stat().st_mode & stat.S_IXOTH:
+        for folder in self.state_dir.parents:
+            if folder.exists() and not folder.stat().st_mode & stat.S_IXOTH:
                 raise LabError(
                     f"{folder} is not searchable by user {servers.SERVER_USER}, which the "
                     f"servers run as: put the lab dir where every parent is (e.g. under /tmp)"

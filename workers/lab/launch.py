@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from workers.lab.servers import ServerProcess
 READY_TIMEOUT_S = 60.0
 _POLL_S = 0.02
 _LOG_TAIL_LINES = 20
+_COMPLAINT = re.compile(r"error|fail|unable|invalid|denied|refus|cannot|not be|warning", re.I)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -229,15 +231,19 @@ class Launcher:
         lines = [f"{name} {what}"]
         process = self.processes.get(name)
         for log in process.logs if process else ():
-            tail = _tail(log)
-            if tail:
-                lines += [f"--- last lines of {log} ---", *tail]
+            excerpt = _log_excerpt(log)
+            if excerpt:
+                lines += [f"--- {log} (complaints and last lines) ---", *excerpt]
         return "\n".join(lines)
 
 
-def _tail(path: Path) -> list[str]:
+def _log_excerpt(path: Path) -> list[str]:
+    """The lines of a log that complain, and its last lines, in order: xrootd states the
+    cause of a failed start well before its last lines."""
     try:
-        text = path.read_text(errors="replace")
+        lines = path.read_text(errors="replace").splitlines()
     except OSError:
         return []
-    return text.splitlines()[-_LOG_TAIL_LINES:]
+    complaints = [i for i, line in enumerate(lines) if _COMPLAINT.search(line)]
+    keep = set(complaints[-_LOG_TAIL_LINES:]) | set(range(len(lines))[-_LOG_TAIL_LINES // 2 :])
+    return [lines[i] for i in sorted(keep)]
