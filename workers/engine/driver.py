@@ -8,13 +8,16 @@ cancelled, is killed; its record is kept with the bytes it had read by then.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
 import socket
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection, wait
@@ -134,6 +137,23 @@ def _client_specs(
     return specs
 
 
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start clients without multiprocessing re-importing the caller's __main__ in each.
+
+    multiprocessing re-runs the parent's main script in every child it starts (as
+    __mp_main__): per client start-up time, side effects of the caller's script, and a
+    crash when there is no script file (python - < script, a REPL). Clients need nothing
+    from __main__, so it is swapped for an empty module while they are being started.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
 def _context() -> ForkServerContext | SpawnContext:
     """Clients fork from a clean server process that has the engine already imported."""
     if "forkserver" in multiprocessing.get_all_start_methods():
@@ -180,18 +200,22 @@ class _Execution:
             self.result.clients = [self.results[i] for i in sorted(self.results)]
 
     def _start_clients(self) -> None:
-        for spec in self.specs:
-            receiver, sender = self.ctx.Pipe(duplex=False)
-            process = self.ctx.Process(
-                target=client_main,
-                args=(spec, self.release, self.progress, sender),
-                name=f"fedprobe-client-{spec.client}",
-                daemon=True,
-            )
-            process.start()
-            sender.close()
-            self.processes[spec.client] = process
-            self.pipes[spec.client] = receiver
+        with _main_module_hidden():
+            for spec in self.specs:
+                self._start_client(spec)
+
+    def _start_client(self, spec: ClientSpec) -> None:
+        receiver, sender = self.ctx.Pipe(duplex=False)
+        process = self.ctx.Process(
+            target=client_main,
+            args=(spec, self.release, self.progress, sender),
+            name=f"fedprobe-client-{spec.client}",
+            daemon=True,
+        )
+        process.start()
+        sender.close()
+        self.processes[spec.client] = process
+        self.pipes[spec.client] = receiver
 
     def _release(self) -> bool:
         """Wait until every client is prepared, then let them all go at once.

@@ -107,3 +107,22 @@ def test_unparseable_size_exits_2_naming_the_option() -> None:
     )
     assert done.returncode == 2
     assert "--read-size" in done.stderr
+
+
+def test_run_from_a_script_on_stdin_works(lab: Any) -> None:
+    """multiprocessing would re-run the caller's __main__ in each client: not for us."""
+    url, _ = lab_file(lab, "local-root", FILE_4M)
+    script = (
+        "from workers.engine import RunParams, run_probe\n"
+        f"print(run_probe(RunParams(urls=({url!r},), clients=2)).status)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-"],
+        input=script,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.strip() == "succeeded", done.stderr
