@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -41,8 +40,3 @@ def in_client_process(function: Callable[..., Any], *args: Any) -> Any:
     ctx = multiprocessing.get_context("forkserver")
     with ctx.Pool(1) as pool:
         return pool.apply(function, args)
-
-
-def median_ratio(engine: list[float], bare: list[float]) -> tuple[float, float, float]:
-    e, b = statistics.median(engine), statistics.median(bare)
-    return e, b, e / b
