@@ -200,7 +200,7 @@ class Client:
         self.result.copy_s += ended - started
         self._latencies("copy").append(int((ended - started) * 1e9))
         self.result.bytes_wire += copied.bytes_copied
-        self._served_by(copied.served_by)
+        self._served_by(copied.served_by or self.backend.copy_source(target.url, self.options))
         if copied.bytes_copied != target.size:
             raise ProbeError(
                 ErrorClass.SHORT_READ,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workers.engine.deadline import Deadline
+from workers.engine.urls import host_of
 
 # Called once per completed asynchronous request: (latency in ns, bytes delivered).
 AsyncRecorder = Callable[[int, int], None]
@@ -86,4 +87,12 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
-        """Copy the whole file to `dest` with the protocol's own copy tool."""
+        """Copy the whole file to `dest` with the protocol's own copy tool.
+
+        `served_by` may be empty when the tool does not say; `copy_source` is then asked
+        after the (timed) copy phase.
+        """
+
+    def copy_source(self, url: str, options: OpenOptions) -> str:
+        """The server a finished copy came from (asked outside the timed phase)."""
+        return host_of(url)

@@ -208,10 +208,11 @@ class XRootDBackend(Backend):
         # xrdcp takes no "--": the URL was checked not to look like an option, dest is absolute.
         argv = ["xrdcp", "--nopbar", "--force", "--streams", str(options.streams)]
         run_copy_tool([*argv, client_url, str(dest.resolve())], env=env, deadline=options.deadline)
-        return CopyResult(dest.stat().st_size, self._locate(client_url, options))
+        return CopyResult(dest.stat().st_size, served_by="")
 
-    def _locate(self, url: str, options: OpenOptions) -> str:
-        """The data server that holds the file (after redirection), for a copy's served_by."""
+    def copy_source(self, url: str, options: OpenOptions) -> str:
+        """The data server that holds the file (after redirection): a locate, untimed."""
+        url = with_user(url, options.user)
         fs = xrd.FileSystem(_root_of(url))
         status, info = fs.locate(
             _path_of(url), OpenFlags.NONE, timeout=options.deadline.timeout_s()
