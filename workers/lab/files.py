@@ -10,25 +10,23 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from workers.engine import units
+
 KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
-TiB = 1024 * GiB
 
 DEFAULT_FILE_SIZES = (1 * MiB, 16 * MiB, 256 * MiB)
 TEST_FILE_DIR = "/fedprobe"
 
 _CHUNK = 4 * MiB
 _SHOW_PROGRESS_FROM = 64 * MiB
-_UNITS = {"": 1, "k": KiB, "m": MiB, "g": GiB, "t": TiB}
-_SIZE = re.compile(r"(\d+)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 _LABELS = (("G", GiB), ("M", MiB), ("k", KiB))
 
 
@@ -55,11 +53,12 @@ class LabFile:
 
 
 def parse_size(text: str) -> int:
-    """Bytes from "4096", "4k", "16M", "1G" or "16MiB" (binary units)."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"invalid size {text!r}: give bytes or a number with k, M, G (16M)")
-    size = int(match[1]) * _UNITS[match[2].lower()]
+    """Bytes from "4096", "4k", "16M", "1G" or "16MiB" (binary units), at least 1."""
+    try:
+        size = units.parse_size(text)
+    except ValueError:
+        message = f"invalid size {text!r}: give bytes or a number with k, M, G (16M)"
+        raise ValueError(message) from None
     if size < 1:
         raise ValueError(f"invalid size {text!r}: a test file needs at least 1 byte")
     return size
