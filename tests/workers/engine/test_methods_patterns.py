@@ -137,3 +137,15 @@ def test_progress_is_reported_and_reaches_the_plan(lab: Any) -> None:
     assert seen, "no progress reported"
     assert seen[-1].bytes_planned == 2 * 4 * MiB
     assert [p.bytes_done for p in seen] == sorted(p.bytes_done for p in seen)
+
+
+def test_streams_open_parallel_tcp_substreams(lab: Any, relay_to: Any) -> None:
+    host, url = relay_to("local-root", "/fedprobe/file-16M")
+    connections = []
+    for streams in (1, 4):
+        before = host.stats()["test"].connections_total
+        run = run_probe(RunParams(urls=(url,), streams=streams, read_size=MiB, fraction=1.0))
+        assert run.status == "succeeded"
+        connections.append(host.stats()["test"].connections_total - before)
+    assert connections[0] == 2  # the preflight's and the client's
+    assert connections[1] > 2  # XRD_SUBSTREAMSPERCHANNEL: the client opened substreams
