@@ -99,6 +99,8 @@ def _database_from_url(url: str) -> dict[str, object]:
 
 
 _database_url = os.environ.get("DATABASE_URL")
+if not _database_url:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES = {
     "default": _database_from_url(_database_url)
     if _database_url
