@@ -7,9 +7,9 @@ chunks to be acknowledged, so a stream pipelines as it would over a long fat lin
 the part of the TCP window. For fault tests a relay can be told to hang (forward nothing)
 or to cut every connection after N more bytes towards the clients.
 
-Delays run on loop timers that wait whole milliseconds (see `new_event_loop`): on the lab
-VM a ping-pong through a 26 ms relay takes 26.4-26.8 ms, and one stream still moves
-1-1.6 GB/s (benches/relay_throughput.py).
+Delays run on loop timers with sub-millisecond resolution (see `new_event_loop`): on the
+lab VM a ping-pong through a 0.5 ms relay takes ~0.8 ms, through a 26 ms relay 26.6-26.8
+ms, and one stream still moves 1-2 GB/s (benches/relay_throughput.py).
 
 Run as a process by the lab: `python -m workers.lab.relay --config relays.json`; in a
 test, `RelayHost` runs relays in a thread, or `Relay` runs on a loop of your own.
@@ -121,14 +121,15 @@ def _json_float(data: Mapping[str, object], key: str, default: float) -> float:
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
-    """An event loop whose timers fire on the millisecond they are due, for running relays.
+    """An event loop whose timers fire within a fraction of a millisecond, for running relays.
 
-    asyncio's default epoll selector turns many waits into one millisecond more than asked
-    (it rounds up to whole milliseconds and epoll.poll() rounds the float up once more),
-    which would add ~1 ms to each direction of the emulated link; poll() takes integer
-    milliseconds. poll() scans every descriptor per wait, fine for a lab's few hundred.
+    asyncio's default epoll selector, and poll(), wait in whole milliseconds (rounded up),
+    which turns the paper profile's 0.5 ms local site into ~2.3 ms. select() takes
+    microseconds: measured here, 0.5 / 2 / 26 ms relays give 0.8 / 2.25 / 26.6 ms ping-pong
+    round trips (the rest is the relay's own two hops). select() handles descriptors below
+    1024: ~500 relayed connections per relay process, plenty for a lab.
     """
-    return asyncio.SelectorEventLoop(selectors.PollSelector())
+    return asyncio.SelectorEventLoop(selectors.SelectSelector())
 
 
 @dataclass
