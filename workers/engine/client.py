@@ -82,6 +82,8 @@ def client_main(
     spec: ClientSpec, release: ReleaseEvent, progress: MutableSequence[int], sink: ResultSink
 ) -> None:
     """Process entry point: prepare, say ready, wait for the release, measure, report."""
+    # A process group of its own: the run can stop this client and any copy tool it runs.
+    os.setpgid(0, 0)
     result = ClientResult(client=spec.client)
     try:
         client = Client(spec, result, progress)
@@ -187,7 +189,12 @@ class Client:
             if k + 1 < len(targets):
                 stager = _Stager(self, targets[k + 1])
                 stager.start()
-            self._read_local(local, plan, target)
+            try:
+                self._read_local(local, plan, target)
+            except BaseException:
+                if stager is not None:
+                    stager.abandon()
+                raise
             if stager is not None:
                 local = stager.finish()
 
@@ -376,6 +383,12 @@ class _Stager:
             self._local = self._client._copy(self._target)
         except BaseException as exc:
             self._error = exc
+
+    def abandon(self) -> None:
+        """The read failed: wait for the copy (bounded by the deadline) and drop it."""
+        self._thread.join()
+        if self._local is not None:
+            self._local.unlink(missing_ok=True)
 
     def finish(self) -> Path:
         started = self._client.now()

@@ -137,6 +137,15 @@ def _client_specs(
     return specs
 
 
+def _kill_client(pid: int) -> None:
+    """Kill a client and what it started (a copy tool): its process group, once it has one."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 @contextlib.contextmanager
 def _main_module_hidden() -> Iterator[None]:
     """Start clients without multiprocessing re-importing the caller's __main__ in each.
@@ -275,7 +284,7 @@ class _Execution:
         for client in list(self.pipes):
             process = self.processes[client]
             if process.pid is not None and process.is_alive():
-                os.kill(process.pid, signal.SIGKILL)
+                _kill_client(process.pid)
             process.join(timeout=5)
             self.results[client] = self._lost(client, message, error_class)
             self._forget(client)

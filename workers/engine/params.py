@@ -68,6 +68,9 @@ class RunParams:
         _check_choice("pattern", self.pattern, Pattern)
         if not self.urls:
             raise InvalidParams("url", "at least one URL is needed")
+        schemes = {check_url(url) for url in self.urls}
+        if len(schemes) > 1:
+            raise InvalidParams("url", f"a run reads over one protocol, not {sorted(schemes)}")
         for url in self.urls:
             scheme = check_url(url)
             if scheme == "file":

@@ -25,13 +25,17 @@ def lab_file(lab: Any, endpoint: str, path: str) -> tuple[str, Any]:
 
 @pytest.fixture
 def relay_to(lab: Any) -> Iterator[Callable[..., tuple[RelayHost, str]]]:
-    """relay_to("local-root", path, rtt_ms=0) -> (host, url through a new relay)."""
+    """relay_to("local-root", path, rtt_ms=0, bandwidth_mbps=None) -> (host, url via a relay)."""
     hosts: list[RelayHost] = []
 
-    def make(endpoint: str, path: str, rtt_ms: float = 0.0) -> tuple[RelayHost, str]:
+    def make(
+        endpoint: str, path: str, rtt_ms: float = 0.0, bandwidth_mbps: float | None = None
+    ) -> tuple[RelayHost, str]:
         base = urlsplit(lab.endpoint(endpoint).url)
         assert base.hostname is not None and base.port is not None
-        spec = RelaySpec("test", 0, base.hostname, base.port, rtt_ms=rtt_ms)
+        spec = RelaySpec(
+            "test", 0, base.hostname, base.port, rtt_ms=rtt_ms, bandwidth_mbps=bandwidth_mbps
+        )
         host = RelayHost([spec])
         host.start()
         hosts.append(host)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -112,3 +113,34 @@ def test_refused_port_fails_as_refused() -> None:
     run = run_probe(RunParams(urls=("root://127.0.0.1:9//f",), timeout_s=10)).to_json()
     assert run["status"] == "failed"
     assert run["errors"][0]["class"] == "refused"
+
+
+def test_cancel_during_a_copy_stops_the_copy_tool_too(lab: Any, relay_to: Any) -> None:
+    _, url = relay_to("local-root", FILE_16M, bandwidth_mbps=2.0)  # 16 MiB take ~8 s
+    port = url.split(":")[2].split("/")[0]
+    started = time.monotonic()
+    run = run_probe(
+        RunParams(urls=(url,), method=Method.COPY, clients=2),
+        should_cancel=lambda: time.monotonic() - started > 1.0,
+    ).to_json()
+    assert run["status"] == "cancelled"
+    assert time.monotonic() - started < 5
+    assert copy_tools_reading_from(port) == []
+
+
+def copy_tools_reading_from(port: str) -> list[int]:
+    """Pids of xrdcp processes whose command line names this port."""
+    time.sleep(0.2)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        is_copy = argv[0].endswith(b"xrdcp") and port.encode() in b" ".join(argv)
+        if is_copy and state != "Z":  # Z: dead, waiting to be reaped
+            found.append(int(entry.name))
+    return found

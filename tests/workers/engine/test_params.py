@@ -24,6 +24,7 @@ def params(**changes: object) -> RunParams:
         ({"urls": ("root://host:1094/",)}, "url"),
         ({"urls": ("root://host//f ile",)}, "url"),
         ({"urls": ()}, "url"),
+        ({"urls": (URL, "http://127.0.0.1:8000/data/file")}, "url"),
         ({"fraction": 0.0}, "fraction"),
         ({"fraction": 1.5}, "fraction"),
         ({"fraction": -0.1}, "fraction"),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
@@ -32,8 +30,8 @@ def run_copy_tool(
 ) -> None:
     """Run a copy tool to completion within the deadline; raise ProbeError on failure.
 
-    Never through a shell. The tool runs in its own process group so that a timeout
-    kills it and anything it started.
+    Never through a shell. The tool stays in the client's process group, so a client
+    killed by its run (deadline, cancel) takes its copy tool with it.
     """
     try:
         process = subprocess.Popen(
@@ -42,18 +40,17 @@ def run_copy_tool(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            start_new_session=True,
         )
     except FileNotFoundError as exc:
         raise ProbeError(ErrorClass.SERVER_ERROR, f"{argv[0]} is not installed") from exc
     try:
         _, stderr = process.communicate(timeout=max(0.1, deadline.remaining()))
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        process.kill()
         process.wait()
         raise ProbeError(ErrorClass.TIMEOUT, f"{argv[0]} did not finish by the deadline") from None
     except BaseException:
-        os.killpg(process.pid, signal.SIGKILL)
+        process.kill()
         process.wait()
         raise
     if process.returncode != 0:
