@@ -51,6 +51,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "webapp.core",
+    "webapp.sites",
+    "webapp.campaigns",
 ]
 
 MIDDLEWARE = [

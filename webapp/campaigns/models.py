@@ -1,0 +1,230 @@
+"""Experiments (campaigns), their runs, and each run's client attempts."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import models
+
+from webapp.sites.models import Endpoint, TestFile, VantagePoint
+from workers.engine.params import Method, Pattern
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of a campaign's parameter space, before it becomes a run."""
+
+    endpoint: Endpoint
+    test_file: TestFile
+    vantage_point: VantagePoint
+    method: str
+    pattern: str
+    read_size: int
+    fraction: float
+    clients: int
+    repetition: int
+
+
+class Campaign(models.Model):
+    """An experiment: endpoints x vantage points x parameter sets, expanded into runs."""
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    endpoints = models.ManyToManyField(Endpoint, related_name="campaigns")
+    test_files = models.ManyToManyField(TestFile, blank=True, related_name="campaigns")
+    vantage_points = models.ManyToManyField(VantagePoint, related_name="campaigns")
+    methods = models.JSONField(default=list)
+    patterns = models.JSONField(default=list)
+    read_sizes = models.JSONField(default=list, help_text="bytes")
+    fractions = models.JSONField(default=list)
+    clients = models.JSONField(default=list)
+    files = models.PositiveIntegerField(default=1)
+    depth = models.PositiveIntegerField(default=64)
+    vector_size = models.PositiveIntegerField(default=256)
+    skip = models.PositiveIntegerField(default=3)
+    readahead = models.PositiveBigIntegerField(default=0, help_text="bytes; 0 = unbuffered")
+    streams = models.PositiveIntegerField(default=1)
+    repetitions = models.PositiveIntegerField(default=1)
+    deadline_s = models.PositiveIntegerField(null=True, blank=True)
+    schedule = models.CharField(max_length=100, blank=True, help_text="cron, e.g. 0 2 * * *")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def files_to_read(self) -> list[TestFile]:
+        """The chosen test files, else each endpoint's default file."""
+        chosen = list(self.test_files.select_related("endpoint"))
+        if chosen:
+            return chosen
+        defaults = (endpoint.default_file for endpoint in self.endpoints.all())
+        return [f for f in defaults if f is not None]
+
+    def cells(self) -> Iterator[Cell]:
+        """The parameter product, in a stable order."""
+        vantage_points = list(self.vantage_points.all())
+        for (
+            test_file,
+            vantage_point,
+            method,
+            pattern,
+            read_size,
+            fraction,
+            clients,
+            rep,
+        ) in itertools.product(
+            self.files_to_read(),
+            vantage_points,
+            self.methods,
+            self.patterns,
+            self.read_sizes,
+            self.fractions,
+            self.clients,
+            range(self.repetitions),
+        ):
+            yield Cell(
+                test_file.endpoint,
+                test_file,
+                vantage_point,
+                method,
+                pattern,
+                read_size,
+                fraction,
+                clients,
+                rep,
+            )
+
+    def matrix_size(self) -> int:
+        return (
+            len(self.files_to_read())
+            * self.vantage_points.count()
+            * len(self.methods)
+            * len(self.patterns)
+            * len(self.read_sizes)
+            * len(self.fractions)
+            * len(self.clients)
+            * self.repetitions
+        )
+
+
+class Run(models.Model):
+    """One cell of a campaign's matrix, executed once from one vantage point."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        PARTIAL = "partial"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+        TIMEOUT = "timeout"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual"
+        API = "api"
+        SCHEDULE = "schedule"
+
+    FINAL = frozenset(
+        {Status.SUCCEEDED, Status.PARTIAL, Status.FAILED, Status.CANCELLED, Status.TIMEOUT}
+    )
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="runs")
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="runs")
+    test_file = models.ForeignKey(TestFile, on_delete=models.PROTECT, related_name="runs")
+    vantage_point = models.ForeignKey(VantagePoint, on_delete=models.PROTECT, related_name="runs")
+    method = models.CharField(max_length=10, choices=[(m.value, m.value) for m in Method])
+    pattern = models.CharField(max_length=12, choices=[(p.value, p.value) for p in Pattern])
+    read_size = models.PositiveBigIntegerField(help_text="bytes")
+    fraction = models.FloatField()
+    clients = models.PositiveIntegerField()
+    files = models.PositiveIntegerField(default=1)
+    depth = models.PositiveIntegerField(default=64)
+    vector_size = models.PositiveIntegerField(default=256)
+    skip = models.PositiveIntegerField(default=3)
+    readahead = models.PositiveBigIntegerField(default=0)
+    streams = models.PositiveIntegerField(default=1)
+    deadline_s = models.FloatField(null=True, blank=True)
+    repetition = models.PositiveIntegerField(default=0)
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
+    cancel_requested = models.BooleanField(default=False)
+    worker = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    # Aggregates of the run JSON (design.md), as columns so series are computed in SQL.
+    wall_s = models.FloatField(null=True, blank=True)
+    open_s = models.FloatField(null=True, blank=True)
+    ttfb_s = models.FloatField(null=True, blank=True)
+    throughput_mbps = models.FloatField(null=True, blank=True)
+    ops = models.BigIntegerField(null=True, blank=True)
+    latency_p50_us = models.FloatField(null=True, blank=True)
+    latency_p90_us = models.FloatField(null=True, blank=True)
+    latency_p99_us = models.FloatField(null=True, blank=True)
+    latency_max_us = models.FloatField(null=True, blank=True)
+    bytes_requested = models.BigIntegerField(null=True, blank=True)
+    bytes_read = models.BigIntegerField(null=True, blank=True)
+    bytes_wire = models.BigIntegerField(null=True, blank=True)
+    cpu_s = models.FloatField(null=True, blank=True)
+    served_by = models.JSONField(default=list, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="the run JSON without clients")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["endpoint", "created_at"]),
+            models.Index(fields=["campaign", "created_at"]),
+            models.Index(fields=["status", "created_at"]),
+            models.Index(fields=["vantage_point", "endpoint", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} {self.method}/{self.pattern} on {self.endpoint_id}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL
+
+
+class ClientAttempt(models.Model):
+    """One client of a run: its heartbeat while it runs, then what it measured."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        OK = "ok"
+        FAILED = "failed"
+        LOST = "lost"
+        CANCELLED = "cancelled"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="attempts")
+    client = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    heartbeat_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error_class = models.CharField(max_length=20, blank=True)
+    error_message = models.TextField(blank=True)
+    bytes_read = models.BigIntegerField(default=0)
+    record = models.JSONField(null=True, blank=True, help_text="the client's run JSON record")
+
+    class Meta:
+        ordering = ["run", "client"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "client"], name="attempt_unique_client")
+        ]
+        indexes = [models.Index(fields=["status", "heartbeat_at"])]
+
+    def __str__(self) -> str:
+        return f"client {self.client} of run {self.run_id}"

@@ -1,0 +1,127 @@
+"""Where data lives (sites, endpoints, test files) and where it is measured from."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+from workers.engine.urls import SCHEMES
+
+_NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
+_ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
+
+
+class Site(models.Model):
+    """A storage site of the federation (a WLCG site, or a site of the lab)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    tier = models.CharField(max_length=20, blank=True, help_text="T0, T1, T2, T3, ...")
+    storage_system = models.CharField(max_length=50, blank=True, help_text="dCache, EOS, ...")
+    location = models.CharField(max_length=200, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Endpoint(models.Model):
+    """One door into a site's storage: a protocol and a base URL, in one role."""
+
+    class Protocol(models.TextChoices):
+        ROOT = "root", "root (XRootD)"
+        HTTP = "http", "http"
+        HTTPS = "https", "https"
+        DAVS = "davs", "davs (WebDAV)"
+        GSIFTP = "gsiftp", "gsiftp (GridFTP)"
+        FTP = "ftp", "ftp (GridFTP, anonymous)"
+        FILE = "file", "file (local)"
+
+    class Role(models.TextChoices):
+        DATA = "data", "data server"
+        REDIRECTOR = "redirector", "redirector"
+        CACHE = "cache", "cache"
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="endpoints")
+    name = models.CharField(max_length=100, unique=True, validators=[_NAME])
+    protocol = models.CharField(max_length=10, choices=Protocol.choices)
+    base_url = models.CharField(max_length=500)
+    role = models.CharField(max_length=12, choices=Role.choices, default=Role.DATA)
+    enabled = models.BooleanField(default=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["site__name", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def file_url(self, path: str) -> str:
+        """The URL of `path` on this endpoint (root:// paths get the double slash)."""
+        base = self.base_url.rstrip("/")
+        if self.protocol == self.Protocol.ROOT:
+            return f"{base}//{path.lstrip('/')}"
+        return f"{base}/{path.lstrip('/')}"
+
+    @property
+    def default_file(self) -> TestFile | None:
+        return self.files.filter(is_default=True).first() or self.files.first()
+
+
+assert {choice.value for choice in Endpoint.Protocol} <= SCHEMES
+
+
+class TestFile(models.Model):
+    """A file on an endpoint that probes read, with its known size and adler32."""
+
+    __test__ = False  # not a pytest test class
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=1000)
+    size = models.BigIntegerField(help_text="bytes")
+    adler32 = models.CharField(max_length=8, blank=True, validators=[_ADLER32])
+    is_default = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["endpoint__name", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "path"], name="testfile_unique_path")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint.name}:{self.path}"
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.file_url(self.path)
+
+
+class VantagePoint(models.Model):
+    """A place measurements are made from: the workers that consume its Celery queue."""
+
+    name = models.CharField(max_length=50, unique=True, validators=[_NAME])
+    location = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def queue(self) -> str:
+        """Workers started with `celery -A workers worker -Q vantage.NAME` measure from here."""
+        return f"vantage.{self.name}"
