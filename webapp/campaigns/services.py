@@ -1,0 +1,321 @@
+"""Workflows over campaigns and runs: launch, execute, ingest, cancel, reap.
+
+State lives in our rows, never in Celery: a run is claimed with a conditional update, its
+clients get attempt rows with heartbeats, results are ingested once (atomically), and a
+reaper ends runs whose worker died.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from webapp.campaigns.models import Campaign, ClientAttempt, Run
+from workers.engine import InvalidParams, Method, Pattern, RunParams, run_probe
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_S = 2.0
+STALE_AFTER_S = 60.0
+# Statuses whose figures count in series and aggregates (cancelled runs do not).
+MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
+
+
+@dataclass(frozen=True)
+class MatrixPreview:
+    """What launching a campaign would do: how many runs, how many bytes they plan to read."""
+
+    runs: int
+    planned_bytes: int
+    cap: int
+
+    @property
+    def too_large(self) -> bool:
+        return self.runs > self.cap
+
+
+def campaign_preview(*, campaign: Campaign) -> MatrixPreview:
+    planned = 0
+    for cell in campaign.cells():
+        per_client = min(cell.test_file.size, int(cell.fraction * cell.test_file.size + 0.999))
+        whole = cell.method != Method.DIRECT
+        planned += cell.clients * campaign.files * (cell.test_file.size if whole else per_client)
+    return MatrixPreview(campaign.matrix_size(), planned, settings.FEDPROBE_MAX_MATRIX)
+
+
+def campaign_launch(*, campaign: Campaign, trigger: str, user: object = None) -> list[Run]:
+    """Create the campaign's runs (queued) and enqueue each once the transaction commits."""
+    preview = campaign_preview(campaign=campaign)
+    if preview.too_large:
+        raise ValidationError(
+            {"matrix": f"{preview.runs} runs exceed the limit of {preview.cap} per launch"}
+        )
+    if not preview.runs:
+        raise ValidationError({"matrix": "the campaign expands into no runs"})
+    with transaction.atomic():
+        runs = Run.objects.bulk_create(
+            Run(
+                campaign=campaign,
+                endpoint=cell.endpoint,
+                test_file=cell.test_file,
+                vantage_point=cell.vantage_point,
+                method=cell.method,
+                pattern=cell.pattern,
+                read_size=cell.read_size,
+                fraction=cell.fraction,
+                clients=cell.clients,
+                files=campaign.files,
+                depth=campaign.depth,
+                vector_size=campaign.vector_size,
+                skip=campaign.skip,
+                readahead=campaign.readahead,
+                streams=campaign.streams,
+                deadline_s=campaign.deadline_s,
+                repetition=cell.repetition,
+                trigger=trigger,
+            )
+            for cell in campaign.cells()
+        )
+        transaction.on_commit(lambda: _enqueue(runs))
+    return runs
+
+
+def _enqueue(runs: Iterable[Run]) -> None:
+    from workers.dispatch import enqueue_run
+
+    for run in runs:
+        enqueue_run(run)
+
+
+def run_params(run: Run) -> RunParams:
+    """The engine's parameters for a run: its test file first, then the endpoint's others."""
+    files = [run.test_file, *run.endpoint.files.exclude(pk=run.test_file_id).order_by("path")]
+    urls = tuple(f.url for f in files[: max(1, run.files)])
+    return RunParams(
+        urls=urls,
+        method=Method(run.method),
+        pattern=Pattern(run.pattern),
+        read_size=run.read_size,
+        fraction=run.fraction,
+        clients=run.clients,
+        files=run.files,
+        depth=run.depth,
+        vector_size=run.vector_size,
+        skip=run.skip,
+        readahead=run.readahead,
+        streams=run.streams,
+        timeout_s=run.deadline_s,
+        seed=run.pk,
+        adler32=tuple((f.url, f.adler32) for f in files if f.adler32),
+        file_roots=tuple(settings.FEDPROBE_FILE_ROOTS),
+    )
+
+
+def run_claim(*, run_id: int, worker: str) -> Run | None:
+    """Move a queued run to running and create its attempts, or None if it is not queued
+    (cancelled, or already taken: a redelivered message then does nothing)."""
+    now = timezone.now()
+    with transaction.atomic():
+        claimed = Run.objects.filter(
+            pk=run_id, status=Run.Status.QUEUED, cancel_requested=False
+        ).update(status=Run.Status.RUNNING, started_at=now, worker=worker[:200])
+        if not claimed:
+            return None
+        run = Run.objects.select_related("endpoint", "test_file", "vantage_point").get(pk=run_id)
+        ClientAttempt.objects.bulk_create(
+            [ClientAttempt(run=run, client=i, heartbeat_at=now) for i in range(run.clients)],
+            ignore_conflicts=True,
+        )
+    return run
+
+
+def run_execute(*, run_id: int, worker: str) -> None:
+    """Measure a queued run from this host and record the outcome."""
+    run = run_claim(run_id=run_id, worker=worker)
+    if run is None:
+        log.info("run %s is not queued: nothing to do", run_id)
+        return
+    with _Heartbeat(run.pk) as heartbeat:
+        try:
+            result = run_probe(run_params(run), should_cancel=heartbeat.cancel_requested)
+        except InvalidParams as exc:
+            run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}")
+            return
+    run_ingest(run_id=run.pk, run_json=result.to_json())
+
+
+def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
+    """Store a run's results once: False if the run was already ended (a duplicate)."""
+    now = timezone.now()
+    clients = run_json.get("clients", [])
+    assert isinstance(clients, list)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status != Run.Status.RUNNING:
+            return False
+        for record in clients:
+            _store_attempt(run, record, now)
+        run.status = str(run_json["status"])
+        run.finished_at = now
+        run.errors = run_json.get("errors", [])
+        if run.status in MEASURED:
+            _store_aggregates(run, run_json)
+        run.save()
+    return True
+
+
+def _store_attempt(run: Run, record: dict[str, object], now: object) -> None:
+    error = record.get("error") or {}
+    assert isinstance(error, dict)
+    ClientAttempt.objects.update_or_create(
+        run=run,
+        client=int(str(record["client"])),
+        defaults={
+            "status": _attempt_status(error),
+            "heartbeat_at": now,
+            "finished_at": now,
+            "error_class": str(error.get("class", "")),
+            "error_message": str(error.get("message", ""))[:10_000],
+            "bytes_read": int(str(record.get("bytes_read", 0))),
+            "record": record,
+        },
+    )
+
+
+def _attempt_status(error: dict[str, object]) -> str:
+    if not error:
+        return ClientAttempt.Status.OK
+    if error.get("class") == "cancelled":
+        return ClientAttempt.Status.CANCELLED
+    return ClientAttempt.Status.FAILED
+
+
+def _store_aggregates(run: Run, run_json: dict[str, object]) -> None:
+    latency = run_json.get("op_latency_us") or {}
+    assert isinstance(latency, dict)
+    run.wall_s = _float(run_json.get("wall_s"))
+    run.open_s = _float(run_json.get("open_s"))
+    run.ttfb_s = _float(run_json.get("ttfb_s"))
+    run.throughput_mbps = _float(run_json.get("throughput_mbps"))
+    run.ops = _int(run_json.get("ops"))
+    run.latency_p50_us = _float(latency.get("p50"))
+    run.latency_p90_us = _float(latency.get("p90"))
+    run.latency_p99_us = _float(latency.get("p99"))
+    run.latency_max_us = _float(latency.get("max"))
+    run.bytes_requested = _int(run_json.get("bytes_requested"))
+    run.bytes_read = _int(run_json.get("bytes_read"))
+    run.bytes_wire = _int(run_json.get("bytes_wire"))
+    run.cpu_s = _float(run_json.get("cpu_s"))
+    run.served_by = run_json.get("served_by", [])
+    run.result = {k: v for k, v in run_json.items() if k != "clients"}
+
+
+def _float(value: object) -> float | None:
+    return None if value is None else float(str(value))
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+def run_fail(*, run_id: int, message: str, error_class: str = "server-error") -> bool:
+    """End a running run as failed without results (its parameters were refused)."""
+    return bool(
+        Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+            status=Run.Status.FAILED,
+            finished_at=timezone.now(),
+            errors=[{"class": error_class, "message": message, "client": None}],
+        )
+    )
+
+
+def run_cancel(*, run: Run) -> Run:
+    """Cancel a queued run at once; ask a running one to stop (its worker ends it)."""
+    now = timezone.now()
+    Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+        status=Run.Status.CANCELLED, cancel_requested=True, finished_at=now
+    )
+    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True)
+    run.refresh_from_db()
+    return run
+
+
+def runs_reap(*, stale_after_s: float = STALE_AFTER_S) -> int:
+    """End running runs whose attempts stopped beating (their worker died). Idempotent."""
+    stale = timezone.now() - timedelta(seconds=stale_after_s)
+    lost_runs = set(
+        ClientAttempt.objects.filter(
+            status=ClientAttempt.Status.RUNNING,
+            heartbeat_at__lt=stale,
+            run__status=Run.Status.RUNNING,
+        ).values_list("run_id", flat=True)
+    )
+    ended = 0
+    for run_id in lost_runs:
+        ended += _reap_run(run_id, stale)
+    return ended
+
+
+def _reap_run(run_id: int, stale: object) -> int:
+    message = "the worker stopped reporting (lost)"
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id, status=Run.Status.RUNNING).first()
+        if run is None:
+            return 0
+        attempts = run.attempts.select_for_update()
+        attempts.filter(status=ClientAttempt.Status.RUNNING).update(
+            status=ClientAttempt.Status.LOST, finished_at=timezone.now(), error_message=message
+        )
+        some_ok = attempts.filter(status=ClientAttempt.Status.OK).exists()
+        run.status = Run.Status.PARTIAL if some_ok else Run.Status.FAILED
+        run.finished_at = timezone.now()
+        run.errors = [{"class": "server-error", "message": message, "client": None}]
+        run.save(update_fields=["status", "finished_at", "errors"])
+    return 1
+
+
+class _Heartbeat:
+    """Beats a running run's attempts every few seconds from a thread, and notices cancels.
+
+    If the worker dies, the beats stop and the reaper ends the run.
+    """
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self._stop = threading.Event()
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{run_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(HEARTBEAT_S):
+                ClientAttempt.objects.filter(
+                    run_id=self.run_id, status=ClientAttempt.Status.RUNNING
+                ).update(heartbeat_at=timezone.now())
+                wanted = Run.objects.filter(Q(pk=self.run_id) & Q(cancel_requested=True)).exists()
+                if wanted:
+                    self._cancel.set()
+        except Exception:
+            log.exception("heartbeat of run %s failed", self.run_id)
+        finally:
+            connection.close()
