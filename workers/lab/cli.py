@@ -23,8 +23,13 @@ DEFAULT_BASE_PORT = 21000
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-def add_lab_arguments(parser: argparse.ArgumentParser, default_dir: Path) -> None:
-    parser.add_argument("action", choices=("up", "down", "status"))
+LAB_ACTIONS = ("up", "down", "status")
+
+
+def add_lab_arguments(
+    parser: argparse.ArgumentParser, default_dir: Path, actions: tuple[str, ...] = LAB_ACTIONS
+) -> None:
+    parser.add_argument("action", choices=actions)
     parser.add_argument(
         "--dir", type=Path, default=default_dir, help=f"lab state dir (default {default_dir})"
     )
