@@ -4,7 +4,9 @@ With nothing set, fedprobe runs with safe local defaults: SQLite in ./var/,
 DEBUG off, loopback-only hosts. Malformed values fail loudly at start-up.
 """
 
+import importlib.util
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -46,13 +48,86 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def env_rate(name: str, default: str) -> str:
+    """A throttle rate like 10/min (per s, sec, m, min, h, hour, d or day)."""
+    value = os.environ.get(name, default).strip()
+    if not re.fullmatch(r"[1-9][0-9]*/(s|sec|m|min|h|hour|d|day)", value):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate like 10/min")
+    return value
+
+
+def env_secret(name: str, *, required: bool, min_length: int) -> str:
+    """A secret from the environment; its value never appears in an error message."""
+    value = os.environ.get(name, "")
+    if not value:
+        if required:
+            raise ImproperlyConfigured(f"{name} must be set when FEDPROBE_PRODUCTION=true")
+        return ""
+    if len(value) < min_length or len(set(value)) < 5:
+        raise ImproperlyConfigured(
+            f"{name} is too weak: use at least {min_length} random characters"
+        )
+    return value
+
+
+def env_fernet_keys(name: str, *, required: bool) -> list[str]:
+    """Comma-separated Fernet keys; their values never appear in an error message."""
+    from cryptography.fernet import Fernet
+
+    keys = env_list(name, [])
+    if not keys and required:
+        raise ImproperlyConfigured(f"{name} must be set when FEDPROBE_PRODUCTION=true")
+    for position, key in enumerate(keys, start=1):
+        try:
+            Fernet(key)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: key {position} is not a Fernet key (32 url-safe base64-encoded "
+                f"bytes; make one with `python -c 'from cryptography.fernet import Fernet; "
+                f"print(Fernet.generate_key().decode())'`)"
+            ) from None
+    return keys
+
+
+# FEDPROBE_PRODUCTION=true: a real deployment behind a TLS-terminating proxy (see
+# docs/deployment.md). It requires the secrets and hosts below and turns on HTTPS-only cookies,
+# HSTS and the redirect to HTTPS.
+PRODUCTION = env_bool("FEDPROBE_PRODUCTION", False)
 DEBUG = env_bool("FEDPROBE_DEBUG", False)
-SECRET_KEY = os.environ.get("FEDPROBE_SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG and env_bool("FEDPROBE_PRODUCTION", False):
-        raise ImproperlyConfigured("FEDPROBE_SECRET_KEY must be set in production")
-    SECRET_KEY = "insecure-local-only-key-set-FEDPROBE_SECRET_KEY-in-production"
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("FEDPROBE_DEBUG=true is not allowed with FEDPROBE_PRODUCTION=true")
+SECRET_KEY = (
+    env_secret("FEDPROBE_SECRET_KEY", required=PRODUCTION, min_length=50)
+    or "insecure-local-only-key-set-FEDPROBE_SECRET_KEY-in-production"
+)
+if PRODUCTION and not env_list("FEDPROBE_ALLOWED_HOSTS", []):
+    raise ImproperlyConfigured("FEDPROBE_ALLOWED_HOSTS must be set when FEDPROBE_PRODUCTION=true")
 ALLOWED_HOSTS = env_list("FEDPROBE_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("FEDPROBE_CSRF_TRUSTED_ORIGINS", [])
+
+# Endpoint credentials are encrypted with these (webapp.accounts.crypto), never SECRET_KEY:
+# the first key encrypts, all decrypt. Empty in local mode: a key file in VAR_DIR is used.
+FEDPROBE_CREDENTIAL_KEYS = env_fernet_keys("FEDPROBE_CREDENTIAL_KEY", required=PRODUCTION)
+if SECRET_KEY in FEDPROBE_CREDENTIAL_KEYS:
+    raise ImproperlyConfigured("FEDPROBE_CREDENTIAL_KEY must not be FEDPROBE_SECRET_KEY")
+
+if PRODUCTION:
+    # The proxy in front (nginx in docker-compose.yml) terminates TLS and sets this header;
+    # it must overwrite any X-Forwarded-Proto a client sends.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("FEDPROBE_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FEDPROBE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("FEDPROBE_HSTS_PRELOAD", True)
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -60,10 +135,19 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
     "webapp.core",
+    "webapp.accounts",
     "webapp.sites",
     "webapp.campaigns",
 ]
+# Swagger UI and ReDoc files for /api/docs/ come from drf-spectacular-sidecar, served from
+# our static files: no CDN (grid sites are often air-gapped).
+if importlib.util.find_spec("drf_spectacular_sidecar"):
+    INSTALLED_APPS.append("drf_spectacular_sidecar")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -129,9 +213,147 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("FEDPROBE_STATIC_ROOT", str(BASE_DIR / "static-collected")))
 
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+
+# Throttle counts live in the cache: FEDPROBE_CACHE_URL=redis://... shares them between the
+# web processes; without it each process counts on its own.
+_cache_url = env_str("FEDPROBE_CACHE_URL", "")
+if _cache_url and not _cache_url.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured("FEDPROBE_CACHE_URL must be a redis://, rediss:// or unix:// URL")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+    if _cache_url
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # Any role reads, operators and admins write; views narrow this (CanEditObject), never widen.
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "webapp.accounts.roles.IsOperatorOrReadOnly",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "webapp.core.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["webapp.accounts.throttles.WriteRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "login": env_rate("FEDPROBE_THROTTLE_LOGIN", "10/min"),
+        "writes": env_rate("FEDPROBE_THROTTLE_WRITES", "120/min"),
+    },
+    # Proxies in front that append to X-Forwarded-For (1 behind docker-compose's nginx): the
+    # client address throttles count by. 0 ignores the header, which a client could forge.
+    "NUM_PROXIES": env_int("FEDPROBE_NUM_PROXIES", 0),
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "fedprobe API",
+    "DESCRIPTION": "Sites, endpoints, campaigns and runs of fedprobe, the storage prober.",
+    "VERSION": "1.0.0",
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["webapp.accounts.roles.IsViewer"],
+    # Write-only fields (credentials) appear in request components only.
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"redact_secrets": {"()": "webapp.core.redact.RedactSecretsFilter"}},
+    "formatters": {"plain": {"format": "{asctime} {levelname} {name}: {message}", "style": "{"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_secrets"],
+        }
+    },
+    "root": {
+        "handlers": ["console"],
+        "level": env_choice(
+            "FEDPROBE_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+        ),
+    },
+    # SQL with its parameters (token keys among them) stays out of the logs even at DEBUG.
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}
+
 # The lab federation (workers.lab): where its servers keep their state and data.
 FEDPROBE_LAB_DIR = Path(env_str("FEDPROBE_LAB_DIR", "/tmp/fedprobe-lab"))
 # file:// endpoints may only name files under these folders (after resolving symlinks).
 FEDPROBE_FILE_ROOTS = env_list("FEDPROBE_FILE_ROOTS", [str(FEDPROBE_LAB_DIR / "data")])
 # The most runs one launch of a campaign may create.
 FEDPROBE_MAX_MATRIX = env_int("FEDPROBE_MAX_MATRIX", 1000)
+
+# Celery (workers/celery.py; docs/workers.md). The broker only carries "measure run N" and
+# control messages: state lives in our rows, so there is no result backend.
+# FEDPROBE_BROKER_URL is a Redis URL (redis://127.0.0.1:6379/0). Unset, the embedded default
+# is kombu's filesystem transport in VAR_DIR/broker: no server, works between the processes
+# of one host (one worker per queue: a message is taken by moving its file).
+_BROKER_SCHEMES = ("redis://", "rediss://", "redis+socket://")
+_broker_url = env_str("FEDPROBE_BROKER_URL", "")
+if _broker_url:
+    if not _broker_url.startswith(_BROKER_SCHEMES):
+        raise ImproperlyConfigured(
+            f"FEDPROBE_BROKER_URL must be a {', '.join(_BROKER_SCHEMES)} URL, or unset for the "
+            "embedded broker"
+        )
+    CELERY_BROKER_URL = _broker_url
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+        # An unacked message (its worker died) returns to the queue after this. It does not
+        # matter for runs: a redelivered run was already claimed and is left alone, and runs
+        # lost mid-measurement are ended by the reaper, never by redelivery. It only brings
+        # back a message whose worker died before claiming its run.
+        "visibility_timeout": env_int("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S", 900),
+        # A publish (enqueue on commit, in a web request) must not wait forever on a broker
+        # that vanished without closing the connection.
+        "socket_connect_timeout": 5,
+        "socket_timeout": 30,
+    }
+    if int(str(CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"])) < 1:
+        raise ImproperlyConfigured("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S must be at least 1")
+else:
+    _broker_dir = VAR_DIR / "broker"
+    for _folder in ("queues", "control"):
+        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queues"),
+        "data_folder_out": str(_broker_dir / "queues"),
+        "control_folder": str(_broker_dir / "control"),
+    }
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # a worker host rides out a broker restart
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+# A measurement is never retried blindly (a re-run skews timing): acked after it ran, not
+# requeued when its worker process dies (the reaper ends that run), one message at a time.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# One measurement at a time per host: a second concurrent run would disturb the first.
+CELERY_WORKER_CONCURRENCY = 1
+# A broker blip must not cancel a measurement: its results go to PostgreSQL.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# Measurements go to their vantage point's queue, named when sent (workers.dispatch).
+CELERY_TASK_ROUTES = {"fedprobe.reap_runs": {"queue": "control"}}
+CELERY_BEAT_SCHEDULE = {
+    "reap-runs": {
+        "task": "fedprobe.reap_runs",
+        "schedule": 30.0,
+        # Idempotent: after an outage of the control worker, one late reap is enough.
+        "options": {"expires": 120},
+    },
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

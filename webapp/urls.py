@@ -1,3 +1,5 @@
-from django.urls import URLPattern
+from django.urls import URLPattern, URLResolver, include, path
 
-urlpatterns: list[URLPattern] = []
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("accounts/", include("webapp.accounts.urls")),
+]
