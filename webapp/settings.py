@@ -115,8 +115,6 @@ CSRF_TRUSTED_ORIGINS = env_list("FEDPROBE_CSRF_TRUSTED_ORIGINS", [])
 # Endpoint credentials are encrypted with these (webapp.accounts.crypto), never SECRET_KEY:
 # the first key encrypts, all decrypt. Empty in local mode: a key file in VAR_DIR is used.
 FEDPROBE_CREDENTIAL_KEYS = env_fernet_keys("FEDPROBE_CREDENTIAL_KEY", required=PRODUCTION)
-if SECRET_KEY in FEDPROBE_CREDENTIAL_KEYS:
-    raise ImproperlyConfigured("FEDPROBE_CREDENTIAL_KEY must not be FEDPROBE_SECRET_KEY")
 
 if PRODUCTION:
     # The proxy in front (nginx in docker-compose.yml) terminates TLS and sets this header;
