@@ -11,6 +11,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from workers.engine.params import Method, Pattern
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("FEDPROBE_VAR_DIR", BASE_DIR / "var"))
 
@@ -263,6 +265,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The engine's methods and patterns appear in campaigns and runs: one enum each.
+    "ENUM_NAME_OVERRIDES": {
+        "MethodEnum": [m.value for m in Method],
+        "PatternEnum": [p.value for p in Pattern],
+    },
 }
 
 LOGGING = {

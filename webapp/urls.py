@@ -1,5 +1,9 @@
 from django.urls import URLPattern, URLResolver, include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("accounts/", include("webapp.accounts.urls")),
+    path("api/v1/", include("webapp.api.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -1,0 +1,28 @@
+"""Query-parameter filters of the API (the same names the pages use for permalinks)."""
+
+from __future__ import annotations
+
+import django_filters
+
+from webapp.campaigns.models import Run
+
+
+class RunFilter(django_filters.FilterSet):
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    vantage_point = django_filters.CharFilter(field_name="vantage_point__name")
+    status = django_filters.MultipleChoiceFilter(choices=Run.Status.choices)
+
+    class Meta:
+        model = Run
+        fields = [
+            "campaign",
+            "endpoint",
+            "vantage_point",
+            "status",
+            "method",
+            "pattern",
+            "read_size",
+            "clients",
+            "trigger",
+        ]

@@ -1,0 +1,204 @@
+"""API serializers: input bounds named by field, outputs in the contract's names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.services import campaign_preview
+from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
+from workers.engine import InvalidParams
+from workers.engine.params import (
+    MAX_CLIENTS,
+    MAX_DEPTH,
+    MAX_FILES,
+    MAX_READ_SIZE,
+    MAX_STREAMS,
+    MAX_TIMEOUT_S,
+    MAX_VECTOR_SIZE,
+    Method,
+    Pattern,
+)
+from workers.engine.urls import check_url
+
+MAX_LIST = 32  # values per parameter list of a campaign
+
+
+class SiteSerializer(serializers.ModelSerializer[Site]):
+    endpoints = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+
+    class Meta:
+        model = Site
+        fields = ["id", "name", "tier", "storage_system", "location", "endpoints", "created_at"]
+
+
+class TestFileSerializer(serializers.ModelSerializer[TestFile]):
+    __test__ = False
+
+    url = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = TestFile
+        fields = ["id", "path", "size", "adler32", "is_default", "url"]
+
+
+class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
+    files = TestFileSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Endpoint
+        fields = [
+            "id",
+            "site",
+            "name",
+            "protocol",
+            "base_url",
+            "role",
+            "enabled",
+            "files",
+            "created_at",
+        ]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        protocol = attrs.get("protocol", getattr(self.instance, "protocol", None))
+        base_url = attrs.get("base_url", getattr(self.instance, "base_url", ""))
+        try:
+            scheme = check_url(f"{base_url.rstrip('/')}/probe", field="base_url")
+        except InvalidParams as exc:
+            raise serializers.ValidationError({"base_url": exc.message}) from None
+        if scheme != protocol:
+            raise serializers.ValidationError(
+                {"base_url": f"scheme {scheme!r} does not match protocol {protocol!r}"}
+            )
+        return attrs
+
+
+class VantagePointSerializer(serializers.ModelSerializer[VantagePoint]):
+    queue = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = VantagePoint
+        fields = ["id", "name", "location", "description", "queue"]
+
+
+def _list_of(child: serializers.Field, **kwargs: Any) -> serializers.ListField:
+    return serializers.ListField(child=child, min_length=1, max_length=MAX_LIST, **kwargs)
+
+
+class CampaignSerializer(serializers.ModelSerializer[Campaign]):
+    methods = _list_of(serializers.ChoiceField(choices=[m.value for m in Method]))
+    patterns = _list_of(serializers.ChoiceField(choices=[p.value for p in Pattern]))
+    read_sizes = _list_of(serializers.IntegerField(min_value=1, max_value=MAX_READ_SIZE))
+    fractions = _list_of(serializers.FloatField(min_value=0, max_value=1))
+    clients = _list_of(serializers.IntegerField(min_value=1, max_value=MAX_CLIENTS))
+    files = serializers.IntegerField(min_value=1, max_value=MAX_FILES, default=1)
+    depth = serializers.IntegerField(min_value=1, max_value=MAX_DEPTH, default=64)
+    vector_size = serializers.IntegerField(min_value=1, max_value=MAX_VECTOR_SIZE, default=256)
+    skip = serializers.IntegerField(min_value=0, max_value=1_000_000, default=3)
+    readahead = serializers.IntegerField(min_value=0, max_value=1024**3, default=0)
+    streams = serializers.IntegerField(min_value=1, max_value=MAX_STREAMS, default=1)
+    repetitions = serializers.IntegerField(min_value=1, max_value=100, default=1)
+    deadline_s = serializers.IntegerField(
+        min_value=1, max_value=MAX_TIMEOUT_S, required=False, allow_null=True
+    )
+    vantage_points = serializers.PrimaryKeyRelatedField(
+        many=True, queryset=VantagePoint.objects.all(), required=False
+    )
+    test_files = serializers.PrimaryKeyRelatedField(
+        many=True, queryset=TestFile.objects.all(), required=False
+    )
+    owner = serializers.CharField(source="owner.username", read_only=True, default=None)
+    matrix_size = serializers.SerializerMethodField()
+    planned_bytes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "id",
+            "name",
+            "description",
+            "owner",
+            "endpoints",
+            "test_files",
+            "vantage_points",
+            "methods",
+            "patterns",
+            "read_sizes",
+            "fractions",
+            "clients",
+            "files",
+            "depth",
+            "vector_size",
+            "skip",
+            "readahead",
+            "streams",
+            "repetitions",
+            "deadline_s",
+            "schedule",
+            "matrix_size",
+            "planned_bytes",
+            "created_at",
+        ]
+        extra_kwargs = {"endpoints": {"allow_empty": False}}
+
+    def validate_fractions(self, value: list[float]) -> list[float]:
+        if any(f <= 0 for f in value):
+            raise serializers.ValidationError("each fraction must be in (0, 1]")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        endpoints = attrs.get("endpoints") or []
+        chosen = attrs.get("test_files") or []
+        if any(f.endpoint not in endpoints for f in chosen):
+            raise serializers.ValidationError(
+                {"test_files": "every test file must belong to one of the endpoints"}
+            )
+        missing = [e.name for e in endpoints if not chosen and e.default_file is None]
+        if missing:
+            raise serializers.ValidationError(
+                {"endpoints": f"no test file known on {', '.join(missing)}"}
+            )
+        gridftp = {e.protocol for e in endpoints} & {"gsiftp", "ftp"}
+        if gridftp and "direct" in attrs.get("methods", []):
+            raise serializers.ValidationError(
+                {"methods": "GridFTP endpoints are copy-only: use copy or stage"}
+            )
+        return attrs
+
+    def get_matrix_size(self, campaign: Campaign) -> int:
+        return campaign.matrix_size()
+
+    def get_planned_bytes(self, campaign: Campaign) -> int:
+        return campaign_preview(campaign=campaign).planned_bytes
+
+
+class RunListSerializer(serializers.ModelSerializer[Run]):
+    endpoint_name = serializers.CharField(source="endpoint.name", read_only=True)
+    vantage_point = serializers.CharField(source="vantage_point.name", read_only=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "campaign",
+            "endpoint",
+            "endpoint_name",
+            "vantage_point",
+            "method",
+            "pattern",
+            "read_size",
+            "fraction",
+            "clients",
+            "status",
+            "trigger",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "wall_s",
+            "throughput_mbps",
+            "latency_p50_us",
+            "bytes_read",
+        ]
+        read_only_fields = fields

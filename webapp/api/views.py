@@ -1,0 +1,162 @@
+"""The REST API (/api/v1/): thin views over services and selectors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
+from webapp.api.filters import RunFilter
+from webapp.api.serializers import (
+    CampaignSerializer,
+    EndpointSerializer,
+    RunListSerializer,
+    SiteSerializer,
+    VantagePointSerializer,
+)
+from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.selectors import SERIES_METRICS, endpoint_series, run_json, run_list
+from webapp.campaigns.services import campaign_launch, run_cancel
+from webapp.sites.models import Endpoint, Site, VantagePoint
+from webapp.sites.services import vantage_point_local
+
+
+class OwnedViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+    """Rows with an owner: operators create (and own), owners and admins edit."""
+
+    permission_classes = [CanEditObject]
+
+    def perform_create(self, serializer: serializers.BaseSerializer[Any]) -> None:
+        serializer.save(owner=self.request.user)
+
+
+class SiteViewSet(OwnedViewSet):
+    queryset = Site.objects.prefetch_related("endpoints").order_by("name")
+    serializer_class = SiteSerializer
+    filterset_fields = ["tier", "storage_system"]
+
+
+class EndpointViewSet(OwnedViewSet):
+    queryset = Endpoint.objects.select_related("site").prefetch_related("files").order_by("name")
+    serializer_class = EndpointSerializer
+    filterset_fields = ["site", "protocol", "role", "enabled"]
+
+
+class VantagePointViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+    queryset = VantagePoint.objects.order_by("name")
+    serializer_class = VantagePointSerializer
+    permission_classes = [IsOperatorOrReadOnly]
+
+
+class CampaignViewSet(OwnedViewSet):
+    queryset = (
+        Campaign.objects.select_related("owner")
+        .prefetch_related("endpoints", "test_files", "vantage_points")
+        .order_by("-created_at", "-id")
+    )
+    serializer_class = CampaignSerializer
+
+    def perform_create(self, serializer: serializers.BaseSerializer[Any]) -> None:
+        if not serializer.validated_data.get("vantage_points"):
+            serializer.validated_data["vantage_points"] = [vantage_point_local()]
+        serializer.save(owner=self.request.user)
+
+    @extend_schema(
+        request=None,
+        responses={
+            201: inline_serializer(
+                "Launched", {"runs": serializers.ListField(child=serializers.IntegerField())}
+            )
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def launch(self, request: Request, pk: str | None = None) -> Response:
+        campaign = self.get_object()
+        try:
+            runs = campaign_launch(campaign=campaign, trigger=Run.Trigger.API, user=request.user)
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict) from None
+        return Response({"runs": [run.pk for run in runs]}, status=status.HTTP_201_CREATED)
+
+
+class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
+    serializer_class = RunListSerializer
+    filterset_class = RunFilter
+    permission_classes = [IsOperatorOrReadOnly]
+
+    def get_queryset(self) -> QuerySet[Run]:
+        return run_list()
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        run = self.get_object()
+        return Response(run_json(run))
+
+    @extend_schema(request=None, responses={202: RunListSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        run = run_cancel(run=self.get_object())
+        return Response(RunListSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SeriesQuery(serializers.Serializer[Any]):
+    endpoint = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), min_length=1, max_length=50
+    )
+    metric = serializers.ChoiceField(choices=sorted(SERIES_METRICS))
+    bucket = serializers.ChoiceField(choices=["day", "hour"], default="day")
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+    method = serializers.CharField(required=False)
+    pattern = serializers.CharField(required=False)
+    read_size = serializers.IntegerField(required=False, min_value=1)
+    clients = serializers.IntegerField(required=False, min_value=1)
+    vantage_point = serializers.CharField(required=False)
+
+
+class SeriesView(APIView):
+    """One metric over time for chosen endpoints and parameters, aggregated per day or hour."""
+
+    permission_classes = [IsOperatorOrReadOnly]
+
+    @extend_schema(
+        parameters=[SeriesQuery],
+        responses={
+            200: inline_serializer(
+                "Series",
+                {
+                    "endpoint": serializers.IntegerField(),
+                    "metric": serializers.CharField(),
+                    "unit": serializers.CharField(),
+                    "points": serializers.ListField(child=serializers.DictField()),
+                },
+                many=True,
+            )
+        },
+    )
+    def get(self, request: Request) -> Response:
+        raw = {k: v for k, v in request.query_params.items() if k != "endpoint"}
+        raw["endpoint"] = request.query_params.getlist("endpoint")
+        query = SeriesQuery(data=raw)
+        query.is_valid(raise_exception=True)
+        data = query.validated_data
+        filters = {k: data[k] for k in ("method", "pattern", "read_size", "clients") if k in data}
+        if "vantage_point" in data:
+            filters["vantage_point__name"] = data["vantage_point"]
+        series = endpoint_series(
+            endpoint_ids=data["endpoint"],
+            metric=data["metric"],
+            since=data.get("since"),
+            until=data.get("until"),
+            bucket=data["bucket"],
+            filters=filters,
+        )
+        return Response(series)
