@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.urls import path
 from rest_framework import generics, serializers
 from rest_framework.authtoken.models import Token
@@ -42,13 +39,6 @@ class Echo(APIView):
 
 
 urlpatterns = [path("sites/", Sites.as_view()), path("echo/", Echo.as_view())]
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttle_counts() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def user_with(role: str) -> User:

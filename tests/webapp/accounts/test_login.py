@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from pytest_django.fixtures import Settings
 
 pytestmark = pytest.mark.django_db
 
 LOGIN_RATE = 10  # FEDPROBE_THROTTLE_LOGIN's default, per minute
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttle_counts() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture
