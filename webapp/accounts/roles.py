@@ -20,6 +20,7 @@ VIEWER = "viewer"
 OPERATOR = "operator"
 ADMIN = "admin"
 ROLES = (VIEWER, OPERATOR, ADMIN)  # lowest first
+_NO_OWNER_FIELD = object()
 
 User = AbstractUser | AnonymousUser
 
@@ -54,9 +55,10 @@ def can_edit(user: User | None, obj: object) -> bool:
         return True
     if role != OPERATOR or user is None:
         return False
-    if not hasattr(obj, "owner_id"):
+    owner_id = getattr(obj, "owner_id", _NO_OWNER_FIELD)
+    if owner_id is _NO_OWNER_FIELD:
         return True
-    return obj.owner_id is not None and obj.owner_id == user.pk
+    return owner_id is not None and owner_id == user.pk
 
 
 class IsViewer(BasePermission):
