@@ -46,6 +46,7 @@ class TestFileSerializer(serializers.ModelSerializer[TestFile]):
 
 class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
     files = TestFileSerializer(many=True, read_only=True)
+    has_credential = serializers.SerializerMethodField()
 
     class Meta:
         model = Endpoint
@@ -57,9 +58,14 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "base_url",
             "role",
             "enabled",
+            "credential",
+            "has_credential",
             "files",
             "created_at",
         ]
+
+    def get_has_credential(self, endpoint: Endpoint) -> bool:
+        return bool(endpoint.credential)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         protocol = attrs.get("protocol", getattr(self.instance, "protocol", None))

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
+from webapp.accounts.crypto import EncryptedTextField
 from workers.engine.urls import SCHEMES
 
 _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
@@ -55,6 +56,8 @@ class Endpoint(models.Model):
     base_url = models.CharField(max_length=500)
     role = models.CharField(max_length=12, choices=Role.choices, default=Role.DATA)
     enabled = models.BooleanField(default=True)
+    # A bearer token or X.509 proxy, encrypted at rest with FEDPROBE_CREDENTIAL_KEY.
+    credential = EncryptedTextField(blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )

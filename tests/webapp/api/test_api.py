@@ -227,3 +227,25 @@ def test_endpoint_lists_its_test_files(operator: APIClient) -> None:
     detail = operator.get(f"/api/v1/endpoints/{test_file.endpoint_id}/").json()
     assert detail["files"][0]["url"].endswith("//data/f")
     assert detail["files"][0]["adler32"] == "0000abcd"
+
+
+def test_endpoint_credential_is_accepted_encrypted_and_never_shown(operator: APIClient) -> None:
+    site = SiteFactory()
+    body = {
+        "site": site.pk,
+        "name": "secure",
+        "protocol": "https",
+        "base_url": "https://se.example.org:443/",
+        "credential": "bearer-s3cret",
+    }
+    created = operator.post("/api/v1/endpoints/", body, format="json")
+    assert created.status_code == 201, created.json()
+    assert "bearer-s3cret" not in created.content.decode()
+    assert created.json()["has_credential"] is True
+    listed = operator.get("/api/v1/endpoints/").content.decode()
+    assert "bearer-s3cret" not in listed
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT credential FROM sites_endpoint WHERE name = 'secure'")
+        (stored,) = cursor.fetchone()
+    assert "bearer-s3cret" not in stored
+    assert Endpoint.objects.get(name="secure").credential == "bearer-s3cret"
