@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from tests.celery_worker import WorkerProcess, database_url
 from workers.lab import Lab
 from workers.lab.errors import PortTaken
 from workers.lab.files import MiB
@@ -57,3 +58,77 @@ def _start_lab(state_dir: Path) -> Lab:
             continue
         return lab
     raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def celery_broker_url() -> Iterator[str]:
+    """The session's Redis DB (tests/settings.py), flushed when the session starts and ends."""
+    import redis
+    from django.conf import settings
+
+    url = str(settings.CELERY_BROKER_URL)
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_env(django_db_setup: None, celery_broker_url: str) -> dict[str, str]:
+    """Environment of worker processes: the test database pytest-django made, the test broker."""
+    from django.db import connection
+
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "webapp.settings",
+        "DATABASE_URL": database_url(connection.settings_dict),
+        "FEDPROBE_BROKER_URL": celery_broker_url,
+    }
+
+
+@pytest.fixture(scope="session")
+def _session_celery_worker(
+    celery_worker_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
+    log = tmp_path_factory.mktemp("celery") / "local.log"
+    worker = WorkerProcess("local", ["vantage.local", "control"], celery_worker_env, log)
+    try:
+        yield worker.start().wait_ready()
+    finally:
+        worker.stop()
+
+
+@pytest.fixture
+def celery_worker(transactional_db: None, _session_celery_worker: WorkerProcess) -> WorkerProcess:
+    """A real worker (shared by the session) measuring from vantage point "local" and running
+    control tasks. Tests using it commit their rows (transactional_db) so that it sees them."""
+    return _session_celery_worker
+
+
+@pytest.fixture
+def start_celery_worker(
+    transactional_db: None, celery_worker_env: dict[str, str], tmp_path: Path
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """start_celery_worker(vantage, control=False, env={}, wait=True): a worker of the test's
+    own on queue vantage.<vantage> (and control), stopped when the test ends."""
+    workers: list[WorkerProcess] = []
+
+    def start(
+        vantage: str,
+        *,
+        control: bool = False,
+        env: Mapping[str, str] | None = None,
+        wait: bool = True,
+    ) -> WorkerProcess:
+        name = f"{vantage}-{len(workers)}"
+        queues = [f"vantage.{vantage}", *(["control"] if control else [])]
+        log = tmp_path / f"celery-{name}.log"
+        worker = WorkerProcess(name, queues, {**celery_worker_env, **(env or {})}, log)
+        workers.append(worker)
+        worker.start()
+        return worker.wait_ready() if wait else worker
+
+    yield start
+    for worker in workers:
+        worker.stop()

@@ -314,25 +314,26 @@ if _broker_url:
             f"FEDPROBE_BROKER_URL must be a {', '.join(_BROKER_SCHEMES)} URL, or unset for the "
             "embedded broker"
         )
+    _visibility_timeout_s = env_int("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S", 900)
+    if _visibility_timeout_s < 1:
+        raise ImproperlyConfigured("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S must be at least 1")
     CELERY_BROKER_URL = _broker_url
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
         # An unacked message (its worker died) returns to the queue after this. It does not
         # matter for runs: a redelivered run was already claimed and is left alone, and runs
         # lost mid-measurement are ended by the reaper, never by redelivery. It only brings
         # back a message whose worker died before claiming its run.
-        "visibility_timeout": env_int("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S", 900),
+        "visibility_timeout": _visibility_timeout_s,
         # A publish (enqueue on commit, in a web request) must not wait forever on a broker
         # that vanished without closing the connection.
         "socket_connect_timeout": 5,
         "socket_timeout": 30,
     }
-    if int(str(CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"])) < 1:
-        raise ImproperlyConfigured("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S must be at least 1")
 else:
     _broker_dir = VAR_DIR / "broker"
     for _folder in ("queues", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queues"),
         "data_folder_out": str(_broker_dir / "queues"),

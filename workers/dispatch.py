@@ -1,0 +1,18 @@
+"""Sending work to the workers by task name, so services never import task modules."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from workers.celery import app
+
+if TYPE_CHECKING:
+    from webapp.campaigns.models import Run
+
+MEASURE_RUN = "fedprobe.measure_run"
+REAP_RUNS = "fedprobe.reap_runs"
+
+
+def enqueue_run(run: Run) -> None:
+    """Send a committed, queued run to the queue of its vantage point."""
+    app.send_task(MEASURE_RUN, args=[run.pk], queue=run.vantage_point.queue)

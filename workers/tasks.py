@@ -1,0 +1,40 @@
+"""Celery tasks: each takes ids, calls one service and declares its retry policy."""
+
+from __future__ import annotations
+
+from celery import Task
+from django.db import InterfaceError, OperationalError
+
+from webapp.campaigns import services
+from workers.celery import app
+from workers.dispatch import MEASURE_RUN, REAP_RUNS
+from workers.engine.params import MAX_TIMEOUT_S
+
+# The engine ends a run by its deadline (at most MAX_TIMEOUT_S after a bounded preflight);
+# this only catches a worker stuck past it. The run is then ended by the reaper.
+MEASURE_TIME_LIMIT_S = MAX_TIMEOUT_S + 900
+
+
+@app.task(
+    bind=True,
+    name=MEASURE_RUN,
+    # Never retried (a re-run skews timing): acked once it ran, not requeued if the worker
+    # process dies; a redelivered message finds its run claimed and does nothing.
+    acks_late=True,
+    reject_on_worker_lost=False,
+    time_limit=MEASURE_TIME_LIMIT_S,
+)
+def measure_run(self: Task, run_id: int) -> None:
+    services.run_execute(run_id=run_id, worker=self.request.hostname or "unknown")
+
+
+@app.task(
+    name=REAP_RUNS,
+    # Idempotent, so a database that is restarting is simply tried again.
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def reap_runs() -> int:
+    return services.runs_reap()
