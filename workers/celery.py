@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import beat_init, worker_process_init
+from celery.beat import PersistentScheduler
+from celery.signals import worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
@@ -22,10 +23,13 @@ app = Celery("fedprobe", include=["workers.tasks"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
 
-@beat_init.connect
-def _make_schedule_folder(sender: Any, **kwargs: Any) -> None:
-    # With DATABASE_URL and a broker URL set nothing else creates VAR_DIR.
-    Path(sender.schedule).parent.mkdir(parents=True, exist_ok=True)
+class Scheduler(PersistentScheduler):
+    """Celery's default scheduler, which also creates the folder of its schedule file (with
+    DATABASE_URL and a broker URL set, nothing else creates VAR_DIR)."""
+
+    def setup_schedule(self) -> None:
+        Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
+        super().setup_schedule()
 
 
 @worker_process_init.connect

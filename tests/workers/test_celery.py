@@ -268,3 +268,23 @@ def test_a_run_whose_worker_host_is_killed_ends_once_and_a_redelivery_adds_nothi
     run.refresh_from_db()
     assert (run.status, run.finished_at) == (Run.Status.FAILED, ended)
     assert run.attempts.count() == 16
+
+
+def test_beat_starts_with_its_schedule_in_a_var_dir_it_creates(
+    tmp_path: Path, celery_worker_env: dict[str, str]
+) -> None:
+    var = tmp_path / "not-yet" / "var"
+    log = tmp_path / "beat.log"
+    env = {**celery_worker_env, "FEDPROBE_VAR_DIR": str(var)}
+    with log.open("wb") as out:
+        beat = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers", "beat", "-l", "INFO"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_until(lambda: "beat: Starting..." in log.read_text(), 30, "beat started")
+        wait_until(lambda: list(var.glob("celerybeat-schedule*")), 10, "schedule file")
+    finally:
+        beat.terminate()
+        beat.wait(10)
+    assert "ERROR" not in log.read_text()
