@@ -130,6 +130,7 @@ if PRODUCTION:
     SECURE_HSTS_PRELOAD = env_bool("FEDPROBE_HSTS_PRELOAD", True)
 
 INSTALLED_APPS = [
+    "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

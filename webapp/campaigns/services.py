@@ -150,6 +150,11 @@ def run_execute(*, run_id: int, worker: str) -> None:
         except InvalidParams as exc:
             run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}")
             return
+        except Exception as exc:
+            # A bug or a broken worker host: say so now rather than let the reaper call it lost.
+            log.exception("run %s could not be measured", run.pk)
+            run_fail(run_id=run.pk, message=f"the worker failed: {type(exc).__name__}: {exc}")
+            raise
     run_ingest(run_id=run.pk, run_json=result.to_json())
 
 
