@@ -292,7 +292,12 @@ LOGGING = {
         ),
     },
     # SQL with its parameters (token keys among them) stays out of the logs even at DEBUG.
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        # httpx logs every request at INFO: not from inside a measurement's read loop.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+    },
 }
 
 # The lab federation (workers.lab): where its servers keep their state and data.
