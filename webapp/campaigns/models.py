@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -70,51 +72,26 @@ class Campaign(models.Model):
         defaults = (endpoint.default_file for endpoint in self.endpoints.all())
         return [f for f in defaults if f is not None]
 
-    def cells(self) -> Iterator[Cell]:
-        """The parameter product, in a stable order."""
-        vantage_points = list(self.vantage_points.all())
-        for (
-            test_file,
-            vantage_point,
-            method,
-            pattern,
-            read_size,
-            fraction,
-            clients,
-            rep,
-        ) in itertools.product(
+    def _dimensions(self) -> tuple[list[Any], ...]:
+        """The axes of the matrix: test files, vantage points, then the parameter lists."""
+        return (
             self.files_to_read(),
-            vantage_points,
+            list(self.vantage_points.all()),
             self.methods,
             self.patterns,
             self.read_sizes,
             self.fractions,
             self.clients,
-            range(self.repetitions),
-        ):
-            yield Cell(
-                test_file.endpoint,
-                test_file,
-                vantage_point,
-                method,
-                pattern,
-                read_size,
-                fraction,
-                clients,
-                rep,
-            )
+            list(range(self.repetitions)),
+        )
+
+    def cells(self) -> Iterator[Cell]:
+        """The parameter product, in a stable order."""
+        for test_file, *values in itertools.product(*self._dimensions()):
+            yield Cell(test_file.endpoint, test_file, *values)
 
     def matrix_size(self) -> int:
-        return (
-            len(self.files_to_read())
-            * self.vantage_points.count()
-            * len(self.methods)
-            * len(self.patterns)
-            * len(self.read_sizes)
-            * len(self.fractions)
-            * len(self.clients)
-            * self.repetitions
-        )
+        return math.prod(len(axis) for axis in self._dimensions())
 
 
 class Run(models.Model):

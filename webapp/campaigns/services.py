@@ -16,11 +16,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, Run
 from workers.engine import InvalidParams, Method, Pattern, RunParams, run_probe
+from workers.engine.params import needed_bytes
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,9 @@ class MatrixPreview:
 def campaign_preview(*, campaign: Campaign) -> MatrixPreview:
     planned = 0
     for cell in campaign.cells():
-        per_client = min(cell.test_file.size, int(cell.fraction * cell.test_file.size + 0.999))
-        whole = cell.method != Method.DIRECT
-        planned += cell.clients * campaign.files * (cell.test_file.size if whole else per_client)
+        size = cell.test_file.size
+        per_file = needed_bytes(cell.fraction, size) if cell.method == Method.DIRECT else size
+        planned += cell.clients * campaign.files * per_file
     return MatrixPreview(campaign.matrix_size(), planned, settings.FEDPROBE_MAX_MATRIX)
 
 
@@ -317,8 +317,7 @@ class _Heartbeat:
                 ClientAttempt.objects.filter(
                     run_id=self.run_id, status=ClientAttempt.Status.RUNNING
                 ).update(heartbeat_at=timezone.now())
-                wanted = Run.objects.filter(Q(pk=self.run_id) & Q(cancel_requested=True)).exists()
-                if wanted:
+                if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
                     self._cancel.set()
         except Exception:
             log.exception("heartbeat of run %s failed", self.run_id)

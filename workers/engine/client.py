@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import resource
-import shutil
 import threading
 import time
 import traceback
 import zlib
 from array import array
-from collections.abc import Callable, MutableSequence, Sequence
+from collections.abc import MutableSequence, Sequence
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Protocol
@@ -414,10 +413,3 @@ def _adler32_of(path: Path) -> int:
 
 def _checksum_verdict(adler: int, expected: str) -> str:
     return "ok" if f"{adler:08x}" == expected.lower() else "mismatch"
-
-
-def remove_scratch(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-
-
-ProgressCallback = Callable[[int, int, int], None]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -27,7 +28,7 @@ from typing import Any
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import OpenOptions
-from workers.engine.client import READY, ClientSpec, FileTarget, client_main, remove_scratch
+from workers.engine.client import READY, ClientSpec, FileTarget, client_main
 from workers.engine.deadline import Deadline
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
@@ -90,7 +91,7 @@ def run_probe(
     finally:
         for spec in specs:
             if spec.scratch:
-                remove_scratch(spec.scratch)
+                shutil.rmtree(spec.scratch, ignore_errors=True)
     return result
 
 

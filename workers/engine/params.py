@@ -21,6 +21,11 @@ MIN_RATE_BPS = 1_000_000
 DEADLINE_MARGIN_S = 60.0
 
 
+def needed_bytes(fraction: float, file_size: int) -> int:
+    """Bytes a reader needs to have read `fraction` of a file: the plan asks for exactly this."""
+    return min(file_size, math.ceil(fraction * file_size))
+
+
 class Method(StrEnum):
     """How a client gets at the data (paper 000, 001)."""
 
@@ -117,7 +122,7 @@ class RunParams:
 
     def planned_bytes(self, file_size: int) -> int:
         """Bytes one client asks for in one file (what the reader needs)."""
-        return min(file_size, math.ceil(self.fraction * file_size))
+        return needed_bytes(self.fraction, file_size)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)

@@ -11,7 +11,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from workers.engine.params import Pattern
+from workers.engine.params import Pattern, needed_bytes
 
 Request = tuple[int, int]
 
@@ -26,7 +26,7 @@ def plan_requests(
     seed: int | str = 1,
 ) -> list[Request]:
     """The requests one client sends to read `fraction` of a file of `file_size` bytes."""
-    needed = min(file_size, math.ceil(fraction * file_size))
+    needed = needed_bytes(fraction, file_size)
     if pattern == Pattern.SEQUENTIAL:
         return _blocks(range(0, needed, read_size), file_size, read_size, needed)
     if pattern == Pattern.SKIP:

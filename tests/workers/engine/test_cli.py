@@ -11,28 +11,12 @@ from typing import Any
 
 import pytest
 
+from tests.contract import RUN_KEYS
 from tests.workers.engine.conftest import FILE_4M, lab_file
 
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[3]
-RUN_KEYS = {
-    "status",
-    "params",
-    "wall_s",
-    "open_s",
-    "ttfb_s",
-    "throughput_mbps",
-    "ops",
-    "op_latency_us",
-    "bytes_requested",
-    "bytes_read",
-    "bytes_wire",
-    "cpu_s",
-    "served_by",
-    "errors",
-    "clients",
-}
 
 
 def probe(lab: Any, *args: str) -> subprocess.CompletedProcess[str]:

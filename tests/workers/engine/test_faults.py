@@ -75,7 +75,7 @@ def test_connection_cut_mid_read_is_an_error_with_the_bytes_read_so_far(
     (client,) = run["clients"]
     assert client["status"] in {"short-read", "refused"}
     assert 0 < client["bytes_read"] <= 3 * MiB
-    assert client["error"]["wasted_s"] > 0 or client["bytes_read"] > 0
+    assert client["error"]["wasted_s"] > 0
 
 
 def test_cancel_stops_every_client_quickly_and_keeps_their_records(lab: Any) -> None:
