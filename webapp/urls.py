@@ -2,7 +2,13 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from webapp.core.views import HomeView, healthz
+
 urlpatterns: list[URLPattern | URLResolver] = [
+    path("", HomeView.as_view(), name="home"),
+    path("healthz", healthz, name="healthz"),
+    path("", include("webapp.sites.urls")),
+    path("", include("webapp.campaigns.urls")),
     path("admin/", admin.site.urls),
     path("accounts/", include("webapp.accounts.urls")),
     path("api/v1/", include("webapp.api.urls")),

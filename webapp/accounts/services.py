@@ -18,6 +18,14 @@ def user_set_role(*, user: AbstractUser, role: str) -> None:
         user.groups.add(Group.objects.get(name=role))
 
 
+def api_token_exists(*, user: AbstractUser) -> bool:
+    return Token.objects.filter(user=user).exists()
+
+
+def api_token_revoke(*, user: AbstractUser) -> None:
+    Token.objects.filter(user=user).delete()
+
+
 def api_token_get_or_create(*, user: AbstractUser) -> str:
     token, _ = Token.objects.get_or_create(user=user)
     return str(token.key)

@@ -1,13 +1,24 @@
-"""Login and logout pages."""
+"""Login, logout and the account page."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.http import HttpRequest, HttpResponse
+from django.contrib.auth.models import AbstractUser
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect
+from django.views.generic import TemplateView
 
+from webapp.accounts.services import (
+    api_token_exists,
+    api_token_get_or_create,
+    api_token_revoke,
+    api_token_rotate,
+)
 from webapp.accounts.throttles import LoginRateThrottle
+from webapp.core.views import ViewerRequiredMixin
 
 
 class LoginView(auth_views.LoginView):
@@ -26,3 +37,35 @@ class LoginView(auth_views.LoginView):
         if wait_s is not None:
             response.headers["Retry-After"] = str(max(1, round(wait_s)))
         return response
+
+
+class AccountView(ViewerRequiredMixin, TemplateView):
+    """The user's role and API token: create, rotate or revoke it.
+
+    A new token is shown once, in the answer to the POST that made it (never kept in a
+    cookie or message); afterwards only whether one exists.
+    """
+
+    template_name = "accounts/account.html"
+    actions = ("create", "rotate", "revoke")
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["has_token"] = api_token_exists(user=self.request.user)
+        return context
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        action = request.POST.get("action", "")
+        if action not in self.actions:
+            return HttpResponseBadRequest(f"action: choose one of {', '.join(self.actions)}")
+        user = request.user
+        assert isinstance(user, AbstractUser)
+        if action == "revoke":
+            api_token_revoke(user=user)
+            messages.success(request, "Your API token was revoked: scripts using it stop working.")
+            return redirect("account")
+        if action == "create":
+            key = api_token_get_or_create(user=user)
+        else:
+            key = api_token_rotate(user=user)
+        return self.render_to_response(self.get_context_data(new_token=key))

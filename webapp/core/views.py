@@ -1,0 +1,66 @@
+"""Pages every part of the application shares: the health check and the access mixins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.mixins import AccessMixin
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
+from django.views.generic import TemplateView
+
+from webapp.accounts.roles import can_operate, can_view
+
+
+@never_cache
+@require_safe
+def healthz(request: HttpRequest) -> HttpResponse:
+    """For load balancers and compose: 200 when the database answers, else 503. No login."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception:
+        return JsonResponse({"status": "unavailable", "database": "down"}, status=503)
+    return JsonResponse({"status": "ok"})
+
+
+class ViewerRequiredMixin(AccessMixin):
+    """Pages: anonymous users go to the login page; a user without a role gets a 403."""
+
+    def allowed(self, request: HttpRequest) -> bool:
+        return can_view(request.user)
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return self.handle_no_permission()
+        if not self.allowed(request):
+            self.raise_exception = True
+            return self.handle_no_permission()
+        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+
+
+class OperatorRequiredMixin(ViewerRequiredMixin):
+    """Pages that create, launch or cancel: operators and admins only."""
+
+    def allowed(self, request: HttpRequest) -> bool:
+        return can_operate(request.user)
+
+
+class HomeView(ViewerRequiredMixin, TemplateView):
+    """What is running and what failed lately, with links."""
+
+    template_name = "core/home.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        from webapp.campaigns.models import Run
+        from webapp.campaigns.selectors import run_list
+
+        context = super().get_context_data(**kwargs)
+        active = (Run.Status.QUEUED, Run.Status.RUNNING)
+        context["active_runs"] = run_list().filter(status__in=active)[:20]
+        context["failed_runs"] = run_list().filter(
+            status__in=(Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.PARTIAL)
+        )[:20]
+        return context
