@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -167,8 +167,7 @@ def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status != Run.Status.RUNNING:
             return False
-        for record in clients:
-            _store_attempt(run, record, now)
+        _store_attempts(run, clients, now)
         run.status = str(run_json["status"])
         run.finished_at = now
         run.errors = run_json.get("errors", [])
@@ -178,21 +177,38 @@ def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
     return True
 
 
-def _store_attempt(run: Run, record: dict[str, object], now: object) -> None:
-    error = record.get("error") or {}
-    assert isinstance(error, dict)
-    ClientAttempt.objects.update_or_create(
-        run=run,
-        client=int(str(record["client"])),
-        defaults={
-            "status": _attempt_status(error),
-            "heartbeat_at": now,
-            "finished_at": now,
-            "error_class": str(error.get("class", "")),
-            "error_message": str(error.get("message", ""))[:10_000],
-            "bytes_read": int(str(record.get("bytes_read", 0))),
-            "record": record,
-        },
+def _store_attempts(run: Run, records: list[dict[str, object]], now: datetime) -> None:
+    """Upsert the clients' attempt rows in one statement (a 256-client run is one query)."""
+    attempts = []
+    for record in records:
+        error = record.get("error") or {}
+        assert isinstance(error, dict)
+        attempts.append(
+            ClientAttempt(
+                run=run,
+                client=int(str(record["client"])),
+                status=_attempt_status(error),
+                heartbeat_at=now,
+                finished_at=now,
+                error_class=str(error.get("class", "")),
+                error_message=str(error.get("message", ""))[:10_000],
+                bytes_read=int(str(record.get("bytes_read", 0))),
+                record=record,
+            )
+        )
+    ClientAttempt.objects.bulk_create(
+        attempts,
+        update_conflicts=True,
+        unique_fields=["run", "client"],
+        update_fields=[
+            "status",
+            "heartbeat_at",
+            "finished_at",
+            "error_class",
+            "error_message",
+            "bytes_read",
+            "record",
+        ],
     )
 
 
