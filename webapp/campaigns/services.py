@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import BigIntegerField, Case, F, Value, When
 from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, Run
-from workers.engine import InvalidParams, Method, Pattern, RunParams, run_probe
+from workers.engine import InvalidParams, Method, Pattern, Progress, RunParams, run_probe
 from workers.engine.params import needed_bytes
 
 log = logging.getLogger(__name__)
@@ -146,7 +147,11 @@ def run_execute(*, run_id: int, worker: str) -> None:
         return
     with _Heartbeat(run.pk) as heartbeat:
         try:
-            result = run_probe(run_params(run), should_cancel=heartbeat.cancel_requested)
+            result = run_probe(
+                run_params(run),
+                on_progress=heartbeat.progress,
+                should_cancel=heartbeat.cancel_requested,
+            )
         except InvalidParams as exc:
             run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}")
             return
@@ -307,7 +312,8 @@ def _reap_run(run_id: int, stale: object) -> int:
 class _Heartbeat:
     """Beats a running run's attempts every few seconds from a thread, and notices cancels.
 
-    If the worker dies, the beats stop and the reaper ends the run.
+    Each beat also records how many bytes each client has read so far (the pages show it),
+    in the same statement. If the worker dies, the beats stop and the reaper ends the run.
     """
 
     def __init__(self, run_id: int) -> None:
@@ -315,6 +321,7 @@ class _Heartbeat:
         self._stop = threading.Event()
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{run_id}", daemon=True)
+        self._client_bytes: tuple[int, ...] = ()
 
     def __enter__(self) -> _Heartbeat:
         self._thread.start()
@@ -327,15 +334,29 @@ class _Heartbeat:
     def cancel_requested(self) -> bool:
         return self._cancel.is_set()
 
+    def progress(self, progress: Progress) -> None:
+        # Called by the engine several times a second: only keep it for the next beat.
+        self._client_bytes = progress.client_bytes
+
     def _beat(self) -> None:
         try:
             while not self._stop.wait(HEARTBEAT_S):
                 ClientAttempt.objects.filter(
                     run_id=self.run_id, status=ClientAttempt.Status.RUNNING
-                ).update(heartbeat_at=timezone.now())
+                ).update(heartbeat_at=timezone.now(), bytes_read=self._bytes_read())
                 if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
                     self._cancel.set()
         except Exception:
             log.exception("heartbeat of run %s failed", self.run_id)
         finally:
             connection.close()
+
+    def _bytes_read(self) -> Case | F:
+        done = self._client_bytes
+        if not done:
+            return F("bytes_read")
+        return Case(
+            *(When(client=client, then=Value(n)) for client, n in enumerate(done)),
+            default=F("bytes_read"),
+            output_field=BigIntegerField(),
+        )

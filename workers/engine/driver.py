@@ -53,6 +53,8 @@ class Progress:
     clients: int
     elapsed_s: float
     deadline_s: float
+    # Bytes delivered so far by each client, by client index.
+    client_bytes: tuple[int, ...] = ()
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -307,13 +309,15 @@ class _Execution:
     def _report(self, elapsed: float) -> None:
         if self.on_progress is None:
             return
+        done = tuple(self.progress)
         self.on_progress(
             Progress(
-                bytes_done=sum(self.progress),
+                bytes_done=sum(done),
                 bytes_planned=self.planned,
                 clients_done=len(self.results),
                 clients=len(self.specs),
                 elapsed_s=elapsed,
                 deadline_s=self.result.deadline_s,
+                client_bytes=done,
             )
         )

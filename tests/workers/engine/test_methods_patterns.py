@@ -136,6 +136,7 @@ def test_progress_is_reported_and_reaches_the_plan(lab: Any) -> None:
     )
     assert seen, "no progress reported"
     assert seen[-1].bytes_planned == 2 * 4 * MiB
+    assert seen[-1].client_bytes == (4 * MiB, 4 * MiB)
     assert [p.bytes_done for p in seen] == sorted(p.bytes_done for p in seen)
 
 
