@@ -8,22 +8,18 @@ from rest_framework import serializers
 
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import campaign_preview
+from webapp.campaigns.validation import (
+    FRACTION_ERROR,
+    INT_BOUNDS,
+    MAX_LIST,
+    METHODS,
+    PATTERNS,
+    campaign_rule_errors,
+    fraction_in_bounds,
+)
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine import InvalidParams
-from workers.engine.params import (
-    MAX_CLIENTS,
-    MAX_DEPTH,
-    MAX_FILES,
-    MAX_READ_SIZE,
-    MAX_STREAMS,
-    MAX_TIMEOUT_S,
-    MAX_VECTOR_SIZE,
-    Method,
-    Pattern,
-)
 from workers.engine.urls import check_url
-
-MAX_LIST = 32  # values per parameter list of a campaign
 
 
 class SiteSerializer(serializers.ModelSerializer[Site]):
@@ -93,22 +89,25 @@ def _list_of(child: serializers.Field, **kwargs: Any) -> serializers.ListField:
     return serializers.ListField(child=child, min_length=1, max_length=MAX_LIST, **kwargs)
 
 
+def _bounded(name: str, **kwargs: Any) -> serializers.IntegerField:
+    low, high = INT_BOUNDS[name]
+    return serializers.IntegerField(min_value=low, max_value=high, **kwargs)
+
+
 class CampaignSerializer(serializers.ModelSerializer[Campaign]):
-    methods = _list_of(serializers.ChoiceField(choices=[m.value for m in Method]))
-    patterns = _list_of(serializers.ChoiceField(choices=[p.value for p in Pattern]))
-    read_sizes = _list_of(serializers.IntegerField(min_value=1, max_value=MAX_READ_SIZE))
+    methods = _list_of(serializers.ChoiceField(choices=METHODS))
+    patterns = _list_of(serializers.ChoiceField(choices=PATTERNS))
+    read_sizes = _list_of(_bounded("read_sizes"))
     fractions = _list_of(serializers.FloatField(min_value=0, max_value=1))
-    clients = _list_of(serializers.IntegerField(min_value=1, max_value=MAX_CLIENTS))
-    files = serializers.IntegerField(min_value=1, max_value=MAX_FILES, default=1)
-    depth = serializers.IntegerField(min_value=1, max_value=MAX_DEPTH, default=64)
-    vector_size = serializers.IntegerField(min_value=1, max_value=MAX_VECTOR_SIZE, default=256)
-    skip = serializers.IntegerField(min_value=0, max_value=1_000_000, default=3)
-    readahead = serializers.IntegerField(min_value=0, max_value=1024**3, default=0)
-    streams = serializers.IntegerField(min_value=1, max_value=MAX_STREAMS, default=1)
-    repetitions = serializers.IntegerField(min_value=1, max_value=100, default=1)
-    deadline_s = serializers.IntegerField(
-        min_value=1, max_value=MAX_TIMEOUT_S, required=False, allow_null=True
-    )
+    clients = _list_of(_bounded("clients"))
+    files = _bounded("files", default=1)
+    depth = _bounded("depth", default=64)
+    vector_size = _bounded("vector_size", default=256)
+    skip = _bounded("skip", default=3)
+    readahead = _bounded("readahead", default=0)
+    streams = _bounded("streams", default=1)
+    repetitions = _bounded("repetitions", default=1)
+    deadline_s = _bounded("deadline_s", required=False, allow_null=True)
     vantage_points = serializers.PrimaryKeyRelatedField(
         many=True, queryset=VantagePoint.objects.all(), required=False
     )
@@ -150,27 +149,18 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         extra_kwargs = {"endpoints": {"allow_empty": False}}
 
     def validate_fractions(self, value: list[float]) -> list[float]:
-        if any(f <= 0 for f in value):
-            raise serializers.ValidationError("each fraction must be in (0, 1]")
+        if not all(fraction_in_bounds(f) for f in value):
+            raise serializers.ValidationError(FRACTION_ERROR)
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        endpoints = attrs.get("endpoints") or []
-        chosen = attrs.get("test_files") or []
-        if any(f.endpoint not in endpoints for f in chosen):
-            raise serializers.ValidationError(
-                {"test_files": "every test file must belong to one of the endpoints"}
-            )
-        missing = [e.name for e in endpoints if not chosen and e.default_file is None]
-        if missing:
-            raise serializers.ValidationError(
-                {"endpoints": f"no test file known on {', '.join(missing)}"}
-            )
-        gridftp = {e.protocol for e in endpoints} & {"gsiftp", "ftp"}
-        if gridftp and "direct" in attrs.get("methods", []):
-            raise serializers.ValidationError(
-                {"methods": "GridFTP endpoints are copy-only: use copy or stage"}
-            )
+        errors = campaign_rule_errors(
+            endpoints=attrs.get("endpoints") or [],
+            test_files=attrs.get("test_files") or [],
+            methods=attrs.get("methods", []),
+        )
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
 
     def get_matrix_size(self, campaign: Campaign) -> int:

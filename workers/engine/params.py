@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from workers.engine.egress import EgressPolicy
 from workers.engine.errors import InvalidParams
 from workers.engine.urls import GRIDFTP_SCHEMES, check_file_roots, check_url
 
@@ -15,6 +16,8 @@ MAX_FILES = 1024
 MAX_DEPTH = 1024
 MAX_VECTOR_SIZE = 1024
 MAX_STREAMS = 15
+MAX_SKIP = 1_000_000
+MAX_READAHEAD = 1024 * 1024 * 1024
 MAX_TIMEOUT_S = 6 * 3600
 # A derived deadline allows this rate per client, plus a fixed margin for connecting.
 MIN_RATE_BPS = 1_000_000
@@ -66,6 +69,8 @@ class RunParams:
     adler32: tuple[tuple[str, str], ...] = ()
     scratch_dir: str | None = None
     file_roots: tuple[str, ...] | None = field(default=None, compare=False)
+    # Where clients may connect (workers always pass one); None checks nothing (the CLI).
+    egress: EgressPolicy | None = field(default=None, compare=False)
 
     def validate(self) -> None:
         """Raise InvalidParams naming the first field that is out of bounds."""
@@ -91,8 +96,8 @@ class RunParams:
         _check_int("files", self.files, 1, MAX_FILES)
         _check_int("depth", self.depth, 1, MAX_DEPTH)
         _check_int("vector_size", self.vector_size, 1, MAX_VECTOR_SIZE)
-        _check_int("skip", self.skip, 0, 1_000_000)
-        _check_int("readahead", self.readahead, 0, 1024 * 1024 * 1024)
+        _check_int("skip", self.skip, 0, MAX_SKIP)
+        _check_int("readahead", self.readahead, 0, MAX_READAHEAD)
         _check_int("streams", self.streams, 1, MAX_STREAMS)
         if self.readahead and self.pattern in (Pattern.VECTOR, Pattern.ASYNC):
             raise InvalidParams(
@@ -131,6 +136,7 @@ class RunParams:
         data["method"] = str(self.method)
         data["pattern"] = str(self.pattern)
         data.pop("file_roots")
+        data.pop("egress")
         data.pop("scratch_dir")
         return data
 

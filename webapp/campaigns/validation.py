@@ -1,0 +1,64 @@
+"""What a campaign may hold: the bounds of its parameters and the rules across its fields.
+
+One place for the API's serializer and the pages' form, so that both accept and refuse the
+same campaigns; the engine's own bounds (workers/engine/params.py) are the source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from webapp.sites.models import Endpoint, TestFile
+from workers.engine.params import (
+    MAX_CLIENTS,
+    MAX_DEPTH,
+    MAX_FILES,
+    MAX_READ_SIZE,
+    MAX_READAHEAD,
+    MAX_SKIP,
+    MAX_STREAMS,
+    MAX_TIMEOUT_S,
+    MAX_VECTOR_SIZE,
+    Method,
+    Pattern,
+)
+from workers.engine.urls import GRIDFTP_SCHEMES
+
+MAX_LIST = 32  # values per parameter list of a campaign
+MAX_REPETITIONS = 100
+METHODS = tuple(m.value for m in Method)
+PATTERNS = tuple(p.value for p in Pattern)
+
+# (lowest, highest) of each whole-number parameter; of each value for the lists.
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "read_sizes": (1, MAX_READ_SIZE),
+    "clients": (1, MAX_CLIENTS),
+    "files": (1, MAX_FILES),
+    "depth": (1, MAX_DEPTH),
+    "vector_size": (1, MAX_VECTOR_SIZE),
+    "skip": (0, MAX_SKIP),
+    "readahead": (0, MAX_READAHEAD),
+    "streams": (1, MAX_STREAMS),
+    "repetitions": (1, MAX_REPETITIONS),
+    "deadline_s": (1, MAX_TIMEOUT_S),
+}
+FRACTION_ERROR = "each fraction must be in (0, 1]"
+
+
+def fraction_in_bounds(value: float) -> bool:
+    return 0 < value <= 1
+
+
+def campaign_rule_errors(
+    *, endpoints: Sequence[Endpoint], test_files: Sequence[TestFile], methods: Sequence[str]
+) -> dict[str, str]:
+    """The rules across fields that a campaign breaks, by field (empty when it breaks none)."""
+    if any(f.endpoint not in endpoints for f in test_files):
+        return {"test_files": "every test file must belong to one of the endpoints"}
+    missing = [e.name for e in endpoints if not test_files and e.default_file is None]
+    if missing:
+        return {"endpoints": f"no test file known on {', '.join(missing)}"}
+    copy_only = {e.protocol for e in endpoints} & GRIDFTP_SCHEMES
+    if copy_only and Method.DIRECT in methods:
+        return {"methods": "GridFTP endpoints are copy-only: use copy or stage"}
+    return {}
