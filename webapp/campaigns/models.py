@@ -30,6 +30,15 @@ class Cell:
     repetition: int
 
 
+@dataclass(frozen=True)
+class MatrixRows:
+    """What a campaign's matrix reads and measures from: its test files and vantage points
+    (for a campaign not saved yet, those a form chose)."""
+
+    test_files: list[TestFile]
+    vantage_points: list[VantagePoint]
+
+
 class Campaign(models.Model):
     """An experiment: endpoints x vantage points x parameter sets, expanded into runs."""
 
@@ -72,11 +81,12 @@ class Campaign(models.Model):
         defaults = (endpoint.default_file for endpoint in self.endpoints.all())
         return [f for f in defaults if f is not None]
 
-    def _dimensions(self) -> tuple[list[Any], ...]:
-        """The axes of the matrix: test files, vantage points, then the parameter lists."""
+    def matrix_rows(self) -> MatrixRows:
+        return MatrixRows(self.files_to_read(), list(self.vantage_points.all()))
+
+    def parameter_axes(self) -> tuple[list[Any], ...]:
+        """The axes after test files and vantage points: the parameter lists, repetitions."""
         return (
-            self.files_to_read(),
-            list(self.vantage_points.all()),
             self.methods,
             self.patterns,
             self.read_sizes,
@@ -85,13 +95,19 @@ class Campaign(models.Model):
             list(range(self.repetitions)),
         )
 
-    def cells(self) -> Iterator[Cell]:
-        """The parameter product, in a stable order."""
-        for test_file, *values in itertools.product(*self._dimensions()):
+    def _dimensions(self, rows: MatrixRows | None) -> tuple[list[Any], ...]:
+        """The axes of the matrix: test files, vantage points, then the parameter lists."""
+        rows = rows or self.matrix_rows()
+        return (rows.test_files, rows.vantage_points, *self.parameter_axes())
+
+    def cells(self, rows: MatrixRows | None = None) -> Iterator[Cell]:
+        """The parameter product, in a stable order; of `rows` rather than the saved ones
+        if given (a campaign not saved yet has no relations)."""
+        for test_file, *values in itertools.product(*self._dimensions(rows)):
             yield Cell(test_file.endpoint, test_file, *values)
 
-    def matrix_size(self) -> int:
-        return math.prod(len(axis) for axis in self._dimensions())
+    def matrix_size(self, rows: MatrixRows | None = None) -> int:
+        return math.prod(len(axis) for axis in self._dimensions(rows))
 
 
 class Run(models.Model):

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.db.models import BigIntegerField, Case, F, Value, When
 from django.utils import timezone
 
-from webapp.campaigns.models import Campaign, ClientAttempt, Run
+from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run
 from workers.engine import InvalidParams, Method, Pattern, Progress, RunParams, run_probe
 from workers.engine.params import needed_bytes
 
@@ -44,13 +44,14 @@ class MatrixPreview:
         return self.runs > self.cap
 
 
-def campaign_preview(*, campaign: Campaign) -> MatrixPreview:
+def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> MatrixPreview:
+    """`rows` preview a campaign not saved yet (a form's): nothing is read from its relations."""
     planned = 0
-    for cell in campaign.cells():
+    for cell in campaign.cells(rows):
         size = cell.test_file.size
         per_file = needed_bytes(cell.fraction, size) if cell.method == Method.DIRECT else size
         planned += cell.clients * campaign.files * per_file
-    return MatrixPreview(campaign.matrix_size(), planned, settings.FEDPROBE_MAX_MATRIX)
+    return MatrixPreview(campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX)
 
 
 def campaign_launch(*, campaign: Campaign, trigger: str, user: object = None) -> list[Run]:
