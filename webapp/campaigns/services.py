@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import BigIntegerField, Case, F, Value, When
 from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run
+from webapp.sites.models import TestFile
 from workers.engine import InvalidParams, Method, Pattern, Progress, RunParams, run_probe
 from workers.engine.params import needed_bytes
 
@@ -91,6 +93,22 @@ def campaign_launch(*, campaign: Campaign, trigger: str, user: object = None) ->
     return runs
 
 
+def campaign_clone(*, campaign: Campaign, owner: AbstractBaseUser) -> Campaign:
+    """A copy of the campaign named "<name> (copy)", owned by `owner`, without runs and
+    without a schedule (a copy should not start launching by itself)."""
+    suffix = " (copy)"
+    name = campaign.name[: Campaign._meta.get_field("name").max_length - len(suffix)] + suffix
+    with transaction.atomic():
+        copy = Campaign.objects.get(pk=campaign.pk)
+        copy.pk, copy._state.adding = None, True
+        copy.name, copy.owner, copy.schedule = name, owner, ""
+        copy.save()
+        copy.endpoints.set(campaign.endpoints.all())
+        copy.test_files.set(campaign.test_files.all())
+        copy.vantage_points.set(campaign.vantage_points.all())
+    return copy
+
+
 def _enqueue(runs: Iterable[Run]) -> None:
     from workers.dispatch import enqueue_run
 
@@ -98,12 +116,19 @@ def _enqueue(runs: Iterable[Run]) -> None:
         enqueue_run(run)
 
 
+def run_files(run: Run) -> list[TestFile]:
+    """The files a run's clients read: its test file first, then the endpoint's others."""
+    if run.files <= 1:
+        return [run.test_file]
+    others = run.endpoint.files.exclude(pk=run.test_file_id).order_by("path")
+    return [run.test_file, *others[: run.files - 1]]
+
+
 def run_params(run: Run) -> RunParams:
-    """The engine's parameters for a run: its test file first, then the endpoint's others."""
-    files = [run.test_file, *run.endpoint.files.exclude(pk=run.test_file_id).order_by("path")]
-    urls = tuple(f.url for f in files[: max(1, run.files)])
+    """The engine's parameters for a run."""
+    files = run_files(run)
     return RunParams(
-        urls=urls,
+        urls=tuple(f.url for f in files),
         method=Method(run.method),
         pattern=Pattern(run.pattern),
         read_size=run.read_size,
