@@ -74,11 +74,12 @@ class Campaign(models.Model):
         return self.name
 
     def files_to_read(self) -> list[TestFile]:
-        """The chosen test files, else each endpoint's default file."""
+        """The chosen test files, else each endpoint's default file; disabled endpoints'
+        files are skipped (so they are in no preview and no launch)."""
         chosen = list(self.test_files.select_related("endpoint"))
         if chosen:
-            return chosen
-        defaults = (endpoint.default_file for endpoint in self.endpoints.all())
+            return [f for f in chosen if f.endpoint.enabled]
+        defaults = (endpoint.default_file for endpoint in self.endpoints.filter(enabled=True))
         return [f for f in defaults if f is not None]
 
     def matrix_rows(self) -> MatrixRows:

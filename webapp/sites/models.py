@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
+from django.urls import reverse
 
 from webapp.accounts.crypto import EncryptedTextField
-from workers.engine.urls import SCHEMES
+from workers.engine.errors import InvalidParams
+from workers.engine.urls import SCHEMES, check_url
 
 _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
 _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
@@ -31,6 +34,14 @@ class Site(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("sites:site-detail", args=[self.pk])
+
+    @property
+    def protocols(self) -> list[str]:
+        """The protocols of its endpoints (use with prefetch_related("endpoints"))."""
+        return sorted({endpoint.protocol for endpoint in self.endpoints.all()})
 
 
 class Endpoint(models.Model):
@@ -69,6 +80,22 @@ class Endpoint(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("sites:endpoint-detail", args=[self.pk])
+
+    def clean(self) -> None:
+        """The base URL must be one the engine accepts, in the endpoint's protocol."""
+        if not self.base_url or not self.protocol:
+            return  # the field's own "required" error says it
+        try:
+            scheme = check_url(f"{self.base_url.rstrip('/')}/probe", field="base_url")
+        except InvalidParams as exc:
+            raise ValidationError({"base_url": exc.message}) from None
+        if scheme != self.protocol:
+            raise ValidationError(
+                {"base_url": f"scheme {scheme!r} does not match protocol {self.protocol!r}"}
+            )
 
     def file_url(self, path: str) -> str:
         """The URL of `path` on this endpoint (root:// paths get the double slash)."""

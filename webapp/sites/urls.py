@@ -6,5 +6,34 @@ app_name = "sites"
 
 urlpatterns = [
     path("sites/", views.SiteListView.as_view(), name="site-list"),
+    path("sites/new/", views.SiteCreateView.as_view(), name="site-create"),
+    path("sites/<int:pk>/", views.SiteDetailView.as_view(), name="site-detail"),
+    path("sites/<int:pk>/edit/", views.SiteUpdateView.as_view(), name="site-edit"),
+    path("endpoints/new/", views.EndpointCreateView.as_view(), name="endpoint-create"),
+    path("endpoints/<int:pk>/", views.EndpointDetailView.as_view(), name="endpoint-detail"),
+    path("endpoints/<int:pk>/edit/", views.EndpointUpdateView.as_view(), name="endpoint-edit"),
+    path(
+        "endpoints/<int:pk>/disable/", views.EndpointDisableView.as_view(), name="endpoint-disable"
+    ),
+    path("endpoints/<int:pk>/enable/", views.EndpointEnableView.as_view(), name="endpoint-enable"),
+    path("endpoints/<int:pk>/test/", views.EndpointTestView.as_view(), name="endpoint-test"),
+    path(
+        "endpoints/<int:pk>/files/", views.EndpointFileAddView.as_view(), name="endpoint-file-add"
+    ),
+    path(
+        "endpoints/<int:pk>/files/<int:file_pk>/remove/",
+        views.EndpointFileRemoveView.as_view(),
+        name="endpoint-file-remove",
+    ),
     path("vantage-points/", views.VantagePointListView.as_view(), name="vantage-point-list"),
+    path(
+        "vantage-points/new/",
+        views.VantagePointCreateView.as_view(),
+        name="vantage-point-create",
+    ),
+    path(
+        "vantage-points/<int:pk>/edit/",
+        views.VantagePointUpdateView.as_view(),
+        name="vantage-point-edit",
+    ),
 ]

@@ -1,12 +1,58 @@
-"""Pages for sites, endpoints and vantage points."""
+"""Pages for sites, endpoints, their test files and vantage points.
+
+Viewers read; operators create; changing a row with an owner needs its owner or an admin
+(webapp.accounts.roles.can_edit), checked here on every write and in the templates for
+which buttons to show.
+"""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
-from django.views.generic import ListView
+from typing import Any
 
-from webapp.core.views import ViewerRequiredMixin
-from webapp.sites.models import Site, VantagePoint
+from django.contrib import messages
+from django.contrib.messages.views import SuccessMessageMixin
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q, QuerySet
+from django.forms import BaseForm
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse, reverse_lazy
+from django.views.generic import CreateView, DetailView, ListView, UpdateView, View
+
+from webapp.accounts.roles import can_edit
+from webapp.campaigns.selectors import run_list
+from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
+from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
+from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
+from webapp.sites.services import (
+    endpoint_file_add,
+    endpoint_file_remove,
+    endpoint_set_enabled,
+    endpoint_test_connection,
+)
+
+RECENT_RUNS = 20
+
+
+class EditRequiredMixin(OperatorRequiredMixin):
+    """Operators only, and the object must be one the user may edit (else 403)."""
+
+    def get_object(self, queryset: QuerySet[Any] | None = None) -> Any:
+        obj = super().get_object(queryset)  # type: ignore[misc]
+        if not can_edit(self.request.user, obj):  # type: ignore[attr-defined]
+            raise PermissionDenied("only its owner or an admin may change this")
+        return obj
+
+
+class OwnedCreateView(OperatorRequiredMixin, SuccessMessageMixin, CreateView):  # type: ignore[type-arg]
+    """Create a row owned by the operator who made it."""
+
+    def form_valid(self, form: BaseForm) -> HttpResponse:
+        form.instance.owner = self.request.user  # type: ignore[attr-defined]
+        return super().form_valid(form)  # type: ignore[arg-type]
+
+
+# Sites
 
 
 class SiteListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
@@ -14,10 +60,182 @@ class SiteListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
     context_object_name = "sites"
 
     def get_queryset(self) -> QuerySet[Site]:
-        return Site.objects.prefetch_related("endpoints").order_by("name")
+        return (
+            Site.objects.annotate(
+                endpoint_count=Count("endpoints"),
+                enabled_count=Count("endpoints", filter=Q(endpoints__enabled=True)),
+                disabled_count=Count("endpoints", filter=Q(endpoints__enabled=False)),
+            )
+            .prefetch_related("endpoints")
+            .order_by("name")
+        )
+
+
+class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
+    template_name = "sites/site_detail.html"
+    context_object_name = "site"
+    queryset = Site.objects.select_related("owner")
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["endpoints"] = self.object.endpoints.annotate(file_count=Count("files")).order_by(
+            "name"
+        )
+        context["can_edit"] = can_edit(self.request.user, self.object)
+        return context
+
+
+class SiteCreateView(OwnedCreateView):
+    template_name = "sites/site_form.html"
+    form_class = SiteForm
+    success_message = "Site %(name)s was created."
+
+
+class SiteUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  # type: ignore[type-arg]
+    template_name = "sites/site_form.html"
+    form_class = SiteForm
+    model = Site
+    success_message = "Site %(name)s was saved."
+
+
+# Endpoints
+
+
+class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
+    """The endpoint, its test files and recent runs; also the answer to a connection test."""
+
+    template_name = "sites/endpoint_detail.html"
+    context_object_name = "endpoint"
+    queryset = Endpoint.objects.select_related("site", "owner")
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        endpoint = self.object
+        context["files"] = endpoint.files.order_by("path")
+        context["runs"] = run_list().filter(endpoint=endpoint)[:RECENT_RUNS]
+        context["can_edit"] = can_edit(self.request.user, endpoint)
+        if context["can_edit"] and "file_form" not in context:
+            context["file_form"] = TestFileForm(endpoint=endpoint)
+        return context
+
+
+class EndpointCreateView(OwnedCreateView):
+    """/endpoints/new/?site=ID starts with that site chosen."""
+
+    template_name = "sites/endpoint_form.html"
+    form_class = EndpointForm
+    success_message = "Endpoint %(name)s was created."
+
+    def get_initial(self) -> dict[str, Any]:
+        initial = super().get_initial()
+        site = self.request.GET.get("site", "")
+        if site.isdigit():
+            initial["site"] = int(site)
+        return initial
+
+
+class EndpointUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  # type: ignore[type-arg]
+    template_name = "sites/endpoint_form.html"
+    form_class = EndpointForm
+    model = Endpoint
+    success_message = "Endpoint %(name)s was saved."
+
+
+class EndpointActionView(OperatorRequiredMixin, View):
+    """POST-only actions on one endpoint the user may edit."""
+
+    http_method_names = ["post"]
+
+    def endpoint(self, pk: int) -> Endpoint:
+        endpoint = get_object_or_404(Endpoint.objects.select_related("site"), pk=pk)
+        if not can_edit(self.request.user, endpoint):
+            raise PermissionDenied("only its owner or an admin may change this endpoint")
+        return endpoint
+
+
+class EndpointEnableView(EndpointActionView):
+    enabled = True
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        endpoint = self.endpoint(pk)
+        endpoint_set_enabled(endpoint=endpoint, enabled=self.enabled)
+        state = "enabled" if self.enabled else "disabled: campaigns launch no runs on it"
+        messages.success(request, f"{endpoint} is {state}.")
+        return redirect(endpoint_url(endpoint))
+
+
+class EndpointDisableView(EndpointEnableView):
+    enabled = False
+
+
+class EndpointTestView(OperatorRequiredMixin, View):
+    """Test the connection from the web host; the answer is the endpoint page with the outcome."""
+
+    http_method_names = ["post"]
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        endpoint = get_object_or_404(Endpoint.objects.select_related("site", "owner"), pk=pk)
+        check = endpoint_test_connection(endpoint=endpoint)
+        return endpoint_page(request, endpoint, check=check)
+
+
+class EndpointFileAddView(EndpointActionView):
+    """Add a test file; a bad one re-renders the endpoint page with the form's errors."""
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        endpoint = self.endpoint(pk)
+        form = TestFileForm(request.POST, endpoint=endpoint)
+        if not form.is_valid():
+            return endpoint_page(request, endpoint, file_form=form)
+        test_file = endpoint_file_add(endpoint=endpoint, **form.cleaned_data)
+        messages.success(request, f"Test file {test_file.path} was added.")
+        return redirect(endpoint_url(endpoint))
+
+
+class EndpointFileRemoveView(EndpointActionView):
+    def post(self, request: HttpRequest, pk: int, file_pk: int) -> HttpResponse:
+        endpoint = self.endpoint(pk)
+        test_file = get_object_or_404(TestFile, pk=file_pk, endpoint=endpoint)
+        if endpoint_file_remove(test_file=test_file):
+            messages.success(request, f"Test file {test_file.path} was removed.")
+        else:
+            messages.error(
+                request, f"Test file {test_file.path} stays: runs have read it (their record)."
+            )
+        return redirect(endpoint_url(endpoint))
+
+
+def endpoint_url(endpoint: Endpoint) -> str:
+    return reverse("sites:endpoint-detail", args=[endpoint.pk])
+
+
+def endpoint_page(request: HttpRequest, endpoint: Endpoint, **extra: Any) -> HttpResponse:
+    """The endpoint page as the answer to a POST, with what the POST found."""
+    view = EndpointDetailView()
+    view.setup(request, pk=endpoint.pk)
+    view.object = endpoint
+    return view.render_to_response(view.get_context_data(**extra))
+
+
+# Vantage points
 
 
 class VantagePointListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
     template_name = "sites/vantage_point_list.html"
     context_object_name = "vantage_points"
     queryset = VantagePoint.objects.order_by("name")
+
+
+class VantagePointCreateView(OperatorRequiredMixin, SuccessMessageMixin, CreateView):  # type: ignore[type-arg]
+    template_name = "sites/vantage_point_form.html"
+    form_class = VantagePointForm
+    success_url = reverse_lazy("sites:vantage-point-list")
+    success_message = "Vantage point %(name)s was created."
+
+
+class VantagePointUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  # type: ignore[type-arg]
+    template_name = "sites/vantage_point_form.html"
+    form_class = VantagePointForm
+    model = VantagePoint
+    success_url = reverse_lazy("sites:vantage-point-list")
+    success_message = "Vantage point %(name)s was saved."

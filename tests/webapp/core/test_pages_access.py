@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from webapp.accounts.services import user_set_role
+from webapp.core.views import OperatorRequiredMixin
 
 pytestmark = pytest.mark.django_db
 
@@ -31,6 +32,17 @@ def _page_paths() -> list[str]:
     return sorted(set(paths))
 
 
+def _operator_only(path: str) -> bool:
+    view_class = getattr(resolve(path).func, "view_class", None)
+    return view_class is not None and issubclass(view_class, OperatorRequiredMixin)
+
+
+def _user(username: str, role: str) -> User:
+    user = User.objects.create_user(username)
+    user_set_role(user=user, role=role)
+    return user
+
+
 def test_there_are_pages_to_check() -> None:
     assert {"/", "/sites/", "/campaigns/", "/runs/", "/accounts/"} <= set(_page_paths())
 
@@ -48,11 +60,21 @@ def test_a_user_without_a_role_is_forbidden(client: Client, path: str) -> None:
     assert client.get(path).status_code == 403
 
 
-@pytest.mark.parametrize("path", _page_paths())
+@pytest.mark.parametrize("path", [p for p in _page_paths() if not _operator_only(p)])
 def test_a_viewer_sees_every_page_with_the_navigation(client: Client, path: str) -> None:
-    viewer = User.objects.create_user("viewer")
-    user_set_role(user=viewer, role="viewer")
-    client.force_login(viewer)
+    client.force_login(_user("viewer", "viewer"))
+    response = client.get(path)
+    assert response.status_code == 200
+    assert b'aria-label="Main"' in response.content
+
+
+@pytest.mark.parametrize("path", [p for p in _page_paths() if _operator_only(p)])
+def test_operator_pages_are_forbidden_to_a_viewer_and_shown_to_an_operator(
+    client: Client, path: str
+) -> None:
+    client.force_login(_user("viewer", "viewer"))
+    assert client.get(path).status_code == 403
+    client.force_login(_user("operator", "operator"))
     response = client.get(path)
     assert response.status_code == 200
     assert b'aria-label="Main"' in response.content
