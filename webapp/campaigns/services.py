@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,8 +17,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
-from django.db.models import BigIntegerField, Case, F, Value, When
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run
@@ -29,6 +31,9 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 2.0
 STALE_AFTER_S = 60.0
+# Ingestion waits this long in all (1 + 2 + 4 + 8 s) for a database that is restarting:
+# well inside STALE_AFTER_S, so the reaper does not end the run meanwhile.
+INGEST_RETRY_S = (1.0, 2.0, 4.0, 8.0)
 # Statuses whose figures count in series and aggregates (cancelled runs do not).
 MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
 
@@ -186,7 +191,23 @@ def run_execute(*, run_id: int, worker: str) -> None:
             log.exception("run %s could not be measured", run.pk)
             run_fail(run_id=run.pk, message=f"the worker failed: {type(exc).__name__}: {exc}")
             raise
-    run_ingest(run_id=run.pk, run_json=result.to_json())
+    _ingest_retrying(run_id=run.pk, run_json=result.to_json())
+
+
+def _ingest_retrying(*, run_id: int, run_json: dict[str, object]) -> bool:
+    """run_ingest, tried again while the database connection is broken: PostgreSQL may have
+    restarted during the measurement, closing the connection that claimed the run. Ingestion
+    is idempotent, so a try that did commit before failing leaves the next one nothing to do."""
+    for pause_s in INGEST_RETRY_S:
+        try:
+            return run_ingest(run_id=run_id, run_json=run_json)
+        except (OperationalError, InterfaceError) as exc:
+            if connection.in_atomic_block:
+                raise
+            log.warning("run %s: storing the results failed (%s), trying again", run_id, exc)
+            connection.close()  # the next query opens a new connection
+            time.sleep(pause_s)
+    return run_ingest(run_id=run_id, run_json=run_json)
 
 
 def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
@@ -335,6 +356,82 @@ def _reap_run(run_id: int, stale: object) -> int:
     return 1
 
 
+@dataclass(frozen=True)
+class ResendOutcome:
+    """What one pass of runs_resend_stale did: the ids of the runs sent again and failed."""
+
+    resent: list[int]
+    failed: list[int]
+
+
+def runs_resend_stale(*, now: datetime) -> ResendOutcome:
+    """Send again the queued runs whose message seems lost, or fail them after
+    FEDPROBE_RESEND_MAX_SENDS sends.
+
+    A run counts as lost when it was last sent FEDPROBE_RESEND_AFTER_S ago and no worker of
+    its vantage point took anything since (none running, none started): a worker consuming
+    the queue would have taken it. A run waiting behind others is left alone. A duplicate
+    message is harmless: run_claim only takes a queued run.
+    """
+    since = now - timedelta(seconds=settings.FEDPROBE_RESEND_AFTER_S)
+    stale = (
+        Run.objects.filter(status=Run.Status.QUEUED, cancel_requested=False)
+        .annotate(last_sent=Coalesce("resent_at", "created_at"))
+        .filter(last_sent__lt=since)
+        .select_related("vantage_point")
+        .order_by("pk")
+    )
+    outcome = ResendOutcome(resent=[], failed=[])
+    idle: dict[int, bool] = {}
+    for run in stale:
+        if run.vantage_point_id not in idle:
+            idle[run.vantage_point_id] = _vantage_point_idle(run.vantage_point_id, since=since)
+        if not idle[run.vantage_point_id]:
+            continue
+        if run.resent_count + 1 >= settings.FEDPROBE_RESEND_MAX_SENDS:
+            if _run_fail_unsent(run, now):
+                outcome.failed.append(run.pk)
+        elif _run_resend(run, now):
+            outcome.resent.append(run.pk)
+    return outcome
+
+
+def _vantage_point_idle(vantage_point_id: int, *, since: datetime) -> bool:
+    runs = Run.objects.filter(vantage_point_id=vantage_point_id)
+    return not (
+        runs.filter(status=Run.Status.RUNNING).exists()
+        or runs.filter(started_at__gte=since).exists()
+    )
+
+
+def _unchanged(run: Run) -> QuerySet[Run]:
+    """The run, if still queued as this pass saw it (another pass or a worker may act)."""
+    return Run.objects.filter(
+        pk=run.pk, status=Run.Status.QUEUED, cancel_requested=False, resent_count=run.resent_count
+    )
+
+
+def _run_resend(run: Run, now: datetime) -> bool:
+    with transaction.atomic():
+        sent = _unchanged(run).update(resent_count=F("resent_count") + 1, resent_at=now)
+        if sent:
+            log.warning("run %s still queued: sent again to %s", run.pk, run.vantage_point.queue)
+            transaction.on_commit(lambda: _enqueue([run]))
+    return bool(sent)
+
+
+def _run_fail_unsent(run: Run, now: datetime) -> bool:
+    message = f"no worker took the run: is a worker consuming queue {run.vantage_point.queue}?"
+    failed = _unchanged(run).update(
+        status=Run.Status.FAILED,
+        finished_at=now,
+        errors=[{"class": "server-error", "message": message, "client": None}],
+    )
+    if failed:
+        log.warning("run %s: %s", run.pk, message)
+    return bool(failed)
+
+
 class _Heartbeat:
     """Beats a running run's attempts every few seconds from a thread, and notices cancels.
 
@@ -367,14 +464,23 @@ class _Heartbeat:
     def _beat(self) -> None:
         try:
             while not self._stop.wait(HEARTBEAT_S):
-                ClientAttempt.objects.filter(
-                    run_id=self.run_id, status=ClientAttempt.Status.RUNNING
-                ).update(heartbeat_at=timezone.now(), bytes_read=self._bytes_read())
-                if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
-                    self._cancel.set()
+                self._beat_once()
         except Exception:
             log.exception("heartbeat of run %s failed", self.run_id)
         finally:
+            connection.close()
+
+    def _beat_once(self) -> None:
+        try:
+            ClientAttempt.objects.filter(
+                run_id=self.run_id, status=ClientAttempt.Status.RUNNING
+            ).update(heartbeat_at=timezone.now(), bytes_read=self._bytes_read())
+            if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
+                self._cancel.set()
+        except (OperationalError, InterfaceError) as exc:
+            # PostgreSQL restarting, or the connection cut: this beat is lost and the next one
+            # reconnects. Beats must only stop with the worker (the reaper relies on it).
+            log.warning("run %s: heartbeat missed (%s)", self.run_id, exc)
             connection.close()
 
     def _bytes_read(self) -> Case | F:
