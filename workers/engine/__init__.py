@@ -5,12 +5,14 @@ from the web application's workers and from the benchmarks.
 """
 
 from workers.engine.driver import Progress, run_probe
+from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import Method, Pattern, RunParams
 from workers.engine.results import RunResult, RunStatus
 from workers.engine.units import parse_size
 
 __all__ = [
+    "EgressPolicy",
     "ErrorClass",
     "InvalidParams",
     "Method",

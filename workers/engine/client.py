@@ -146,6 +146,7 @@ class Client:
             user=f"fp{os.getpid()}c{self.spec.client}",
             streams=self.params.streams,
             deadline=deadline,
+            egress=self.params.egress,
         )
         try:
             if self.params.method == Method.DIRECT:

@@ -30,6 +30,7 @@ from workers.engine.backends import backend_for
 from workers.engine.backends.base import OpenOptions
 from workers.engine.client import READY, ClientSpec, FileTarget, client_main
 from workers.engine.deadline import Deadline
+from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import Method, Pattern, RunParams
@@ -94,16 +95,21 @@ def run_probe(
         for spec in specs:
             if spec.scratch:
                 shutil.rmtree(spec.scratch, ignore_errors=True)
+    if params.egress is not None and backend_for(check_url(params.urls[0])).egress_after_run:
+        check_served_by(result, params.egress)
     return result
 
 
 def _preflight(
     params: RunParams, deadline: Deadline
 ) -> tuple[dict[str, int], tuple[int, int] | None]:
-    """Stat every file (and ask the readv limits) before the clients start; untimed."""
-    options = OpenOptions(user="fpplan", streams=1, deadline=deadline)
+    """Check every URL against the egress policy, then stat every file (and ask the readv
+    limits) before the clients start; untimed."""
+    options = OpenOptions(user="fpplan", streams=1, deadline=deadline, egress=params.egress)
     sizes: dict[str, int] = {}
     limits: tuple[int, int] | None = None
+    for url in dict.fromkeys(params.urls):
+        backend_for(check_url(url)).check_egress(url, options)
     for url in dict.fromkeys(params.urls):
         backend = backend_for(check_url(url))
         if params.pattern == Pattern.VECTOR and params.method == Method.DIRECT:
@@ -117,6 +123,22 @@ def _preflight(
         if sizes[url] >= 0:
             params.check_file_size(url, sizes[url])
     return sizes, limits
+
+
+def check_served_by(result: RunResult, egress: EgressPolicy) -> None:
+    """A client served by a server the policy refuses fails with class egress.
+
+    XrdCl and the copy tools resolve and follow redirections themselves: a redirection the
+    preflight could not foresee is only seen here, after the fact (docs/engine.md).
+    """
+    for client in result.clients:
+        for server in client.served_by:
+            try:
+                egress.check_server(server)
+            except ProbeError as exc:
+                if exc.error_class == ErrorClass.EGRESS and client.error is None:
+                    message = f"served by {server}: {exc.message}"
+                    client.error = ClientError(ErrorClass.EGRESS, message, round(client.wall_s, 6))
 
 
 def _client_specs(

@@ -16,6 +16,8 @@ class ErrorClass(StrEnum):
     CHECKSUM = "checksum"
     SERVER_ERROR = "server-error"
     CANCELLED = "cancelled"
+    # The egress policy refused the endpoint's address: nothing was sent to it.
+    EGRESS = "egress"
 
 
 class ProbeError(Exception):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workers.engine.deadline import Deadline
+from workers.engine.egress import EgressPolicy
 from workers.engine.urls import host_of
 
 # Called once per completed asynchronous request: (latency in ns, bytes delivered).
@@ -29,11 +30,13 @@ class VectorLimits:
 
 @dataclass(frozen=True)
 class OpenOptions:
-    """How a client connects: its own user name (own connection) and TCP substreams."""
+    """How a client connects: its own user name (own connection), TCP substreams, and the
+    egress policy its connections must pass (None: no check)."""
 
     user: str
     streams: int
     deadline: Deadline
+    egress: EgressPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,17 @@ class RemoteFile(abc.ABC):
 
 class Backend(abc.ABC):
     """A protocol: how to open, size and copy files behind URLs of its schemes."""
+
+    # True when the backend's connections are made by a library or tool that resolves names
+    # and follows redirections itself (XrdCl, xrdcp, globus-url-copy): the servers a run was
+    # served by are then checked against the egress policy after the run as well.
+    egress_after_run = False
+
+    def check_egress(self, url: str, options: OpenOptions) -> None:
+        """Refuse (ProbeError, class egress) before any connection a URL whose host, or a
+        server it is known to send clients to, the egress policy forbids."""
+        if options.egress is not None:
+            options.egress.check_url(url)
 
     @abc.abstractmethod
     def open(self, url: str, options: OpenOptions) -> RemoteFile:

@@ -17,9 +17,11 @@ import contextlib
 import functools
 import ssl
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+import anyio.to_thread
+import httpcore
 import httpx
 
 from workers.engine.backends.base import (
@@ -41,6 +43,7 @@ from workers.engine.backends.byteranges import (
     unsatisfied_range_total,
 )
 from workers.engine.deadline import Deadline
+from workers.engine.egress import EgressPolicy, IPAddress
 from workers.engine.errors import ErrorClass, ProbeError
 
 SCHEMES = {"http": "http", "https": "https", "davs": "https"}
@@ -55,15 +58,15 @@ class HttpBackend(Backend):
     """http://, https:// and davs:// endpoints (XrdHttp, dCache, EOS, StoRM, ...)."""
 
     def open(self, url: str, options: OpenOptions) -> HttpFile:
-        client = _new_client()
+        client = _new_client(options.egress)
         try:
-            return HttpFile(client, http_url(url), options.deadline)
+            return HttpFile(client, http_url(url), options.deadline, options.egress)
         except BaseException:
             client.close()
             raise
 
     def stat_size(self, url: str, options: OpenOptions) -> int:
-        with _new_client() as client:
+        with _new_client(options.egress) as client:
             request = _request(client, "HEAD", http_url(url), options.deadline)
             response = _send(client, request, f"HEAD {url}")
             if response.status_code != 200:
@@ -78,7 +81,7 @@ class HttpBackend(Backend):
 
     def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
         what = f"GET {url}"
-        with _new_client() as client:
+        with _new_client(options.egress) as client:
             request = _request(client, "GET", http_url(url), options.deadline)
             response = _send(client, request, what)
             if response.status_code != 200:
@@ -94,9 +97,16 @@ class HttpBackend(Backend):
 class HttpFile(RemoteFile):
     """One file on an HTTP endpoint, read with Range GETs on the client's own connection."""
 
-    def __init__(self, client: httpx.Client, url: str, deadline: Deadline) -> None:
+    def __init__(
+        self,
+        client: httpx.Client,
+        url: str,
+        deadline: Deadline,
+        egress: EgressPolicy | None = None,
+    ) -> None:
         self._client = client
         self._deadline = deadline
+        self._egress = egress
         self.bytes_wire = 0
         self._url, self.size = self._probe(httpx.URL(url))
         self.served_by = served_by(self._url)
@@ -205,7 +215,7 @@ class HttpFile(RemoteFile):
     async def _async_worker(
         self, pending: Iterator[tuple[int, int]], record: AsyncRecorder
     ) -> None:
-        async with _new_async_client(httpx.Limits(max_connections=1)) as client:
+        async with _new_async_client(httpx.Limits(max_connections=1), self._egress) as client:
             await self._async_reads(client, pending, record)
 
     async def _async_reads(
@@ -269,26 +279,94 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _new_client() -> httpx.Client:
+def _new_client(egress: EgressPolicy | None) -> httpx.Client:
     # trust_env=False: no proxy from the environment between us and the endpoint.
+    transport = httpx.HTTPTransport(verify=_tls_context(), http2=False)
+    if egress is not None:
+        pool = transport._pool  # httpx has no public way to give its pool a network backend
+        pool._network_backend = _CheckedBackend(egress, pool._network_backend)
     return httpx.Client(
-        verify=_tls_context(),
-        http2=False,
-        follow_redirects=True,
-        trust_env=False,
-        headers=_HEADERS,
+        transport=transport, follow_redirects=True, trust_env=False, headers=_HEADERS
     )
 
 
-def _new_async_client(limits: httpx.Limits) -> httpx.AsyncClient:
+def _new_async_client(limits: httpx.Limits, egress: EgressPolicy | None) -> httpx.AsyncClient:
+    transport = httpx.AsyncHTTPTransport(verify=_tls_context(), http2=False, limits=limits)
+    if egress is not None:
+        pool = transport._pool
+        pool._network_backend = _CheckedAsyncBackend(egress, pool._network_backend)
     return httpx.AsyncClient(
-        verify=_tls_context(),
-        http2=False,
-        follow_redirects=True,
-        trust_env=False,
-        headers=_HEADERS,
-        limits=limits,
+        transport=transport, follow_redirects=True, trust_env=False, headers=_HEADERS
     )
+
+
+class _CheckedBackend(httpcore.NetworkBackend):
+    """Every connection (redirections included) goes to an address the egress policy passed,
+    resolved once: what was checked is what is connected to, so DNS cannot change it between.
+    TLS still verifies and sends the host name (httpcore passes it to start_tls)."""
+
+    def __init__(self, egress: EgressPolicy, inner: httpcore.NetworkBackend) -> None:
+        self._egress = egress
+        self._inner = inner
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        addresses = self._egress.check_host(host, port)
+        failure: Exception | None = None
+        for address in addresses:  # in the resolver's order, as socket.create_connection
+            try:
+                return self._inner.connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+        raise _no_address(host, failure)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _CheckedAsyncBackend(httpcore.AsyncNetworkBackend):
+    """_CheckedBackend for the async clients (the resolver runs on a thread)."""
+
+    def __init__(self, egress: EgressPolicy, inner: httpcore.AsyncNetworkBackend) -> None:
+        self._egress = egress
+        self._inner = inner
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses: list[IPAddress] = await anyio.to_thread.run_sync(
+            self._egress.check_host, host, port
+        )
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+        raise _no_address(host, failure)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def _no_address(host: str, failure: Exception | None) -> Exception:
+    """The last connection error (httpx maps it to refused or timeout as usual)."""
+    return failure or httpcore.ConnectError(f"{host} has no address to connect to")
 
 
 def _request(

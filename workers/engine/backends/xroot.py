@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from XRootD import client as xrd
-from XRootD.client.flags import OpenFlags, QueryCode
+from XRootD.client.flags import HostTypes, OpenFlags, QueryCode
 
 from workers.engine.backends.base import (
     AsyncRecorder,
@@ -22,6 +22,8 @@ from workers.engine.backends.base import (
     VectorLimits,
 )
 from workers.engine.backends.tools import run_copy_tool
+from workers.engine.deadline import Deadline
+from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.urls import host_of, normalize_server, with_user
 
@@ -34,6 +36,8 @@ _KXR_NOT_FOUND = 3011
 _KXR_NOT_AUTHORIZED = 3010
 # The server's readv limits when it does not say (XRootD 5 defaults).
 DEFAULT_VECTOR_LIMITS = VectorLimits(max_chunks=1024, max_chunk_bytes=2097136)
+# Redirectors behind redirectors a preflight follows (global, regional, site: three).
+MAX_REDIRECTOR_LEVELS = 4
 
 
 def configure_client(options: OpenOptions) -> None:
@@ -172,6 +176,8 @@ def query_vector_limits(url: str, timeout_s: int) -> VectorLimits:
 class XRootDBackend(Backend):
     """root://, xroot://: direct reads through XrdCl, copies through xrdcp."""
 
+    egress_after_run = True
+
     def __init__(self) -> None:
         self._configured = False
 
@@ -183,6 +189,12 @@ class XRootDBackend(Backend):
 
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         return XRootDFile(self._client_url(url, options), options)
+
+    def check_egress(self, url: str, options: OpenOptions) -> None:
+        """The URL's host, and, when it is a redirector, the servers it would send us to."""
+        super().check_egress(url, options)
+        if options.egress is not None:
+            check_redirect_targets(self._client_url(url, options), options.egress, options.deadline)
 
     def stat_size(self, url: str, options: OpenOptions) -> int:
         client_url = self._client_url(url, options)
@@ -221,6 +233,49 @@ class XRootDBackend(Backend):
             for location in info:
                 return normalize_server(str(location.address))
         return host_of(url)
+
+
+def check_redirect_targets(
+    url: str, egress: EgressPolicy, deadline: Deadline, levels: int = MAX_REDIRECTOR_LEVELS
+) -> None:
+    """Before anything connects to them: the servers a redirector (an XRootD manager) locates
+    the file on, level by level. XrdCl follows redirections on its own, so this is where the
+    policy sees them first; a data server or a cache is not asked (it redirects no one)."""
+    fs = xrd.FileSystem(_root_of(url))
+    status, info = fs.protocol(timeout=deadline.timeout_s())
+    if not status.ok:
+        raise status_error(status, f"protocol {_root_of(url)}")
+    if not info.hostinfo & HostTypes.IS_MANAGER:
+        return
+    if levels == 0:
+        raise ProbeError(
+            ErrorClass.EGRESS,
+            f"refused by egress policy: more than {MAX_REDIRECTOR_LEVELS} redirector levels "
+            f"to check at {host_of(url)}",
+        )
+    for server, is_manager in _locate(fs, url, deadline):
+        egress.check_server(server)
+        if is_manager:
+            parts = urlsplit(url)
+            user = f"{parts.username}@" if parts.username else ""
+            next_url = parts._replace(netloc=f"{user}{server}").geturl()
+            check_redirect_targets(next_url, egress, deadline, levels - 1)
+
+
+def _locate(fs: Any, url: str, deadline: Deadline) -> list[tuple[str, bool]]:
+    """(host:port, is a manager) of each location of the file. A redirector answers at once
+    with what it knows (NOWAIT); knowing nothing yet, it is asked again and waited for."""
+    path, what = _path_of(url), f"locate {_path_of(url)} at {host_of(url)}"
+    status, info = fs.locate(path, OpenFlags.NOWAIT, timeout=deadline.timeout_s())
+    locations = list(info) if status.ok and info is not None else []
+    if not locations:
+        status, info = fs.locate(path, OpenFlags.NONE, timeout=deadline.timeout_s())
+        if not status.ok:
+            raise status_error(status, what)
+        locations = list(info) if info is not None else []
+    if not locations:
+        raise ProbeError(ErrorClass.NOT_FOUND, f"{what}: no server has the file")
+    return [(normalize_server(str(loc.address)), bool(loc.is_manager)) for loc in locations]
 
 
 def _server_name(data_server: str | None, url: str) -> str:
