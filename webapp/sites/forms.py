@@ -37,10 +37,10 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         fields = ["site", "name", "protocol", "base_url", "role", "enabled"]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        if cleaned.get("credential") and cleaned.get("clear_credential"):
+        super().clean()
+        if self.cleaned_data.get("credential") and self.cleaned_data.get("clear_credential"):
             self.add_error("credential", "give a new credential or clear it, not both")
-        return cleaned
+        return self.cleaned_data
 
     def save(self, commit: bool = True) -> Endpoint:
         endpoint: Endpoint = super().save(commit=False)

@@ -13,7 +13,7 @@ from django.contrib import messages
 from django.contrib.messages.views import SuccessMessageMixin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
-from django.forms import BaseForm
+from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse, reverse_lazy
@@ -47,9 +47,9 @@ class EditRequiredMixin(OperatorRequiredMixin):
 class OwnedCreateView(OperatorRequiredMixin, SuccessMessageMixin, CreateView):  # type: ignore[type-arg]
     """Create a row owned by the operator who made it."""
 
-    def form_valid(self, form: BaseForm) -> HttpResponse:
-        form.instance.owner = self.request.user  # type: ignore[attr-defined]
-        return super().form_valid(form)  # type: ignore[arg-type]
+    def form_valid(self, form: ModelForm) -> HttpResponse:  # type: ignore[type-arg]
+        form.instance.owner = self.request.user
+        return super().form_valid(form)
 
 
 # Sites

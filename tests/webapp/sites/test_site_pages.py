@@ -6,7 +6,9 @@ import html
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from tests.webapp.factories import (
     EndpointFactory,
@@ -75,6 +77,19 @@ def test_site_list_shows_endpoint_counts_protocols_and_disabled_ones(viewer: Cli
     assert "https, root" in row
     assert '<td class="num">2</td>' in row
     assert "1 disabled" in row
+
+
+def test_site_list_queries_do_not_grow_with_the_sites(viewer: Client) -> None:
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert viewer.get("/sites/").status_code == 200
+        return len(captured)
+
+    EndpointFactory()
+    few = queries()
+    for _ in range(5):
+        EndpointFactory(site=EndpointFactory().site)
+    assert queries() == few
 
 
 def test_site_detail_lists_its_endpoints_with_their_facts(viewer: Client) -> None:
