@@ -307,6 +307,21 @@ FEDPROBE_LAB_DIR = Path(env_str("FEDPROBE_LAB_DIR", "/tmp/fedprobe-lab"))
 FEDPROBE_FILE_ROOTS = env_list("FEDPROBE_FILE_ROOTS", [str(FEDPROBE_LAB_DIR / "data")])
 # The most runs one launch of a campaign may create.
 FEDPROBE_MAX_MATRIX = env_int("FEDPROBE_MAX_MATRIX", 1000)
+# Schedules (webapp/campaigns/schedules.py; docs/workers.md): a slot missed by up to this
+# many seconds (beat was down) is still launched, once; older slots are skipped.
+FEDPROBE_SCHEDULE_CATCHUP_S = env_int("FEDPROBE_SCHEDULE_CATCHUP_S", 6 * 3600)
+# A run still queued this long after it was sent, while no worker of its vantage point took
+# anything, is sent again (its message may have been lost); after this many sends in all it
+# is failed ("no worker took the run").
+FEDPROBE_RESEND_AFTER_S = env_int("FEDPROBE_RESEND_AFTER_S", 300)
+FEDPROBE_RESEND_MAX_SENDS = env_int("FEDPROBE_RESEND_MAX_SENDS", 3)
+for _name in (
+    "FEDPROBE_SCHEDULE_CATCHUP_S",
+    "FEDPROBE_RESEND_AFTER_S",
+    "FEDPROBE_RESEND_MAX_SENDS",
+):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1")
 
 # Celery (workers/celery.py; docs/workers.md). The broker only carries "measure run N" and
 # control messages: state lives in our rows, so there is no result backend.
@@ -360,12 +375,28 @@ CELERY_WORKER_CONCURRENCY = 1
 # A broker blip must not cancel a measurement: its results go to PostgreSQL.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Measurements go to their vantage point's queue, named when sent (workers.dispatch).
-CELERY_TASK_ROUTES = {"fedprobe.reap_runs": {"queue": "control"}}
+CELERY_TASK_ROUTES = {
+    name: {"queue": "control"}
+    for name in ("fedprobe.reap_runs", "fedprobe.launch_due_campaigns", "fedprobe.resend_runs")
+}
+# The control tasks are idempotent: after an outage of the control worker, one late pass is
+# enough, so their messages expire.
 CELERY_BEAT_SCHEDULE = {
     "reap-runs": {
         "task": "fedprobe.reap_runs",
         "schedule": 30.0,
-        # Idempotent: after an outage of the control worker, one late reap is enough.
+        "options": {"expires": 120},
+    },
+    # Each minute, whatever the schedules' cron strings name; a slot is launched once even
+    # with two beats (a unique row per campaign and slot).
+    "launch-due-campaigns": {
+        "task": "fedprobe.launch_due_campaigns",
+        "schedule": 60.0,
+        "options": {"expires": 120},
+    },
+    "resend-runs": {
+        "task": "fedprobe.resend_runs",
+        "schedule": 60.0,
         "options": {"expires": 120},
     },
 }

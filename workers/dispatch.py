@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
 MEASURE_RUN = "fedprobe.measure_run"
 REAP_RUNS = "fedprobe.reap_runs"
+LAUNCH_DUE_CAMPAIGNS = "fedprobe.launch_due_campaigns"
+RESEND_RUNS = "fedprobe.resend_runs"
 
 
 def enqueue_run(run: Run) -> None:

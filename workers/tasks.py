@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from celery import Task
 from django.db import InterfaceError, OperationalError
+from django.utils import timezone
 
-from webapp.campaigns import services
+from webapp.campaigns import schedules, services
 from workers.celery import app
-from workers.dispatch import MEASURE_RUN, REAP_RUNS
+from workers.dispatch import LAUNCH_DUE_CAMPAIGNS, MEASURE_RUN, REAP_RUNS, RESEND_RUNS
 from workers.engine.params import MAX_TIMEOUT_S
 
 # The engine ends a run by its deadline (at most MAX_TIMEOUT_S after a bounded preflight);
@@ -38,3 +39,28 @@ def measure_run(self: Task, run_id: int) -> None:
 )
 def reap_runs() -> int:
     return services.runs_reap()
+
+
+@app.task(
+    name=LAUNCH_DUE_CAMPAIGNS,
+    # A slot is claimed by a unique row: trying again launches nothing twice.
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def launch_due_campaigns() -> list[int]:
+    return [launch.pk for launch in schedules.campaigns_launch_due(now=timezone.now())]
+
+
+@app.task(
+    name=RESEND_RUNS,
+    # Each resend is a conditional update: trying again sends nothing twice.
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_jitter=True,
+    max_retries=5,
+)
+def resend_runs() -> dict[str, list[int]]:
+    outcome = services.runs_resend_stale(now=timezone.now())
+    return {"resent": outcome.resent, "failed": outcome.failed}

@@ -31,8 +31,14 @@ from webapp.campaigns.services import campaign_launch, run_claim, runs_reap
 from webapp.sites.models import Endpoint, VantagePoint
 from webapp.sites.services import lab_register
 from workers.celery import app
-from workers.dispatch import MEASURE_RUN, REAP_RUNS, enqueue_run
-from workers.tasks import measure_run, reap_runs
+from workers.dispatch import (
+    LAUNCH_DUE_CAMPAIGNS,
+    MEASURE_RUN,
+    REAP_RUNS,
+    RESEND_RUNS,
+    enqueue_run,
+)
+from workers.tasks import launch_due_campaigns, measure_run, reap_runs, resend_runs
 
 FINAL = {s.value for s in Run.FINAL}
 
@@ -88,13 +94,20 @@ def test_measurements_are_acked_late_one_at_a_time_and_never_retried() -> None:
     assert app.conf.result_backend is None
 
 
-def test_control_tasks_go_to_the_control_queue_and_the_reaper_runs_every_30_s() -> None:
-    assert app.amqp.router.route({}, REAP_RUNS)["queue"].name == "control"
-    assert reap_runs.name == REAP_RUNS
-    assert OperationalError in reap_runs.autoretry_for
-    assert reap_runs.retry_backoff and reap_runs.retry_jitter
-    (entry,) = app.conf.beat_schedule.values()
-    assert (entry["task"], entry["schedule"]) == (REAP_RUNS, 30.0)
+def test_control_tasks_go_to_the_control_queue_on_beat_s_schedule() -> None:
+    """The reaper every 30 s; due schedules and runs to send again every minute."""
+    control_tasks = [
+        (REAP_RUNS, reap_runs),
+        (LAUNCH_DUE_CAMPAIGNS, launch_due_campaigns),
+        (RESEND_RUNS, resend_runs),
+    ]
+    for name, task in control_tasks:
+        assert app.amqp.router.route({}, name)["queue"].name == "control"
+        assert task.name == name
+        assert OperationalError in task.autoretry_for
+        assert task.retry_backoff and task.retry_jitter
+    beat = {entry["task"]: entry["schedule"] for entry in app.conf.beat_schedule.values()}
+    assert beat == {REAP_RUNS: 30.0, LAUNCH_DUE_CAMPAIGNS: 60.0, RESEND_RUNS: 60.0}
 
 
 def test_scheduled_tasks_are_all_registered() -> None:

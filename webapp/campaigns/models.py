@@ -10,7 +10,9 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
+from webapp.campaigns.cron import validate_cron
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.params import Method, Pattern
 
@@ -63,7 +65,12 @@ class Campaign(models.Model):
     streams = models.PositiveIntegerField(default=1)
     repetitions = models.PositiveIntegerField(default=1)
     deadline_s = models.PositiveIntegerField(null=True, blank=True)
-    schedule = models.CharField(max_length=100, blank=True, help_text="cron, e.g. 0 2 * * *")
+    schedule = models.CharField(
+        max_length=100,
+        blank=True,
+        validators=[validate_cron],
+        help_text="cron in UTC (minute hour day-of-month month day-of-week), e.g. 0 2 * * *",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -111,6 +118,27 @@ class Campaign(models.Model):
         return math.prod(len(axis) for axis in self._dimensions(rows))
 
 
+class ScheduledLaunch(models.Model):
+    """One slot of a campaign's schedule, claimed once: the runs it launched, or why none."""
+
+    campaign = models.ForeignKey(
+        Campaign, on_delete=models.CASCADE, related_name="scheduled_launches"
+    )
+    slot = models.DateTimeField(help_text="the time the schedule named (UTC)")
+    launched_at = models.DateTimeField(default=timezone.now)
+    run_count = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, help_text="why the slot launched nothing")
+
+    class Meta:
+        ordering = ["-slot", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "slot"], name="scheduled_launch_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id} at {self.slot:%Y-%m-%d %H:%M}"
+
+
 class Run(models.Model):
     """One cell of a campaign's matrix, executed once from one vantage point."""
 
@@ -152,7 +180,13 @@ class Run(models.Model):
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
+    scheduled_launch = models.ForeignKey(
+        ScheduledLaunch, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
     cancel_requested = models.BooleanField(default=False)
+    # A queued run whose message was lost is sent again (runs_resend_stale).
+    resent_at = models.DateTimeField(null=True, blank=True)
+    resent_count = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -183,6 +217,8 @@ class Run(models.Model):
             models.Index(fields=["campaign", "created_at"]),
             models.Index(fields=["status", "created_at"]),
             models.Index(fields=["vantage_point", "endpoint", "created_at"]),
+            # Whether a vantage point's workers took anything lately (runs_resend_stale).
+            models.Index(fields=["vantage_point", "started_at"], name="run_vantage_started_idx"),
         ]
 
     def __str__(self) -> str:

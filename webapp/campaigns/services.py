@@ -18,7 +18,8 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import BigIntegerField, Case, F, Value, When
+from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run
@@ -353,6 +354,82 @@ def _reap_run(run_id: int, stale: object) -> int:
         run.errors = [{"class": "server-error", "message": message, "client": None}]
         run.save(update_fields=["status", "finished_at", "errors"])
     return 1
+
+
+@dataclass(frozen=True)
+class ResendOutcome:
+    """What one pass of runs_resend_stale did: the ids of the runs sent again and failed."""
+
+    resent: list[int]
+    failed: list[int]
+
+
+def runs_resend_stale(*, now: datetime) -> ResendOutcome:
+    """Send again the queued runs whose message seems lost, or fail them after
+    FEDPROBE_RESEND_MAX_SENDS sends.
+
+    A run counts as lost when it was last sent FEDPROBE_RESEND_AFTER_S ago and no worker of
+    its vantage point took anything since (none running, none started): a worker consuming
+    the queue would have taken it. A run waiting behind others is left alone. A duplicate
+    message is harmless: run_claim only takes a queued run.
+    """
+    since = now - timedelta(seconds=settings.FEDPROBE_RESEND_AFTER_S)
+    stale = (
+        Run.objects.filter(status=Run.Status.QUEUED, cancel_requested=False)
+        .annotate(last_sent=Coalesce("resent_at", "created_at"))
+        .filter(last_sent__lt=since)
+        .select_related("vantage_point")
+        .order_by("pk")
+    )
+    outcome = ResendOutcome(resent=[], failed=[])
+    idle: dict[int, bool] = {}
+    for run in stale:
+        if run.vantage_point_id not in idle:
+            idle[run.vantage_point_id] = _vantage_point_idle(run.vantage_point_id, since=since)
+        if not idle[run.vantage_point_id]:
+            continue
+        if run.resent_count + 1 >= settings.FEDPROBE_RESEND_MAX_SENDS:
+            if _run_fail_unsent(run, now):
+                outcome.failed.append(run.pk)
+        elif _run_resend(run, now):
+            outcome.resent.append(run.pk)
+    return outcome
+
+
+def _vantage_point_idle(vantage_point_id: int, *, since: datetime) -> bool:
+    runs = Run.objects.filter(vantage_point_id=vantage_point_id)
+    return not (
+        runs.filter(status=Run.Status.RUNNING).exists()
+        or runs.filter(started_at__gte=since).exists()
+    )
+
+
+def _unchanged(run: Run) -> QuerySet[Run]:
+    """The run, if still queued as this pass saw it (another pass or a worker may act)."""
+    return Run.objects.filter(
+        pk=run.pk, status=Run.Status.QUEUED, cancel_requested=False, resent_count=run.resent_count
+    )
+
+
+def _run_resend(run: Run, now: datetime) -> bool:
+    with transaction.atomic():
+        sent = _unchanged(run).update(resent_count=F("resent_count") + 1, resent_at=now)
+        if sent:
+            log.warning("run %s still queued: sent again to %s", run.pk, run.vantage_point.queue)
+            transaction.on_commit(lambda: _enqueue([run]))
+    return bool(sent)
+
+
+def _run_fail_unsent(run: Run, now: datetime) -> bool:
+    message = f"no worker took the run: is a worker consuming queue {run.vantage_point.queue}?"
+    failed = _unchanged(run).update(
+        status=Run.Status.FAILED,
+        finished_at=now,
+        errors=[{"class": "server-error", "message": message, "client": None}],
+    )
+    if failed:
+        log.warning("run %s: %s", run.pk, message)
+    return bool(failed)
 
 
 class _Heartbeat:

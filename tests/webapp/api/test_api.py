@@ -88,6 +88,19 @@ def test_operator_creates_a_campaign_and_sees_its_matrix(operator: APIClient) ->
     assert data["vantage_points"] == [VantagePoint.objects.get(name="local").pk]
 
 
+def test_a_campaign_schedule_is_a_cron_string(operator: APIClient) -> None:
+    answer = operator.post(
+        "/api/v1/campaigns/", campaign_body(schedule=" 30 2 * * mon-fri "), format="json"
+    )
+    assert answer.status_code == 201, answer.json()
+    assert Campaign.objects.get().schedule == "30 2 * * mon-fri"
+    refused = operator.patch(
+        f"/api/v1/campaigns/{answer.json()['id']}/", {"schedule": "30 25 * * *"}, format="json"
+    )
+    assert refused.json() == {"schedule": ["hour: 25 is outside 0-23"]}
+    assert Campaign.objects.get().schedule == "30 2 * * mon-fri"
+
+
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
@@ -106,6 +119,9 @@ def test_operator_creates_a_campaign_and_sees_its_matrix(operator: APIClient) ->
         ({"endpoints": []}, "endpoints"),
         ({"endpoints": [999999]}, "endpoints"),
         ({"name": ""}, "name"),
+        ({"schedule": "61 * * * *"}, "schedule"),
+        ({"schedule": "0 2 * *"}, "schedule"),
+        ({"schedule": "0 0 30 2 *"}, "schedule"),
     ],
 )
 def test_bad_campaign_is_refused_naming_the_field_and_creates_nothing(
