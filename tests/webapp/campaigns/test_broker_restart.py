@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from django.conf import settings
+from django.utils import timezone
 
 from tests.celery_worker import WorkerProcess
 from tests.servers import RedisServer
 from tests.webapp.factories import CampaignFactory, EndpointFactory, TestFileFactory
 from webapp.campaigns.models import ClientAttempt, Run
-from webapp.campaigns.services import campaign_launch
+from webapp.campaigns.services import campaign_launch, runs_resend_stale
 from webapp.sites.models import VantagePoint
 from workers.celery import app
-from workers.dispatch import enqueue_run
 
 VANTAGE = "redis-restart"
 FILE_4M = "/fedprobe/file-4M"
@@ -89,11 +91,12 @@ def test_a_redis_restart_mid_campaign_loses_no_result_and_counts_none_twice(
 
     first = _restart_broker_mid_run(private_broker, worker)
     wait_until(lambda: Run.objects.get(pk=first).status in Run.FINAL, 60, "first run final", worker)
-    # The messages of the runs still queued died with the broker.
-    later = [run for run in launched if run.pk != first]
-    assert {Run.objects.get(pk=run.pk).status for run in later} == {Run.Status.QUEUED}
-    for run in later:
-        enqueue_run(run)
+    # The messages of the runs still queued died with the broker: the resend pass (run by
+    # beat every minute) sends them again once the vantage point has been idle long enough.
+    later = sorted(run.pk for run in launched if run.pk != first)
+    assert set(Run.objects.filter(pk__in=later).values_list("status", flat=True)) == {"queued"}
+    idle_long_enough = timezone.now() + timedelta(seconds=settings.FEDPROBE_RESEND_AFTER_S)
+    assert runs_resend_stale(now=idle_long_enough).resent == later
 
     ids = [run.pk for run in launched]
     wait_until(
