@@ -1,6 +1,7 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
-from webapp.campaigns.models import Campaign, ClientAttempt, Run
+from webapp.campaigns.models import Campaign, ClientAttempt, Run, ScheduledLaunch
 
 
 @admin.register(Campaign)
@@ -33,3 +34,13 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     ]
     list_filter = ["status", "method", "pattern", "vantage_point"]
     inlines = [ClientAttemptInline]
+
+
+@admin.register(ScheduledLaunch)
+class ScheduledLaunchAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["campaign", "slot", "launched_at", "run_count", "error"]
+    list_filter = ["campaign"]
+    readonly_fields = ["campaign", "slot", "launched_at", "run_count", "error"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # slots are claimed by the schedule only; deleting one frees it

@@ -43,7 +43,7 @@ def campaigns_launch_due(*, now: datetime) -> list[ScheduledLaunch]:
     claimed = []
     for campaign in Campaign.objects.exclude(schedule="").order_by("pk"):
         slot = campaign_due_slot(campaign=campaign, now=now)
-        if slot is None or campaign.scheduled_launches.filter(slot=slot).exists():
+        if slot is None or ScheduledLaunch.objects.filter(campaign=campaign, slot=slot).exists():
             continue
         launch = _slot_launch(campaign, slot, now)
         if launch is not None:
