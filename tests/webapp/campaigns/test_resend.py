@@ -25,6 +25,8 @@ from webapp.campaigns.services import (
     runs_resend_stale,
 )
 from webapp.sites.models import VantagePoint
+from workers.celery import app
+from workers.dispatch import RESEND_RUNS
 
 NOTHING = ResendOutcome(resent=[], failed=[])
 
@@ -156,3 +158,13 @@ def test_a_run_sent_twice_is_measured_once(
     attempts = list(run.attempts.values_list("client", "status"))
     assert attempts == [(client, ClientAttempt.Status.OK) for client in range(run.clients)]
     assert sent_run_ids(celery_broker_url, "vantage.resent") == []
+
+
+def test_beat_s_task_sends_lost_runs_again_on_the_control_worker(
+    celery_worker: WorkerProcess, celery_broker_url: str
+) -> None:
+    run = queued_run("resend-task")
+    Run.objects.filter(pk=run.pk).update(created_at=after(run, -3600))
+    app.send_task(RESEND_RUNS)
+    wait_until(lambda: sent_run_ids(celery_broker_url, "vantage.resend-task"), 30, "sent again")
+    assert Run.objects.get(pk=run.pk).resent_count == 1

@@ -15,10 +15,13 @@ from typing import Any
 import pytest
 from django.db import connection, connections, transaction
 
-from tests.celery_worker import REPO
+from tests.celery_worker import REPO, WorkerProcess
 from tests.webapp.factories import CampaignFactory, TestFileFactory, VantagePointFactory
+from tests.workers.test_celery import wait_until
 from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
 from webapp.campaigns.schedules import campaigns_launch_due
+from workers.celery import app
+from workers.dispatch import LAUNCH_DUE_CAMPAIGNS
 
 # Runs go to a queue no worker of the suite consumes: these tests only count them.
 NOBODY = "schedules-nobody"
@@ -262,3 +265,16 @@ def test_a_malformed_schedule_or_resend_setting_stops_start_up_naming_it(
     )  # fmt: skip
     assert done.returncode != 0
     assert "ImproperlyConfigured" in done.stderr and name in done.stderr
+
+
+def test_beat_s_task_launches_due_campaigns_on_the_control_worker(
+    celery_worker: WorkerProcess,
+) -> None:
+    campaign = scheduled("* * * * *", created="2020-01-01 00:00")
+    app.send_task(LAUNCH_DUE_CAMPAIGNS)
+    wait_until(campaign.scheduled_launches.exists, 30, "a slot launched", celery_worker)
+    (launch,) = campaign.scheduled_launches.all()
+    assert launch.run_count == 2
+    assert set(campaign.runs.values_list("trigger", "scheduled_launch")) == {
+        (Run.Trigger.SCHEDULE, launch.pk)
+    }
