@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,16 @@ class MatrixRows:
 
     test_files: list[TestFile]
     vantage_points: list[VantagePoint]
+
+
+def matrix_files(*, endpoints: Iterable[Endpoint], chosen: Iterable[TestFile]) -> list[TestFile]:
+    """The test files a campaign reads: the chosen ones, else each endpoint's default file;
+    disabled endpoints' files are skipped (so they are in no preview and no launch)."""
+    chosen = list(chosen)
+    if chosen:
+        return [f for f in chosen if f.endpoint.enabled]
+    defaults = (endpoint.default_file for endpoint in endpoints if endpoint.enabled)
+    return [f for f in defaults if f is not None]
 
 
 class Campaign(models.Model):
@@ -81,13 +91,9 @@ class Campaign(models.Model):
         return self.name
 
     def files_to_read(self) -> list[TestFile]:
-        """The chosen test files, else each endpoint's default file; disabled endpoints'
-        files are skipped (so they are in no preview and no launch)."""
-        chosen = list(self.test_files.select_related("endpoint"))
-        if chosen:
-            return [f for f in chosen if f.endpoint.enabled]
-        defaults = (endpoint.default_file for endpoint in self.endpoints.filter(enabled=True))
-        return [f for f in defaults if f is not None]
+        return matrix_files(
+            endpoints=self.endpoints.all(), chosen=self.test_files.select_related("endpoint")
+        )
 
     def matrix_rows(self) -> MatrixRows:
         return MatrixRows(self.files_to_read(), list(self.vantage_points.all()))

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Aggregate, Avg, Count, F, FloatField, Max, Min, QuerySet
+from django.db.models import Aggregate, Avg, Count, F, FloatField, Max, Min, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 
-from webapp.campaigns.models import ClientAttempt, Run
-from webapp.campaigns.services import MEASURED
+from webapp.campaigns.models import Campaign, ClientAttempt, Run
+from webapp.campaigns.services import MEASURED, run_files
+from workers.engine.params import needed_bytes
 
 # Metrics a series may show: Run columns, with their units.
 SERIES_METRICS = {
@@ -37,17 +40,185 @@ class Median(Aggregate):
 
 
 def run_list() -> QuerySet[Run]:
-    return Run.objects.select_related("endpoint", "vantage_point", "test_file").order_by(
-        "-created_at", "-id"
-    )
+    return Run.objects.select_related(
+        "campaign", "endpoint", "vantage_point", "test_file"
+    ).order_by("-created_at", "-id")
 
 
 def run_detail(run_id: int) -> Run:
     return (
-        Run.objects.select_related("endpoint", "vantage_point", "test_file")
+        Run.objects.select_related("campaign", "endpoint__site", "vantage_point", "test_file")
         .prefetch_related("attempts")
         .get(pk=run_id)
     )
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """How a campaign's runs stand: how many in each status, and when the last was created."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    last_created_at: datetime | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def by_status(self) -> list[tuple[str, int]]:
+        """The statuses that have runs, in the order of Run.Status."""
+        return [(s.value, self.counts[s.value]) for s in Run.Status if self.counts.get(s.value)]
+
+
+@dataclass(frozen=True)
+class CampaignRow:
+    """A campaign as the campaign list shows it."""
+
+    campaign: Campaign
+    endpoints: int
+    matrix_size: int
+    runs: RunSummary
+
+
+def campaign_list() -> QuerySet[Campaign]:
+    """Campaigns with the counts their matrix size needs (see campaign_rows)."""
+    return (
+        Campaign.objects.select_related("owner")
+        .annotate(
+            n_endpoints=Count("endpoints", distinct=True),
+            n_readable_endpoints=Count(
+                "endpoints",
+                filter=Q(endpoints__enabled=True, endpoints__files__isnull=False),
+                distinct=True,
+            ),
+            n_test_files=Count("test_files", distinct=True),
+            n_enabled_test_files=Count(
+                "test_files", filter=Q(test_files__endpoint__enabled=True), distinct=True
+            ),
+            n_vantage_points=Count("vantage_points", distinct=True),
+        )
+        .order_by("-created_at", "-id")
+    )
+
+
+def campaign_rows(campaigns: Sequence[Campaign]) -> list[CampaignRow]:
+    """Rows of campaign_list()'s campaigns, with their runs summed up in one more query."""
+    summaries = campaign_run_summaries(campaign_ids=[c.pk for c in campaigns])
+    rows = []
+    for campaign in campaigns:
+        counts: Any = campaign  # with campaign_list()'s annotations
+        # As Campaign.files_to_read: the chosen files, else each endpoint's default; files
+        # of disabled endpoints are not read.
+        chosen = counts.n_test_files
+        files = counts.n_enabled_test_files if chosen else counts.n_readable_endpoints
+        axes = (files, counts.n_vantage_points, *map(len, campaign.parameter_axes()))
+        rows.append(
+            CampaignRow(
+                campaign=campaign,
+                endpoints=counts.n_endpoints,
+                matrix_size=math.prod(axes),
+                runs=summaries.get(campaign.pk, RunSummary()),
+            )
+        )
+    return rows
+
+
+def campaign_run_summaries(*, campaign_ids: Sequence[int]) -> dict[int, RunSummary]:
+    groups = (
+        Run.objects.filter(campaign_id__in=campaign_ids)
+        .values("campaign_id", "status")
+        .annotate(n=Count("id"), last=Max("created_at"))
+        .order_by()
+    )
+    counts: dict[int, dict[str, int]] = {}
+    last: dict[int, datetime] = {}
+    for group in groups:
+        campaign_id = group["campaign_id"]
+        counts.setdefault(campaign_id, {})[group["status"]] = group["n"]
+        last[campaign_id] = max(last.get(campaign_id, group["last"]), group["last"])
+    return {i: RunSummary(counts[i], last[i]) for i in counts}
+
+
+@dataclass(frozen=True)
+class ClientProgress:
+    """How far one client of a run has read, of what it plans to read."""
+
+    client: int
+    status: str
+    bytes_read: int
+    bytes_planned: int
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """How far a run has got: bytes its clients have read so far (recorded with each
+    heartbeat while it runs) of those they plan to read."""
+
+    id: int
+    status: str
+    final: bool
+    clients: list[ClientProgress]
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(c.bytes_read for c in self.clients)
+
+    @property
+    def bytes_planned(self) -> int:
+        return sum(c.bytes_planned for c in self.clients)
+
+    @property
+    def percent(self) -> float | None:
+        if not self.bytes_planned:
+            return None
+        return round(min(100.0, 100.0 * self.bytes_read / self.bytes_planned), 1)
+
+    def to_json(self, *, clients: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "status": self.status,
+            "final": self.final,
+            "bytes_read": self.bytes_read,
+            "bytes_planned": self.bytes_planned,
+            "percent": self.percent,
+        }
+        if clients:
+            data["clients"] = [vars(c) for c in self.clients]
+        return data
+
+
+def runs_progress(*, run_ids: Sequence[int]) -> list[RunProgress]:
+    """The progress of the given runs (those that exist), in the order asked."""
+    runs = Run.objects.select_related("endpoint", "test_file").in_bulk(run_ids)
+    attempts: dict[int, dict[int, tuple[str, int]]] = {}
+    rows = ClientAttempt.objects.filter(run_id__in=runs).values_list(
+        "run_id", "client", "status", "bytes_read"
+    )
+    for run_id, client, status, bytes_read in rows:
+        attempts.setdefault(run_id, {})[client] = (status, bytes_read)
+    return [_run_progress(runs[i], attempts.get(i, {})) for i in run_ids if i in runs]
+
+
+def _run_progress(run: Run, attempts: dict[int, tuple[str, int]]) -> RunProgress:
+    planned = _client_planned_bytes(run)
+    clients = [
+        ClientProgress(client, *attempts.get(client, (run.status, 0)), planned[client])
+        for client in range(run.clients)
+    ]
+    return RunProgress(run.pk, run.status, run.is_final, clients)
+
+
+def _client_planned_bytes(run: Run) -> list[int]:
+    """What each client plans to read: as the engine assigns them, client c reads `files`
+    files of the collection starting at file c * files (workers/engine/driver.py)."""
+    sizes = [f.size for f in run_files(run)]
+    return [
+        sum(
+            needed_bytes(run.fraction, sizes[(client * run.files + k) % len(sizes)])
+            for k in range(run.files)
+        )
+        for client in range(run.clients)
+    ]
 
 
 def endpoint_series(

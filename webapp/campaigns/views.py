@@ -1,13 +1,38 @@
-"""Pages for campaigns and runs."""
+"""Pages for campaigns and runs: thin views over the campaign services and selectors."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
-from django.views.generic import ListView
+import re
+from typing import Any
+from urllib.parse import urlencode
 
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views import View
+from django.views.generic import DetailView, ListView, TemplateView
+
+from webapp.accounts.roles import can_edit
+from webapp.api.filters import RunFilter
+from webapp.campaigns.forms import CampaignForm
 from webapp.campaigns.models import Campaign, Run
-from webapp.campaigns.selectors import run_list
-from webapp.core.views import ViewerRequiredMixin
+from webapp.campaigns.selectors import (
+    campaign_list,
+    campaign_rows,
+    campaign_run_summaries,
+    run_detail,
+    run_list,
+    runs_progress,
+)
+from webapp.campaigns.services import campaign_clone, campaign_launch, campaign_preview, run_cancel
+from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
+
+MAX_STATUS_IDS = 100
+ID = re.compile(r"[0-9]{1,18}")
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 class CampaignListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
@@ -16,13 +41,187 @@ class CampaignListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
     paginate_by = 50
 
     def get_queryset(self) -> QuerySet[Campaign]:
-        return Campaign.objects.select_related("owner").order_by("-created_at", "-id")
+        return campaign_list()
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["rows"] = campaign_rows(list(context["campaigns"]))
+        return context
+
+
+class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
+    """The experiment: its parameters, rows, matrix, actions and runs."""
+
+    template_name = "campaigns/campaign_detail.html"
+    context_object_name = "campaign"
+    queryset = Campaign.objects.select_related("owner")
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        campaign: Campaign = self.object
+        rows = campaign.matrix_rows()
+        context.update(
+            rows=rows,
+            endpoints=campaign.endpoints.select_related("site"),
+            preview=campaign_preview(campaign=campaign, rows=rows),
+            runs=campaign_run_summaries(campaign_ids=[campaign.pk]).get(campaign.pk),
+            recent_runs=run_list().filter(campaign=campaign)[:20],
+            runs_url=_runs_url(campaign=campaign.pk),
+            can_edit=can_edit(self.request.user, campaign),  # type: ignore[arg-type]
+        )
+        return context
+
+
+class CampaignFormMixin(OperatorRequiredMixin):
+    """Create and edit: "Save" validates and saves; "Preview" validates and shows the matrix
+    the campaign would launch, saving nothing."""
+
+    template_name = "campaigns/campaign_form.html"
+
+    def campaign(self) -> Campaign | None:
+        raise NotImplementedError
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return self.render(CampaignForm(instance=self.campaign()))
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        campaign = self.campaign()
+        form = CampaignForm(request.POST, instance=campaign)
+        if "preview" in request.POST or not form.is_valid():
+            form.is_valid()
+            return self.render(form, previewing=True)
+        if campaign is None:
+            form.instance.owner = request.user
+        saved = form.save()
+        messages.success(request, f"Campaign {saved.name!r} saved.")
+        return redirect("campaigns:campaign-detail", pk=saved.pk)
+
+    def render(self, form: CampaignForm, *, previewing: bool = False) -> HttpResponse:
+        context = {"form": form, "campaign": self.campaign(), "previewing": previewing}
+        return render(self.request, self.template_name, context)  # type: ignore[attr-defined]
+
+
+class CampaignCreateView(CampaignFormMixin, View):
+    def campaign(self) -> Campaign | None:
+        return None
+
+
+class CampaignUpdateView(CampaignFormMixin, View):
+    """Editing a campaign with an owner needs its owner or an admin (roles.can_edit)."""
+
+    def campaign(self) -> Campaign | None:
+        if not hasattr(self, "_campaign"):
+            campaign = get_object_or_404(Campaign, pk=self.kwargs["pk"])  # type: ignore[attr-defined]
+            if not can_edit(self.request.user, campaign):  # type: ignore[attr-defined]
+                raise PermissionDenied("only its owner or an admin edits this campaign")
+            self._campaign = campaign
+        return self._campaign
+
+
+class CampaignLaunchView(OperatorRequiredMixin, View):
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        campaign = get_object_or_404(Campaign, pk=pk)
+        try:
+            runs = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL, user=request.user)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                messages.error(request, f"Not launched: {field}: {' '.join(errors)}")
+            return redirect("campaigns:campaign-detail", pk=pk)
+        messages.success(request, f"{len(runs)} runs queued for {campaign.name!r}.")
+        return redirect(_runs_url(campaign=campaign.pk))
+
+
+class CampaignCloneView(OperatorRequiredMixin, View):
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        campaign = get_object_or_404(Campaign, pk=pk)
+        copy = campaign_clone(campaign=campaign, owner=request.user)  # type: ignore[arg-type]
+        messages.success(request, f"Cloned as {copy.name!r}: edit it, then launch it.")
+        return redirect("campaigns:campaign-edit", pk=copy.pk)
 
 
 class RunListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
+    """Runs filtered by the API's query parameters (RunFilter), so a page and an API call
+    with the same query string list the same runs."""
+
     template_name = "campaigns/run_list.html"
     context_object_name = "runs"
     paginate_by = 50
 
     def get_queryset(self) -> QuerySet[Run]:
-        return run_list()
+        self.filterset = RunFilter(self.request.GET or None, queryset=run_list())
+        if self.filterset.is_bound and not self.filterset.is_valid():
+            return Run.objects.none()
+        return self.filterset.qs
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        runs = list(context["runs"])
+        active = [run.pk for run in runs if run.status in ACTIVE]
+        progress = {p.id: p for p in runs_progress(run_ids=active)}
+        context.update(
+            filterset=self.filterset,
+            rows=[(run, progress.get(run.pk)) for run in runs],
+            live={"status_url": reverse("campaigns:run-status")},
+        )
+        return context
+
+
+class RunDetailView(ViewerRequiredMixin, TemplateView):
+    template_name = "campaigns/run_detail.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        try:
+            run = run_detail(kwargs["pk"])
+        except Run.DoesNotExist:
+            raise Http404("no such run") from None
+        (progress,) = runs_progress(run_ids=[run.pk])
+        attempts = {a.client: a for a in run.attempts.all()}
+        context.update(
+            run=run,
+            progress=progress,
+            clients=[(c, attempts.get(c.client)) for c in progress.clients],
+            live={
+                "run": run.pk,
+                "final": run.is_final,
+                "status_url": f"{reverse('campaigns:run-status')}?ids={run.pk}&clients=1",
+            },
+        )
+        return context
+
+
+class RunCancelView(OperatorRequiredMixin, View):
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        run = run_cancel(run=get_object_or_404(Run, pk=pk))
+        if run.status == Run.Status.CANCELLED:
+            messages.success(request, f"Run {run.pk} cancelled.")
+        elif run.is_final:
+            messages.warning(request, f"Run {run.pk} had already ended ({run.status}).")
+        else:
+            messages.success(request, f"Run {run.pk}: its worker was asked to stop.")
+        return redirect("campaigns:run-detail", pk=run.pk)
+
+
+class RunStatusView(ViewerRequiredMixin, View):
+    """JSON for the pages' live status: ?ids=1,2,3 (at most 100) [&clients=1 for each
+    client's bytes]. Status and bytes read so far of those planned, per run."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        ids = _parse_ids(request.GET.get("ids", ""))
+        if ids is None:
+            message = f"ids: up to {MAX_STATUS_IDS} run ids separated by commas"
+            return JsonResponse({"ids": [message]}, status=400)
+        with_clients = request.GET.get("clients") == "1"
+        progress = runs_progress(run_ids=ids)
+        return JsonResponse({"runs": [p.to_json(clients=with_clients) for p in progress]})
+
+
+def _parse_ids(text: str) -> list[int] | None:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if len(parts) > MAX_STATUS_IDS or not all(ID.fullmatch(part) for part in parts):
+        return None
+    return [int(part) for part in parts]
+
+
+def _runs_url(**filters: object) -> str:
+    return f"{reverse('campaigns:run-list')}?{urlencode(filters)}"

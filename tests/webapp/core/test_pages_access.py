@@ -14,6 +14,8 @@ pytestmark = pytest.mark.django_db
 
 # Pages outside our own apps: Django's admin has its own login, the API its own auth.
 NOT_PAGES = ("admin/", "api/", "accounts/login/", "accounts/logout/", "healthz")
+# JSON the pages' scripts poll: login and role as for pages, but no navigation.
+PAGE_DATA = ("/runs/status/",)
 
 
 def _page_paths() -> list[str]:
@@ -65,7 +67,10 @@ def test_a_viewer_sees_every_page_with_the_navigation(client: Client, path: str)
     client.force_login(_user("viewer", "viewer"))
     response = client.get(path)
     assert response.status_code == 200
-    assert b'aria-label="Main"' in response.content
+    if path in PAGE_DATA:
+        assert response["Content-Type"] == "application/json"
+    else:
+        assert b'aria-label="Main"' in response.content
 
 
 @pytest.mark.parametrize("path", [p for p in _page_paths() if _operator_only(p)])

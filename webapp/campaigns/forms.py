@@ -1,0 +1,270 @@
+"""The campaign form: parameter lists typed as text ("4k, 1M"), bounded as the API bounds them
+(webapp/campaigns/validation.py), and the matrix they make previewed before anything is saved."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from itertools import groupby
+from typing import Any
+
+from django import forms
+from django.db import transaction
+from django.forms.models import construct_instance
+
+from webapp.campaigns.models import Campaign, MatrixRows, matrix_files
+from webapp.campaigns.services import MatrixPreview, campaign_preview
+from webapp.campaigns.validation import (
+    FRACTION_ERROR,
+    INT_BOUNDS,
+    MAX_LIST,
+    METHODS,
+    PATTERNS,
+    campaign_rule_errors,
+    fraction_in_bounds,
+)
+from webapp.sites.models import Endpoint, TestFile, VantagePoint
+from webapp.sites.services import LOCAL_VANTAGE_POINT, vantage_point_local
+from workers.engine.units import format_size, parse_size
+
+_UNITS = (("G", 1024**3), ("M", 1024**2), ("k", 1024))
+
+
+def size_text(n_bytes: int) -> str:
+    """Bytes as the form takes them back: 4096 -> "4k", 1048576 -> "1M", 1000 -> "1000"."""
+    for unit, multiple in _UNITS:
+        if n_bytes and n_bytes % multiple == 0:
+            return f"{n_bytes // multiple}{unit}"
+    return str(n_bytes)
+
+
+def _in_bounds(name: str, show: Callable[[int], str] = str) -> Callable[[int], int]:
+    low, high = INT_BOUNDS[name]
+
+    def check(value: int) -> int:
+        if not low <= value <= high:
+            raise forms.ValidationError(f"{show(value)} is not in {show(low)}..{show(high)}")
+        return value
+
+    return check
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise forms.ValidationError(str(exc)) from None
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise forms.ValidationError(f"{text!r} is not a whole number") from None
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise forms.ValidationError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and fraction_in_bounds(value)):
+        raise forms.ValidationError(f"{text}: {FRACTION_ERROR}")
+    return value
+
+
+def _choice(choices: Sequence[str]) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        if text not in choices:
+            raise forms.ValidationError(f"{text!r} is not one of {', '.join(choices)}")
+        return text
+
+    return check
+
+
+class ValueListField(forms.CharField):
+    """Comma-separated values, each parsed (and bounded) by `parse`, shown back by `show`."""
+
+    def __init__(
+        self, *, parse: Callable[[str], Any], show: Callable[[Any], str] = str, **kwargs: Any
+    ) -> None:
+        self.parse, self.show = parse, show
+        super().__init__(**kwargs)
+
+    def to_python(self, value: Any) -> list[Any]:  # type: ignore[override]
+        items = [item.strip() for item in super().to_python(value).split(",")]
+        items = [item for item in items if item]
+        if len(items) > MAX_LIST:
+            raise forms.ValidationError(f"at most {MAX_LIST} values")
+        return [self.parse(item) for item in items]
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return ", ".join(self.show(item) for item in value)
+        return value
+
+
+class SizeField(forms.CharField):
+    """One size in bytes, typed with units (0, 64k, 1M)."""
+
+    def __init__(self, *, name: str, **kwargs: Any) -> None:
+        self.check = _in_bounds(name, format_size)
+        super().__init__(**kwargs)
+
+    def to_python(self, value: Any) -> int | None:  # type: ignore[override]
+        text = super().to_python(value)
+        return self.check(_size(text)) if text else None
+
+    def prepare_value(self, value: Any) -> Any:
+        return size_text(value) if isinstance(value, int) else value
+
+
+def _bounded(name: str, **kwargs: Any) -> forms.IntegerField:
+    low, high = INT_BOUNDS[name]
+    return forms.IntegerField(min_value=low, max_value=high, **kwargs)
+
+
+def _grouped(
+    items: Sequence[Any], group: Callable[[Any], str], label: Callable[[Any], str]
+) -> list[Any]:
+    """Choices in <optgroup>s (the items come ordered by their group)."""
+    return [
+        (name, [(item.pk, label(item)) for item in members])
+        for name, members in groupby(items, key=group)
+    ]
+
+
+class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
+    """Checks everything the API checks; `preview` is the matrix once the fields are valid."""
+
+    endpoints = forms.ModelMultipleChoiceField(
+        queryset=Endpoint.objects.filter(enabled=True).select_related("site"),
+        help_text="Enabled endpoints, by site.",
+    )
+    test_files = forms.ModelMultipleChoiceField(
+        queryset=TestFile.objects.filter(endpoint__enabled=True).select_related("endpoint"),
+        required=False,
+        help_text="None chosen: each endpoint's default test file.",
+    )
+    vantage_points = forms.ModelMultipleChoiceField(
+        queryset=VantagePoint.objects.all(),
+        required=False,
+        help_text=f"None chosen: the {LOCAL_VANTAGE_POINT!r} vantage point (this host).",
+    )
+    methods = ValueListField(
+        parse=_choice(METHODS), help_text=f"Comma-separated: {', '.join(METHODS)}."
+    )
+    patterns = ValueListField(
+        parse=_choice(PATTERNS), help_text=f"Comma-separated: {', '.join(PATTERNS)}."
+    )
+    read_sizes = ValueListField(
+        parse=lambda text: _in_bounds("read_sizes", format_size)(_size(text)),
+        show=size_text,
+        help_text="Comma-separated, with units: 4k, 64k, 1M (k = 1024 bytes).",
+    )
+    fractions = ValueListField(
+        parse=_fraction, help_text="Comma-separated, each in (0, 1]: 0.1, 1."
+    )
+    clients = ValueListField(
+        parse=lambda text: _in_bounds("clients")(_whole(text)),
+        help_text="Comma-separated client counts: 1, 4, 16.",
+    )
+    files = _bounded("files", help_text="Files each client reads.")
+    depth = _bounded("depth", help_text="Requests outstanding (async pattern).")
+    vector_size = _bounded("vector_size", help_text="Chunks per vectored read (vector pattern).")
+    skip = _bounded("skip", help_text="Blocks skipped after each read (skip pattern).")
+    readahead = SizeField(name="readahead", help_text="Client read-ahead: 0 (off) or a size.")
+    streams = _bounded("streams", help_text="Parallel TCP substreams.")
+    repetitions = _bounded("repetitions")
+    deadline_s = _bounded(
+        "deadline_s", required=False, label="Deadline (s)", help_text="Empty: from the plan."
+    )
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "name",
+            "description",
+            "endpoints",
+            "test_files",
+            "vantage_points",
+            "methods",
+            "patterns",
+            "read_sizes",
+            "fractions",
+            "clients",
+            "files",
+            "depth",
+            "vector_size",
+            "skip",
+            "readahead",
+            "streams",
+            "repetitions",
+            "deadline_s",
+            "schedule",
+        ]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.preview: MatrixPreview | None = None
+        endpoints = self.fields["endpoints"]
+        endpoints.widget.choices = _grouped(
+            list(endpoints.queryset.order_by("site__name", "name")),  # type: ignore[attr-defined]
+            lambda e: e.site.name,
+            lambda e: f"{e.name} ({e.protocol}, {e.get_role_display()})",
+        )
+        test_files = self.fields["test_files"]
+        test_files.widget.choices = _grouped(
+            list(test_files.queryset.order_by("endpoint__name", "path")),  # type: ignore[attr-defined]
+            lambda f: f.endpoint.name,
+            lambda f: f"{f.path} ({format_size(f.size)})",
+        )
+        if self.instance.pk is None and not self.is_bound:
+            self.initial.setdefault(
+                "vantage_points", VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT)
+            )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        rule_errors = campaign_rule_errors(
+            endpoints=list(cleaned["endpoints"]),
+            test_files=list(cleaned["test_files"]),
+            methods=cleaned["methods"],
+        )
+        for field, message in rule_errors.items():
+            self.add_error(field, message)
+        if not rule_errors:
+            self._check_matrix(cleaned)
+        return cleaned
+
+    def _check_matrix(self, cleaned: dict[str, Any]) -> None:
+        draft = construct_instance(self, Campaign(), fields=self._meta.fields)
+        self.preview = campaign_preview(campaign=draft, rows=self._matrix_rows(cleaned))
+        if self.preview.too_large:
+            self.add_error(
+                None,
+                f"matrix: {self.preview.runs} runs exceed the limit of {self.preview.cap} "
+                "per launch; choose fewer values",
+            )
+        elif not self.preview.runs:
+            self.add_error(None, "matrix: the campaign expands into no runs")
+
+    def _matrix_rows(self, cleaned: dict[str, Any]) -> MatrixRows:
+        test_files = matrix_files(endpoints=cleaned["endpoints"], chosen=cleaned["test_files"])
+        vantage_points = list(cleaned["vantage_points"]) or [
+            VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT).first()
+            or VantagePoint(name=LOCAL_VANTAGE_POINT)
+        ]
+        return MatrixRows(test_files, vantage_points)
+
+    def save(self, commit: bool = True) -> Campaign:
+        """Save the campaign and its relations; no vantage point chosen means the local one."""
+        assert commit, "the campaign's relations are saved with it"
+        with transaction.atomic():
+            campaign: Campaign = super().save()
+            if not campaign.vantage_points.exists():
+                campaign.vantage_points.set([vantage_point_local()])
+        return campaign
