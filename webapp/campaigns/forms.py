@@ -92,7 +92,8 @@ class ValueListField(forms.CharField):
         super().__init__(**kwargs)
 
     def to_python(self, value: Any) -> list[Any]:  # type: ignore[override]
-        items = [item.strip() for item in super().to_python(value).split(",")]
+        text = super().to_python(value) or ""
+        items = [item.strip() for item in text.split(",")]
         items = [item for item in items if item]
         if len(items) > MAX_LIST:
             raise forms.ValidationError(f"at most {MAX_LIST} values")
@@ -169,11 +170,14 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         parse=lambda text: _in_bounds("clients")(_whole(text)),
         help_text="Comma-separated client counts: 1, 4, 16.",
     )
-    files = _bounded("files", help_text="Files each client reads.")
+    # Declared fields leave the class (the metaclass collects them): no clash with self.files.
+    files = _bounded("files", label="Files per client")  # type: ignore[assignment]
     depth = _bounded("depth", help_text="Requests outstanding (async pattern).")
     vector_size = _bounded("vector_size", help_text="Chunks per vectored read (vector pattern).")
     skip = _bounded("skip", help_text="Blocks skipped after each read (skip pattern).")
-    readahead = SizeField(name="readahead", help_text="Client read-ahead: 0 (off) or a size.")
+    readahead = SizeField(
+        name="readahead", label="Read-ahead", help_text="Client read-ahead: 0 (off) or a size."
+    )
     streams = _bounded("streams", help_text="Parallel TCP substreams.")
     repetitions = _bounded("repetitions")
     deadline_s = _bounded(
@@ -226,7 +230,8 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             )
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if self.errors:
             return cleaned
         rule_errors = campaign_rule_errors(

@@ -201,10 +201,10 @@ def runs_progress(*, run_ids: Sequence[int]) -> list[RunProgress]:
 
 def _run_progress(run: Run, attempts: dict[int, tuple[str, int]]) -> RunProgress:
     planned = _client_planned_bytes(run)
-    clients = [
-        ClientProgress(client, *attempts.get(client, (run.status, 0)), planned[client])
-        for client in range(run.clients)
-    ]
+    clients = []
+    for client in range(run.clients):
+        status, bytes_read = attempts.get(client, (run.status, 0))
+        clients.append(ClientProgress(client, status, bytes_read, planned[client]))
     return RunProgress(run.pk, run.status, run.is_final, clients)
 
 

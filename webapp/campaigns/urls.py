@@ -6,9 +6,9 @@ app_name = "campaigns"
 
 urlpatterns = [
     path("campaigns/", views.CampaignListView.as_view(), name="campaign-list"),
-    path("campaigns/new/", views.CampaignCreateView.as_view(), name="campaign-create"),
+    path("campaigns/new/", views.CampaignFormView.as_view(), name="campaign-create"),
     path("campaigns/<int:pk>/", views.CampaignDetailView.as_view(), name="campaign-detail"),
-    path("campaigns/<int:pk>/edit/", views.CampaignUpdateView.as_view(), name="campaign-edit"),
+    path("campaigns/<int:pk>/edit/", views.CampaignFormView.as_view(), name="campaign-edit"),
     path("campaigns/<int:pk>/launch/", views.CampaignLaunchView.as_view(), name="campaign-launch"),
     path("campaigns/<int:pk>/clone/", views.CampaignCloneView.as_view(), name="campaign-clone"),
     path("runs/", views.RunListView.as_view(), name="run-list"),

@@ -72,50 +72,40 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         return context
 
 
-class CampaignFormMixin(OperatorRequiredMixin):
-    """Create and edit: "Save" validates and saves; "Preview" validates and shows the matrix
-    the campaign would launch, saving nothing."""
+class CampaignFormView(OperatorRequiredMixin, View):
+    """Create (no pk) and edit: "Save" validates and saves; "Preview" validates and shows the
+    matrix the campaign would launch, saving nothing. Editing a campaign with an owner needs
+    its owner or an admin (roles.can_edit)."""
 
     template_name = "campaigns/campaign_form.html"
 
-    def campaign(self) -> Campaign | None:
-        raise NotImplementedError
+    def get(self, request: HttpRequest, pk: int | None = None) -> HttpResponse:
+        campaign = self._campaign(request, pk)
+        return self._render(request, CampaignForm(instance=campaign), campaign)
 
-    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        return self.render(CampaignForm(instance=self.campaign()))
-
-    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        campaign = self.campaign()
+    def post(self, request: HttpRequest, pk: int | None = None) -> HttpResponse:
+        campaign = self._campaign(request, pk)
         form = CampaignForm(request.POST, instance=campaign)
-        if "preview" in request.POST or not form.is_valid():
-            form.is_valid()
-            return self.render(form, previewing=True)
+        if not form.is_valid() or "preview" in request.POST:
+            return self._render(request, form, campaign)
         if campaign is None:
             form.instance.owner = request.user
         saved = form.save()
         messages.success(request, f"Campaign {saved.name!r} saved.")
         return redirect("campaigns:campaign-detail", pk=saved.pk)
 
-    def render(self, form: CampaignForm, *, previewing: bool = False) -> HttpResponse:
-        context = {"form": form, "campaign": self.campaign(), "previewing": previewing}
-        return render(self.request, self.template_name, context)  # type: ignore[attr-defined]
+    def _campaign(self, request: HttpRequest, pk: int | None) -> Campaign | None:
+        if pk is None:
+            return None
+        campaign = get_object_or_404(Campaign, pk=pk)
+        if not can_edit(request.user, campaign):  # type: ignore[arg-type]
+            raise PermissionDenied("only its owner or an admin edits this campaign")
+        return campaign
 
-
-class CampaignCreateView(CampaignFormMixin, View):
-    def campaign(self) -> Campaign | None:
-        return None
-
-
-class CampaignUpdateView(CampaignFormMixin, View):
-    """Editing a campaign with an owner needs its owner or an admin (roles.can_edit)."""
-
-    def campaign(self) -> Campaign | None:
-        if not hasattr(self, "_campaign"):
-            campaign = get_object_or_404(Campaign, pk=self.kwargs["pk"])  # type: ignore[attr-defined]
-            if not can_edit(self.request.user, campaign):  # type: ignore[attr-defined]
-                raise PermissionDenied("only its owner or an admin edits this campaign")
-            self._campaign = campaign
-        return self._campaign
+    def _render(
+        self, request: HttpRequest, form: CampaignForm, campaign: Campaign | None
+    ) -> HttpResponse:
+        return render(request, self.template_name, {"form": form, "campaign": campaign})
 
 
 class CampaignLaunchView(OperatorRequiredMixin, View):
