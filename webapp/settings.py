@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from workers.engine.egress import parse_networks
 from workers.engine.params import Method, Pattern
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -77,6 +78,14 @@ def env_secret(name: str, *, required: bool, min_length: int) -> str:
             f"{name} is too weak: use at least {min_length} random characters"
         )
     return value
+
+
+def env_networks(name: str, default: list[str]) -> list[str]:
+    """Comma-separated networks (CIDRs, or single addresses), written back normalized."""
+    try:
+        return [str(network) for network in parse_networks(env_list(name, default))]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
 
 
 def env_fernet_keys(name: str, *, required: bool) -> list[str]:
@@ -305,6 +314,12 @@ LOGGING = {
 FEDPROBE_LAB_DIR = Path(env_str("FEDPROBE_LAB_DIR", "/tmp/fedprobe-lab"))
 # file:// endpoints may only name files under these folders (after resolving symlinks).
 FEDPROBE_FILE_ROOTS = env_list("FEDPROBE_FILE_ROOTS", [str(FEDPROBE_LAB_DIR / "data")])
+# The endpoint egress policy (workers.engine.egress): workers never connect to link-local or
+# cloud metadata addresses, and to loopback or private ones only inside these networks. The
+# embedded default allows loopback (the lab); production allows none unless set.
+FEDPROBE_EGRESS_ALLOW = env_networks(
+    "FEDPROBE_EGRESS_ALLOW", [] if PRODUCTION else ["127.0.0.0/8", "::1/128"]
+)
 # The most runs one launch of a campaign may create.
 FEDPROBE_MAX_MATRIX = env_int("FEDPROBE_MAX_MATRIX", 1000)
 # Schedules (webapp/campaigns/schedules.py; docs/workers.md): a slot missed by up to this

@@ -24,7 +24,15 @@ from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run
 from webapp.sites.models import TestFile
-from workers.engine import InvalidParams, Method, Pattern, Progress, RunParams, run_probe
+from workers.engine import (
+    EgressPolicy,
+    InvalidParams,
+    Method,
+    Pattern,
+    Progress,
+    RunParams,
+    run_probe,
+)
 from workers.engine.params import needed_bytes
 
 log = logging.getLogger(__name__)
@@ -149,6 +157,7 @@ def run_params(run: Run) -> RunParams:
         seed=run.pk,
         adler32=tuple((f.url, f.adler32) for f in files if f.adler32),
         file_roots=tuple(settings.FEDPROBE_FILE_ROOTS),
+        egress=EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW),
     )
 
 

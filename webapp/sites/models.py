@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -9,11 +11,25 @@ from django.db import models
 from django.urls import reverse
 
 from webapp.accounts.crypto import EncryptedTextField
+from workers.engine.egress import literal_refusal
 from workers.engine.errors import InvalidParams
 from workers.engine.urls import SCHEMES, check_url
 
 _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
 _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
+
+
+def validate_base_url_egress(value: str) -> None:
+    """Refuse a base URL whose host is written as an address workers never connect to
+    (169.254.169.254, also as 2852039166 or ::ffff:169.254.169.254). Names are not resolved
+    here: DNS may answer the worker differently, and the worker's check decides."""
+    try:
+        host = urlsplit(value).hostname
+    except ValueError:
+        return  # not a URL: clean() says so
+    why = literal_refusal(host) if host else None
+    if why is not None:
+        raise ValidationError(f"refused by egress policy: {why}", code="egress")
 
 
 class Site(models.Model):
@@ -64,7 +80,7 @@ class Endpoint(models.Model):
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="endpoints")
     name = models.CharField(max_length=100, unique=True, validators=[_NAME])
     protocol = models.CharField(max_length=10, choices=Protocol.choices)
-    base_url = models.CharField(max_length=500)
+    base_url = models.CharField(max_length=500, validators=[validate_base_url_egress])
     role = models.CharField(max_length=12, choices=Role.choices, default=Role.DATA)
     enabled = models.BooleanField(default=True)
     # A bearer token or X.509 proxy, encrypted at rest with FEDPROBE_CREDENTIAL_KEY.

@@ -122,11 +122,11 @@ class EgressPolicy:
         forbidden = forbidden_reason(address)
         if forbidden is not None:
             network, why = forbidden
-            return f"{address} is in {network} ({why}), which is always refused"
+            return f"{address}, in {network} ({why}), which is always refused"
         for candidate in _judged(address):
             for network, why in RESTRICTED:
                 if candidate in network and not self._allows(candidate):
-                    return f"{address} is in {network} ({why}), which is not allowed here"
+                    return f"{address}, in {network} ({why}), which is not allowed here"
         return None
 
     def check_host(self, host: str, port: int) -> list[IPAddress]:

@@ -22,7 +22,11 @@ def check_url(url: str, *, field: str = "url") -> str:
         raise InvalidParams(field, f"{url!r} looks like an option, not a URL")
     if any(ch.isspace() or ord(ch) < 32 for ch in url):
         raise InvalidParams(field, f"{url!r} contains whitespace or control characters")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # urlsplit checks the port only when asked
+    except ValueError as exc:
+        raise InvalidParams(field, f"{url!r} is not a URL: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
         allowed = ", ".join(sorted(SCHEMES))

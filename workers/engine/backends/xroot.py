@@ -254,7 +254,11 @@ def check_redirect_targets(
             f"to check at {host_of(url)}",
         )
     for server, is_manager in _locate(fs, url, deadline):
-        egress.check_server(server)
+        try:
+            egress.check_server(server)
+        except ProbeError as exc:
+            where = f"redirector {host_of(url)} sends clients to {server}"
+            raise ProbeError(exc.error_class, f"{where}: {exc.message}") from None
         if is_manager:
             parts = urlsplit(url)
             user = f"{parts.username}@" if parts.username else ""

@@ -1,0 +1,109 @@
+"""Endpoints whose host is written as an address workers never connect to are refused at
+write time (the API and the forms share the model's validator); names are left to workers."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.webapp.factories import RunFactory, SiteFactory
+from webapp.campaigns.services import run_params
+from webapp.sites.forms import EndpointForm
+from webapp.sites.models import Endpoint
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator() -> APIClient:
+    user = User.objects.create_user("operator-user", password="x")
+    user.groups.add(Group.objects.get(name="operator"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+@pytest.mark.parametrize(
+    ("protocol", "base_url"),
+    [
+        ("root", "root://169.254.169.254:1094"),
+        ("http", "http://169.254.169.254/"),
+        ("http", "http://2852039166/"),  # 169.254.169.254 as one number
+        ("https", "https://[::ffff:169.254.169.254]/"),
+        ("https", "https://[fd00:ec2::254]/"),
+        ("root", "root://100.100.100.200:1094/"),
+        ("davs", "davs://[fe80::1]:443/"),
+    ],
+)
+def test_an_endpoint_at_a_forbidden_address_is_refused_naming_base_url(
+    operator: APIClient, protocol: str, base_url: str
+) -> None:
+    site = SiteFactory()
+    body = {"site": site.pk, "name": "meta", "protocol": protocol, "base_url": base_url}
+    answer = operator.post("/api/v1/endpoints/", body, format="json")
+    assert answer.status_code == 400
+    assert "refused by egress policy" in answer.json()["base_url"][0]
+    assert not Endpoint.objects.exists()
+
+
+def test_changing_an_endpoint_to_a_forbidden_address_is_refused(operator: APIClient) -> None:
+    body = {"site": SiteFactory().pk, "name": "e1", "protocol": "http", "base_url": "http://se"}
+    created = operator.post("/api/v1/endpoints/", body, format="json").json()
+    answer = operator.patch(
+        f"/api/v1/endpoints/{created['id']}/",
+        {"base_url": "http://169.254.169.254/"},
+        format="json",
+    )
+    assert answer.status_code == 400
+    assert "base_url" in answer.json()
+    assert Endpoint.objects.get(pk=created["id"]).base_url == "http://se"
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "root://10.0.0.5:1094",  # private: a worker may be allowed to reach it
+        "root://127.0.0.1:1094",
+        "root://metadata.google.internal:1094",  # a name: resolved and judged on the worker
+    ],
+)
+def test_private_addresses_and_names_are_left_to_the_workers_policy(
+    operator: APIClient, base_url: str
+) -> None:
+    site = SiteFactory()
+    body = {"site": site.pk, "name": "e1", "protocol": "root", "base_url": base_url}
+    answer = operator.post("/api/v1/endpoints/", body, format="json")
+    assert answer.status_code == 201, answer.json()
+
+
+def test_the_endpoint_form_refuses_a_forbidden_address_on_base_url() -> None:
+    site = SiteFactory()
+    form = EndpointForm(
+        data={
+            "site": site.pk,
+            "name": "meta",
+            "protocol": "http",
+            "base_url": "http://169.254.169.254/",
+            "role": "data",
+            "enabled": True,
+        }
+    )
+    assert not form.is_valid()
+    assert "refused by egress policy" in form.errors["base_url"][0]
+
+
+def test_a_malformed_ipv6_base_url_is_refused_not_a_crash(operator: APIClient) -> None:
+    site = SiteFactory()
+    body = {"site": site.pk, "name": "e1", "protocol": "http", "base_url": "http://[::1"}
+    answer = operator.post("/api/v1/endpoints/", body, format="json")
+    assert answer.status_code == 400
+    assert "base_url" in answer.json()
+
+
+def test_runs_carry_the_configured_egress_policy(settings: object) -> None:
+    run = RunFactory()
+    policy = run_params(run).egress
+    assert policy is not None
+    assert [str(n) for n in policy.allowed] == ["127.0.0.0/8", "::1/128"]
