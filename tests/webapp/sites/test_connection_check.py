@@ -94,3 +94,11 @@ def test_a_file_outside_the_allowed_roots_is_refused_before_connecting(settings:
     check = endpoint_test_connection(endpoint=endpoint)
     assert (check.ok, check.error_class) == (False, "invalid")
     assert "allowed file roots" in check.message
+
+
+def test_a_metadata_address_is_refused_by_the_egress_policy_before_connecting() -> None:
+    # The form refuses such a base URL; a row written another way still never gets connected.
+    endpoint = TestFileFactory(endpoint__base_url="root://169.254.169.254:1094/").endpoint
+    check = endpoint_test_connection(endpoint=endpoint)
+    assert (check.ok, check.error_class) == (False, "egress")
+    assert "169.254.169.254" in check.message

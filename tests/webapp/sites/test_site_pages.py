@@ -218,6 +218,7 @@ def test_operator_cannot_change_another_operators_endpoint(
         ({"base_url": "gopher://storage.example.org/"}, "base_url"),
         ({"base_url": "https://storage.example.org/"}, "base_url"),  # not the protocol's scheme
         ({"base_url": "-oProxyCommand=x"}, "base_url"),
+        ({"base_url": "root://169.254.169.254:1094/"}, "base_url"),  # egress policy
         ({"role": "tape"}, "role"),
         ({"site": "999999"}, "site"),
     ],
