@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 from django.db import transaction
+from django.db.models import Q
 from django.forms.models import construct_instance
 
 from webapp.campaigns.models import Campaign, MatrixRows, matrix_files
@@ -135,15 +136,19 @@ def _grouped(
     ]
 
 
+def _disabled(endpoint: Endpoint) -> str:
+    return "" if endpoint.enabled else " - disabled: not read"
+
+
 class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     """Checks everything the API checks; `preview` is the matrix once the fields are valid."""
 
+    # Querysets and grouped choices are set per form: _offer_endpoints_and_files.
     endpoints = forms.ModelMultipleChoiceField(
-        queryset=Endpoint.objects.filter(enabled=True).select_related("site"),
-        help_text="Enabled endpoints, by site.",
+        queryset=Endpoint.objects.none(), help_text="Enabled endpoints, by site."
     )
     test_files = forms.ModelMultipleChoiceField(
-        queryset=TestFile.objects.filter(endpoint__enabled=True).select_related("endpoint"),
+        queryset=TestFile.objects.none(),
         required=False,
         help_text="None chosen: each endpoint's default test file.",
     )
@@ -212,22 +217,32 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.preview: MatrixPreview | None = None
-        endpoints = self.fields["endpoints"]
-        endpoints.widget.choices = _grouped(
-            list(endpoints.queryset.order_by("site__name", "name")),  # type: ignore[attr-defined]
-            lambda e: e.site.name,
-            lambda e: f"{e.name} ({e.protocol}, {e.get_role_display()})",
-        )
-        test_files = self.fields["test_files"]
-        test_files.widget.choices = _grouped(
-            list(test_files.queryset.order_by("endpoint__name", "path")),  # type: ignore[attr-defined]
-            lambda f: f.endpoint.name,
-            lambda f: f"{f.path} ({format_size(f.size)})",
-        )
+        self._offer_endpoints_and_files()
         if self.instance.pk is None and not self.is_bound:
             self.initial.setdefault(
                 "vantage_points", VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT)
             )
+
+    def _offer_endpoints_and_files(self) -> None:
+        """Enabled endpoints and their files, grouped; a campaign being edited keeps its
+        disabled ones on offer (marked), so that saving it does not drop them."""
+        usable = Q(enabled=True)
+        if self.instance.pk is not None:
+            usable |= Q(pk__in=self.instance.endpoints.all())
+        endpoints = Endpoint.objects.filter(usable).select_related("site")
+        files = TestFile.objects.filter(endpoint__in=endpoints).select_related("endpoint")
+        self.fields["endpoints"].queryset = endpoints  # type: ignore[attr-defined]
+        self.fields["test_files"].queryset = files  # type: ignore[attr-defined]
+        self.fields["endpoints"].widget.choices = _grouped(
+            list(endpoints.order_by("site__name", "name")),
+            lambda e: e.site.name,
+            lambda e: f"{e.name} ({e.protocol}, {e.get_role_display()}){_disabled(e)}",
+        )
+        self.fields["test_files"].widget.choices = _grouped(
+            list(files.order_by("endpoint__name", "path")),
+            lambda f: f"{f.endpoint.name}{_disabled(f.endpoint)}",
+            lambda f: f"{f.path} ({format_size(f.size)})",
+        )
 
     def clean(self) -> dict[str, Any]:
         super().clean()

@@ -20,6 +20,7 @@ from tests.webapp.factories import (
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import VantagePoint
+from webapp.sites.services import endpoint_set_enabled
 
 pytestmark = pytest.mark.django_db
 
@@ -183,6 +184,23 @@ def test_the_edit_form_shows_sizes_with_units_and_saves_changes(client: Client) 
     assert client.post(f"/campaigns/{campaign.pk}/edit/", data).status_code == 302
     campaign.refresh_from_db()
     assert (campaign.name, campaign.clients, campaign.owner) == ("renamed", [8], operator)
+
+
+def test_editing_keeps_an_endpoint_disabled_meanwhile_and_a_new_campaign_cannot_pick_it(
+    client: Client,
+) -> None:
+    operator = login(client, "operator")
+    kept, disabled = TestFileFactory().endpoint, TestFileFactory().endpoint
+    campaign = CampaignFactory(owner=operator, endpoints=[kept, disabled])
+    endpoint_set_enabled(endpoint=disabled, enabled=False)
+    html = client.get(f"/campaigns/{campaign.pk}/edit/").content.decode()
+    assert f"selected>{disabled.name} (root, data server) - disabled: not read</option>" in html
+    data = form_data(endpoint=kept, endpoints=[kept.pk, disabled.pk], name="same")
+    assert client.post(f"/campaigns/{campaign.pk}/edit/", data).status_code == 302
+    assert set(campaign.endpoints.all()) == {kept, disabled}
+    response = client.post("/campaigns/new/", form_data(endpoints=[disabled.pk]))
+    assert field_errors(response.content.decode())[0].startswith("endpoints: Select a valid")
+    assert Campaign.objects.count() == 1
 
 
 @pytest.mark.parametrize(
