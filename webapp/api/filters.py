@@ -11,7 +11,8 @@ class RunFilter(django_filters.FilterSet):
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
     vantage_point = django_filters.CharFilter(field_name="vantage_point__name")
-    status = django_filters.MultipleChoiceFilter(choices=Run.Status.choices)
+    # distinct=False: a run has one status, and DISTINCT would sort every matching row.
+    status = django_filters.MultipleChoiceFilter(choices=Run.Status.choices, distinct=False)
 
     class Meta:
         model = Run

@@ -94,6 +94,8 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
     permission_classes = [IsOperatorOrReadOnly]
 
     def get_queryset(self) -> QuerySet[Run]:
+        if self.action == "retrieve":
+            return Run.objects.select_related("endpoint", "vantage_point", "test_file")
         return run_list()
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -219,6 +219,8 @@ class Run(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
+            # The run list's order (pages and API), so a page is read from the index.
+            models.Index(fields=["-created_at", "-id"], name="run_newest_idx"),
             models.Index(fields=["endpoint", "created_at"]),
             models.Index(fields=["campaign", "created_at"]),
             models.Index(fields=["status", "created_at"]),

@@ -40,9 +40,12 @@ class Median(Aggregate):
 
 
 def run_list() -> QuerySet[Run]:
-    return Run.objects.select_related(
-        "campaign", "endpoint", "vantage_point", "test_file"
-    ).order_by("-created_at", "-id")
+    """Runs for lists, newest first, without their JSON results (run_detail has those)."""
+    return (
+        Run.objects.select_related("campaign", "endpoint", "vantage_point", "test_file")
+        .defer("result", "errors", "served_by")
+        .order_by("-created_at", "-id")
+    )
 
 
 def run_detail(run_id: int) -> Run:
