@@ -227,6 +227,7 @@ class _Execution:
             if not self._release():
                 return
             released = time.perf_counter()
+            self.result.released_at = datetime.now(UTC).isoformat(timespec="microseconds")
             self._watch(released)
             self.result.wall_s = max((c.wall_s for c in self.results.values()), default=0.0)
         finally:

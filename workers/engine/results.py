@@ -29,6 +29,8 @@ class RunResult:
     started_at: str
     host: str
     deadline_s: float
+    # When the clients were released (their phases count from here); None if they never were.
+    released_at: str | None = None
     file_sizes: dict[str, int] = field(default_factory=dict)
     clients: list[ClientResult] = field(default_factory=list)
     run_error: tuple[ErrorClass, str] | None = None
@@ -78,6 +80,7 @@ class RunResult:
             "status": self.status,
             "params": self.params.to_json(),
             "started_at": self.started_at,
+            "released_at": self.released_at,
             "host": self.host,
             "deadline_s": round(self.deadline_s, 3),
             "file_sizes": self.file_sizes,
