@@ -174,9 +174,8 @@ def literal_refusal(host: str) -> str | None:
     """Why a host written as an IP address (in any numeric form the resolver accepts, like
     2852039166) is always refused; None for names and for other addresses. Looks nothing up."""
     try:
-        infos = socket.getaddrinfo(
-            host.strip("[]"), 0, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST
-        )
+        numeric = host.strip("[]").split("%", 1)[0]  # fe80::1%eth0: the zone is not needed
+        infos = socket.getaddrinfo(numeric, 0, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
     except (socket.gaierror, UnicodeError, ValueError):
         return None
     for *_, sockaddr in infos:

@@ -124,6 +124,7 @@ def test_literal_refusal_names_forbidden_literals_and_looks_nothing_up() -> None
     assert "169.254.0.0/16" in (literal_refusal("169.254.169.254") or "")
     assert "169.254.0.0/16" in (literal_refusal("2852039166") or "")
     assert "fe80::/10" in (literal_refusal("[fe80::1]") or "")
+    assert "fe80::/10" in (literal_refusal("fe80::1%25no-such-interface") or "")
     assert literal_refusal("10.0.0.1") is None  # an administrator may allow it on a worker
     assert literal_refusal("metadata.google.internal") is None  # names are for the worker
 
