@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.test import Client
 from pytest_django.fixtures import Settings
 
@@ -113,6 +113,8 @@ def test_the_full_flow_through_the_pages(
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     lab_register(lab=lab)
     endpoint = Endpoint.objects.get(name="lab-local-root")
+    # A transactional test before this one may have flushed the groups migrations made.
+    Group.objects.get_or_create(name="operator")
     user_set_role(user=User.objects.create_user("olga", password=PASSWORD), role="operator")
     browser = Client(enforce_csrf_checks=True)
 
