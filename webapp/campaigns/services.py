@@ -232,6 +232,7 @@ def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
         run.status = str(run_json["status"])
         run.finished_at = now
         run.errors = run_json.get("errors", [])
+        _end_unreported_attempts(run, now)
         if run.status in MEASURED:
             _store_aggregates(run, run_json)
         run.save()
@@ -309,15 +310,31 @@ def _int(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
+def _end_unreported_attempts(run: Run, now: datetime) -> None:
+    """End the attempts of clients the run has no record of (it stopped before they started),
+    with the run's own first error."""
+    first_error = run.errors[0] if run.errors else {}
+    cancelled = run.status == Run.Status.CANCELLED
+    run.attempts.filter(status=ClientAttempt.Status.RUNNING).update(
+        status=ClientAttempt.Status.CANCELLED if cancelled else ClientAttempt.Status.FAILED,
+        finished_at=now,
+        error_class=str(first_error.get("class", "cancelled" if cancelled else ""))[:20],
+        error_message=str(first_error.get("message", ""))[:10_000],
+    )
+
+
 def run_fail(*, run_id: int, message: str, error_class: str = "server-error") -> bool:
     """End a running run as failed without results (its parameters were refused)."""
-    return bool(
-        Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
-            status=Run.Status.FAILED,
-            finished_at=timezone.now(),
-            errors=[{"class": error_class, "message": message, "client": None}],
-        )
-    )
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id, status=Run.Status.RUNNING).first()
+        if run is None:
+            return False
+        run.status = Run.Status.FAILED
+        run.finished_at = timezone.now()
+        run.errors = [{"class": error_class, "message": message, "client": None}]
+        run.save(update_fields=["status", "finished_at", "errors"])
+        _end_unreported_attempts(run, run.finished_at)
+    return True
 
 
 def run_cancel(*, run: Run) -> Run:
