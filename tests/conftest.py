@@ -132,3 +132,27 @@ def start_celery_worker(
     yield start
     for worker in workers:
         worker.stop()
+
+
+@pytest.fixture(autouse=True)
+def _role_groups(request: pytest.FixtureRequest) -> None:
+    """Give every database test the role groups. Migration 0001_roles makes them, but a
+    transactional test ends by flushing every table, so tests after it would find none."""
+    if request.node.get_closest_marker("django_db") is None and not (
+        {"db", "transactional_db", "live_server"} & set(request.fixturenames)
+    ):
+        return
+    request.getfixturevalue("transactional_db" if _transactional(request) else "db")
+    from django.contrib.auth.models import Group
+
+    from webapp.accounts.roles import ROLES
+
+    for role in ROLES:
+        Group.objects.get_or_create(name=role)
+
+
+def _transactional(request: pytest.FixtureRequest) -> bool:
+    marker = request.node.get_closest_marker("django_db")
+    if marker is not None and marker.kwargs.get("transaction"):
+        return True
+    return bool({"transactional_db", "live_server"} & set(request.fixturenames))
