@@ -15,12 +15,38 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import redis
 
 START_TIMEOUT_S = 30.0
+
+
+@contextlib.contextmanager
+def celery_sends_to(url: str) -> Iterator[None]:
+    """This process's Celery app sends to the broker at `url` meanwhile (the web side of a
+    test: launches, resends). `memory://` keeps every message inside this process."""
+    from workers.celery import app
+
+    saved = app.conf.broker_url
+    _use_broker(app, url)
+    try:
+        yield
+    finally:
+        _use_broker(app, saved)
+
+
+def _use_broker(app: Any, url: str) -> None:
+    # The app opens its connection pools on first use, from broker_url: drop them so that
+    # the next send opens new ones.
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+    app.conf.broker_url = url
 
 
 def free_port() -> int:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema, inline_serializer
+from django.db.models import Model, ProtectedError, QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -30,7 +30,34 @@ from webapp.sites.models import Endpoint, Site, VantagePoint
 from webapp.sites.services import vantage_point_local
 
 
-class OwnedViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+class KeepMeasuredOnDestroy:
+    """Deleting a row that runs refer to (an endpoint, its site, a vantage point) answers 409
+    and deletes nothing: the runs' results are kept."""
+
+    @extend_schema(
+        responses={204: None, 409: OpenApiResponse(description="runs refer to it: not deleted")}
+    )
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().destroy(request, *args, **kwargs)  # type: ignore[misc]
+
+    def perform_destroy(self, instance: Model) -> None:
+        try:
+            instance.delete()  # collects (and refuses) before it deletes anything
+        except ProtectedError as exc:
+            runs = sum(isinstance(row, Run) for row in exc.protected_objects)
+            advice = "; disable it instead" if isinstance(instance, Endpoint) else ""
+            raise Conflict(
+                f"{instance} cannot be deleted: {runs} runs refer to it and their results "
+                f"are kept{advice}"
+            ) from None
+
+
+class OwnedViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type: ignore[type-arg]
     """Rows with an owner: operators create (and own), owners and admins edit."""
 
     permission_classes = [CanEditObject]
@@ -51,7 +78,7 @@ class EndpointViewSet(OwnedViewSet):
     filterset_fields = ["site", "protocol", "role", "enabled"]
 
 
-class VantagePointViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+class VantagePointViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type: ignore[type-arg]
     queryset = VantagePoint.objects.order_by("name")
     serializer_class = VantagePointSerializer
     permission_classes = [IsOperatorOrReadOnly]

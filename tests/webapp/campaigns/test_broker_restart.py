@@ -19,12 +19,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from tests.celery_worker import WorkerProcess
-from tests.servers import RedisServer
+from tests.servers import RedisServer, celery_sends_to
 from tests.webapp.factories import CampaignFactory, EndpointFactory, TestFileFactory
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import campaign_launch, runs_resend_stale
 from webapp.sites.models import VantagePoint
-from workers.celery import app
 
 VANTAGE = "redis-restart"
 FILE_4M = "/fedprobe/file-4M"
@@ -37,23 +36,11 @@ BANDWIDTH_MBPS = 0.5  # per connection: a run reads 4.2 MB per client in ~8 s
 def private_broker(tmp_path: Path) -> Iterator[RedisServer]:
     """A Redis of the test's own, which this process's Celery app sends to meanwhile."""
     server = RedisServer(tmp_path / "redis.log").start()
-    saved = app.conf.broker_url
-    _use_broker(server.url())
     try:
-        yield server
+        with celery_sends_to(server.url()):
+            yield server
     finally:
-        _use_broker(saved)
         server.stop()
-
-
-def _use_broker(url: str) -> None:
-    # The app opens its connection pools on first use, from broker_url: drop them so the
-    # next send opens new ones.
-    if app._pool is not None:
-        app._pool.force_close_all()
-    app._pool = None
-    app.amqp._producer_pool = None
-    app.conf.broker_url = url
 
 
 def wait_until(

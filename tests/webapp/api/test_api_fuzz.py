@@ -1,0 +1,172 @@
+"""A fuzzer against the OpenAPI schema finds no 5xx (reliability.md).
+
+Schemathesis loads /api/schema/ from a live server and sends every operation inputs drawn
+from the schema (positive) and inputs that break it (negative), as an operator with a token.
+Path ids are either drawn or those of rows made for the test, so details, edits, launches,
+cancels and deletes meet real rows; deletes go last. Launches send to an in-memory broker:
+nothing is measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import hypothesis
+import pytest
+import schemathesis
+from django.contrib.auth.models import Group, User
+from hypothesis import strategies
+from rest_framework.authtoken.models import Token
+from schemathesis import APIOperation, GenerationMode
+from schemathesis.checks import not_a_server_error
+
+from tests.servers import celery_sends_to
+from tests.webapp.api.test_api import client_for
+from tests.webapp.factories import (
+    CampaignFactory,
+    EndpointFactory,
+    RunFactory,
+    SiteFactory,
+    TestFileFactory,
+    VantagePointFactory,
+)
+from webapp.accounts.throttles import WriteRateThrottle
+from webapp.campaigns.models import Run
+from webapp.sites.models import Endpoint, Site, VantagePoint
+
+EXAMPLES = 15  # per operation and generation mode: ~900 requests in all
+DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns")
+
+
+@pytest.fixture
+def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
+    """An operator and one row of each kind it may edit: the ids per collection."""
+    operator = User.objects.create_user("fuzzer", password="x")
+    operator.groups.add(Group.objects.get(name="operator"))
+    site = SiteFactory(owner=operator)
+    endpoint = EndpointFactory(site=site, owner=operator, base_url="root://fuzz.invalid:1094/")
+    test_file = TestFileFactory(endpoint=endpoint, adler32="0000abcd")
+    vantage_point = VantagePointFactory(name="fuzz")  # no worker consumes its queue
+    campaign = CampaignFactory(owner=operator, endpoints=[endpoint], vantage_points=[vantage_point])
+    run = RunFactory(
+        campaign=campaign, test_file=test_file, vantage_point=vantage_point,
+        status=Run.Status.SUCCEEDED, throughput_mbps=12.0,
+    )  # fmt: skip
+    ids = {
+        "sites": site.pk,
+        "endpoints": endpoint.pk,
+        "vantage-points": vantage_point.pk,
+        "campaigns": campaign.pk,
+        "runs": run.pk,
+    }
+    return operator, ids
+
+
+@pytest.fixture
+def unthrottled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """API writes unthrottled: the fuzzer writes far more than 120 a minute."""
+    rates = {**WriteRateThrottle.THROTTLE_RATES, "writes": "100000/min"}
+    monkeypatch.setattr(WriteRateThrottle, "THROTTLE_RATES", rates)
+
+
+@pytest.fixture
+def no_measurements() -> Iterator[None]:
+    with celery_sends_to("memory://"):
+        yield
+
+
+def test_fuzzing_every_operation_finds_no_server_error(
+    live_server: Any,
+    seeded: tuple[User, dict[str, int]],
+    unthrottled: None,
+    no_measurements: None,
+) -> None:
+    operator, ids = seeded
+    auth = {"Authorization": f"Token {Token.objects.create(user=operator).key}"}
+    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/", headers=auth)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) > 20
+    failures = []
+    for operation in sorted(operations, key=_deletes_last):
+        for mode in GenerationMode:
+            strategy = _cases(operation, mode, ids)
+            failure = _fuzz(strategy, base_url=live_server.url, headers=auth)
+            if failure:
+                failures.append(f"{operation.label} ({mode.value}): {failure}")
+    assert not failures, "\n\n".join(failures)
+
+
+def _collection(operation: APIOperation) -> str:
+    return operation.path.removeprefix("/api/v1/").split("/")[0]
+
+
+def _deletes_last(operation: APIOperation) -> tuple[int, int]:
+    """Deletes after the rest, those of rows that runs refer to while the runs still exist."""
+    if operation.method.upper() != "DELETE":
+        return (0, 0)
+    return (1, DELETE_ORDER.index(_collection(operation)))
+
+
+def _cases(operation: APIOperation, mode: GenerationMode, ids: dict[str, int]) -> Any:
+    """Cases with drawn path ids and, for a path with an {id}, cases on the test's own row
+    (negative ones only where a body is left to break)."""
+    drawn = operation.as_strategy(mode)
+    if "{id}" not in operation.path or (mode == GenerationMode.NEGATIVE and not operation.body):
+        return drawn
+    own = operation.as_strategy(mode, path_parameters={"id": ids[_collection(operation)]})
+    return strategies.one_of(drawn, own)
+
+
+def _fuzz(strategy: Any, *, base_url: str, headers: dict[str, str]) -> str | None:
+    """The first server error the strategy's cases meet, or None."""
+
+    @hypothesis.settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,  # the same cases every run: a failure here is reproducible
+        phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
+        suppress_health_check=list(hypothesis.HealthCheck),
+    )
+    @hypothesis.given(case=strategy)
+    def call(case: schemathesis.Case) -> None:
+        response = case.call(base_url=base_url, headers=headers)
+        case.validate_response(response, checks=[not_a_server_error], headers=headers)
+
+    try:
+        call()
+    except Exception as exc:
+        return str(exc)[:3000]
+    return None
+
+
+# -- what the fuzzer found ----------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("collection", ["endpoints", "sites", "vantage-points"])
+def test_deleting_a_row_that_runs_refer_to_answers_409_and_deletes_nothing(
+    collection: str,
+) -> None:
+    run = RunFactory(status=Run.Status.SUCCEEDED, throughput_mbps=1.0)
+    pk = {
+        "endpoints": run.endpoint_id,
+        "sites": run.endpoint.site_id,
+        "vantage-points": run.vantage_point_id,
+    }[collection]
+    answer = client_for("admin").delete(f"/api/v1/{collection}/{pk}/")
+    assert answer.status_code == 409
+    assert "runs refer to it" in answer.json()["detail"]
+    assert Run.objects.filter(pk=run.pk).exists()
+    assert Endpoint.objects.filter(pk=run.endpoint_id).exists()
+    assert Site.objects.filter(pk=run.endpoint.site_id).exists()
+    assert VantagePoint.objects.filter(pk=run.vantage_point_id).exists()
+
+
+@pytest.mark.django_db
+def test_deleting_an_endpoint_no_run_refers_to_still_deletes_it() -> None:
+    test_file = TestFileFactory()
+    answer = client_for("admin").delete(f"/api/v1/endpoints/{test_file.endpoint_id}/")
+    assert answer.status_code == 204
+    assert not Endpoint.objects.filter(pk=test_file.endpoint_id).exists()
