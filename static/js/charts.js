@@ -1,0 +1,104 @@
+/* Shared by the chart pages: data in, safe text, colour-blind-safe colours, downloads,
+   permalinks, empty and error states. Each page has its own small script that uses this.
+   Nothing here builds HTML from data: text goes in through textContent, and text handed
+   to Plotly (which reads a few HTML-like tags in labels) has its markup escaped. */
+"use strict";
+
+const fedprobe = (() => {
+  // Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+  const palette = [
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
+  ];
+
+  /** The JSON a template passed with json_script. */
+  function data(id) {
+    const element = document.getElementById(id);
+    return element ? JSON.parse(element.textContent) : null;
+  }
+
+  /** User text for Plotly titles, legends and hovers: its markup shown, never interpreted. */
+  function text(value) {
+    return String(value ?? "")
+      .replace(/&/g, "&amp;")
+      .replace(/</g, "&lt;")
+      .replace(/>/g, "&gt;")
+      .replace(/"/g, "&quot;");
+  }
+
+  function colour(index) {
+    return palette[index % palette.length];
+  }
+
+  const config = {
+    displaylogo: false,
+    responsive: true,
+    modeBarButtonsToRemove: ["select2d", "lasso2d"],
+  };
+
+  function layout(overrides) {
+    return Object.assign(
+      {
+        margin: { t: 40, r: 20, b: 60, l: 70 },
+        hovermode: "closest",
+        legend: { orientation: "h", y: -0.2 },
+        font: { family: "system-ui, sans-serif", size: 13 },
+      },
+      overrides,
+    );
+  }
+
+  /** Show `message` in place of a chart (no data, or the data could not be loaded). */
+  function showMessage(element, message, kind = "empty") {
+    if (window.Plotly) Plotly.purge(element);
+    element.replaceChildren();
+    const paragraph = document.createElement("p");
+    paragraph.className = `chart-message chart-${kind}`;
+    paragraph.setAttribute("role", kind === "error" ? "alert" : "status");
+    paragraph.textContent = message;
+    element.appendChild(paragraph);
+  }
+
+  function csvCell(value) {
+    const cell = value === null || value === undefined ? "" : String(value);
+    return /[",\n\r]/.test(cell) ? `"${cell.replace(/"/g, '""')}"` : cell;
+  }
+
+  /** rows: objects; columns: the keys, in order. */
+  function toCsv(rows, columns) {
+    const lines = [columns.map(csvCell).join(",")];
+    for (const row of rows) lines.push(columns.map((key) => csvCell(row[key])).join(","));
+    return lines.join("\r\n") + "\r\n";
+  }
+
+  function save(filename, type, body) {
+    const url = URL.createObjectURL(new Blob([body], { type }));
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = filename;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+
+  /** Wire a chart's CSV and JSON buttons to exactly the rows it draws (`rows()` is called
+      at click time, so the download follows the controls). */
+  function downloads(container, basename, rows, columns) {
+    container.querySelector("[data-download=csv]")?.addEventListener("click", () => {
+      save(`${basename}.csv`, "text/csv", toCsv(rows(), columns));
+    });
+    container.querySelector("[data-download=json]")?.addEventListener("click", () => {
+      save(`${basename}.json`, "application/json", JSON.stringify(rows(), null, 2));
+    });
+  }
+
+  /** Keep a form's controls in the URL's query string (a permalink), without reloading. */
+  function permalink(form) {
+    const params = new URLSearchParams(new FormData(form));
+    for (const [key, value] of [...params]) if (value === "") params.delete(key);
+    const query = params.toString();
+    history.replaceState(null, "", query ? `?${query}` : location.pathname);
+  }
+
+  return { palette, data, text, colour, config, layout, showMessage, toCsv, downloads, permalink };
+})();
