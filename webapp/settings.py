@@ -153,6 +153,7 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.sites",
     "webapp.campaigns",
+    "webapp.dashboards",
 ]
 # Swagger UI and ReDoc files for /api/docs/ come from drf-spectacular-sidecar, served from
 # our static files: no CDN (grid sites are often air-gapped).

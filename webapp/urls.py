@@ -9,6 +9,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("healthz", healthz, name="healthz"),
     path("", include("webapp.sites.urls")),
     path("", include("webapp.campaigns.urls")),
+    path("", include("webapp.dashboards.urls")),
     path("admin/", admin.site.urls),
     path("accounts/", include("webapp.accounts.urls")),
     path("api/v1/", include("webapp.api.urls")),
