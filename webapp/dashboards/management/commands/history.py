@@ -1,0 +1,116 @@
+"""`manage.py history synthesize|clear`: synthetic measurement history for demos and
+benchmarks (webapp/dashboards/synthetic.py)."""
+
+from __future__ import annotations
+
+import time
+from argparse import ArgumentParser, ArgumentTypeError
+from datetime import date
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from webapp.dashboards.synthetic import (
+    MAX_PARAMETER_SETS,
+    SYNTHETIC_PREFIX,
+    history_clear,
+    history_exists,
+    history_synthesize,
+)
+
+
+def _bounded(low: int, high: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise ArgumentTypeError(f"must be between {low} and {high}")
+        return value
+
+    return parse
+
+
+def _night(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from None
+
+
+class Command(BaseCommand):
+    help = (
+        "Make (synthesize) or remove (clear) synthetic measurement history: sites, endpoints, "
+        f"nightly campaigns and their finished runs, all named {SYNTHETIC_PREFIX}*."
+    )
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        make = actions.add_parser(
+            "synthesize",
+            help="make the history (one run per night, endpoint, parameter set and vantage point)",
+        )
+        make.add_argument("--endpoints", type=_bounded(1, 2000), default=100)
+        make.add_argument("--parameter-sets", type=_bounded(1, MAX_PARAMETER_SETS), default=10)
+        make.add_argument("--nights", type=_bounded(1, 3660), default=365)
+        make.add_argument("--vantage-points", type=_bounded(1, 20), default=1)
+        make.add_argument("--seed", type=int, default=1)
+        make.add_argument(
+            "--last-night",
+            type=_night,
+            default=None,
+            help="date of the last night (default: the latest 02:00 UTC that has passed)",
+        )
+        make.add_argument(
+            "--clear", action="store_true", help="remove the synthetic history there is first"
+        )
+        actions.add_parser("clear", help=f"remove every {SYNTHETIC_PREFIX}* row")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["action"] == "clear":
+            self._clear()
+            return
+        if history_exists():
+            if not options["clear"]:
+                raise CommandError(
+                    "synthetic history exists: pass --clear to replace it (or run `history clear`)"
+                )
+            self._clear()
+        self._synthesize(options)
+
+    def _clear(self) -> None:
+        started = time.monotonic()
+        runs = history_clear()
+        self.stdout.write(f"cleared the synthetic history: {runs} runs ({_took(started)})")
+
+    def _synthesize(self, options: dict[str, Any]) -> None:
+        started = time.monotonic()
+        shown = [0.0]
+
+        def progress(done: int, total: int) -> None:
+            if time.monotonic() - shown[0] >= 2 or done == total:
+                shown[0] = time.monotonic()
+                self.stderr.write(f"\r{done:,} of {total:,} runs ({_took(started)})", ending="")
+                self.stderr.flush()
+
+        made = history_synthesize(
+            endpoints=options["endpoints"],
+            parameter_sets=options["parameter_sets"],
+            nights=options["nights"],
+            vantage_points=options["vantage_points"],
+            seed=options["seed"],
+            last_night=options["last_night"],
+            progress=progress,
+        )
+        self.stderr.write("")
+        self.stdout.write(
+            f"synthesized {made.runs:,} runs from {made.first_night} to {made.last_night}: "
+            f"{made.sites} sites, {made.endpoints} endpoints (disabled: their nightly "
+            f"campaigns launch nothing), {made.vantage_points} vantage points, "
+            f"{made.campaigns} campaigns ({_took(started)})"
+        )
+
+
+def _took(started: float) -> str:
+    return f"{time.monotonic() - started:.1f} s"
