@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import views
+from webapp.dashboards.results_views import CampaignResultsAPIView
 
 router = DefaultRouter()
 router.register("sites", views.SiteViewSet)
@@ -12,5 +13,10 @@ router.register("runs", views.RunViewSet, basename="run")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),
+    path(
+        "campaigns/<int:pk>/results/",
+        CampaignResultsAPIView.as_view(),
+        name="campaign-results-api",
+    ),
     path("", include(router.urls)),
 ]

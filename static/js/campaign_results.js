@@ -1,0 +1,612 @@
+// The campaign results page: the papers' figures drawn from the selector's medians per
+// parameter set (json_script "results-data"). Each chart is drawn across a few parameters;
+// the controls choose the value of every other parameter that varies in the campaign, and
+// are kept in the address (a permalink). Names go to Plotly through fedprobe.text only.
+(function () {
+  "use strict";
+
+  const data = fedprobe.data("results-data");
+  const form = document.getElementById("results-controls");
+  const endpoints = new Map(data.endpoints.map((e) => [e.id, e]));
+  const METHODS = ["direct", "copy", "stage"];
+  const ERROR_CLASSES = [
+    "timeout", "refused", "auth", "not-found", "short-read", "checksum", "server-error",
+    "cancelled", "lost", "failed", "partial",
+  ];
+
+  function formatSize(bytes) {
+    const units = ["B", "KiB", "MiB", "GiB"];
+    let value = bytes;
+    let unit = 0;
+    while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+      value /= 1024;
+      unit += 1;
+    }
+    return `${Number(value.toFixed(1))} ${units[unit]}`;
+  }
+
+  function formatPercent(fraction) {
+    return `${Number((fraction * 100).toFixed(1))}%`;
+  }
+
+  function endpointName(id) {
+    const endpoint = endpoints.get(id);
+    return endpoint ? endpoint.name : `endpoint ${id}`;
+  }
+
+  function endpointLabel(id) {
+    const endpoint = endpoints.get(id);
+    return endpoint ? `${endpoint.name} (site ${endpoint.site})` : `endpoint ${id}`;
+  }
+
+  const DIMENSIONS = {
+    endpoint: ["Endpoint", endpointLabel],
+    vantage_point: ["Vantage point", String],
+    method: ["Method", String],
+    pattern: ["Pattern", String],
+    read_size: ["Read size", formatSize],
+    fraction: ["Fraction", formatPercent],
+    clients: ["Clients", String],
+    files: ["Files per client", String],
+    depth: ["Depth", String],
+    vector_size: ["Vector size", String],
+    skip: ["Skip", String],
+    readahead: ["Read-ahead", (v) => (v ? formatSize(v) : "off")],
+    streams: ["Streams", String],
+  };
+  const label = (name) => DIMENSIONS[name][0];
+  const show = (name, value) => DIMENSIONS[name][1](value);
+
+  // The selection: a value for each parameter that varies.
+  const selection = {};
+  const varying = data.varying;
+
+  function preferred(name, values) {
+    if (name === "method" && values.includes("direct")) return "direct";
+    if (name === "fraction" || name === "read_size") return values[values.length - 1];
+    return values[0];
+  }
+
+  function fromAddress(name, values) {
+    const raw = new URLSearchParams(location.search).get(name);
+    if (raw === null) return undefined;
+    return values.find((v) => String(v) === raw || (typeof v === "number" && Number(raw) === v));
+  }
+
+  function buildControls() {
+    const container = document.getElementById("results-selects");
+    for (const name of varying) {
+      const values = data.dimensions[name];
+      const chosen = fromAddress(name, values);
+      selection[name] = chosen === undefined ? preferred(name, values) : chosen;
+      const field = document.createElement("div");
+      field.className = "field";
+      const labelElement = document.createElement("label");
+      labelElement.htmlFor = `control-${name}`;
+      labelElement.textContent = label(name);
+      const select = document.createElement("select");
+      select.id = `control-${name}`;
+      select.name = name;
+      values.forEach((value, index) => {
+        const option = document.createElement("option");
+        option.value = String(value);
+        option.textContent = show(name, value);
+        option.selected = value === selection[name];
+        option.dataset.index = String(index);
+        select.appendChild(option);
+      });
+      select.addEventListener("change", () => {
+        selection[name] = values[select.selectedIndex];
+        fedprobe.permalink(form);
+        drawAll();
+      });
+      field.append(labelElement, select);
+      container.appendChild(field);
+    }
+  }
+
+  /** The cells of the current selection, free in the `across` parameters. */
+  function cellsAcross(across) {
+    return data.cells.filter((cell) =>
+      varying.every((name) => across.includes(name) || cell[name] === selection[name]),
+    );
+  }
+
+  /** The controls a chart uses, as [name, value] pairs. */
+  function fixedFor(across) {
+    return varying.filter((name) => !across.includes(name)).map((n) => [n, selection[n]]);
+  }
+
+  function titleFor(across) {
+    const parts = fixedFor(across).map(([name, value]) => show(name, value));
+    if (!across.includes("endpoint") && !varying.includes("endpoint") && data.endpoints.length) {
+      parts.unshift(endpointLabel(data.endpoints[0].id));
+    }
+    return parts.join(" · ");
+  }
+
+  function apiUrl(across) {
+    const params = new URLSearchParams();
+    for (const [name, value] of fixedFor(across)) params.set(name, String(value));
+    for (const name of ["since", "until"]) {
+      const value = form.elements[name].value;
+      if (value) params.set(name, value);
+    }
+    const base = document.getElementById("results-api").getAttribute("href");
+    const query = params.toString();
+    return query ? `${base}?${query}` : base;
+  }
+
+  function groupBy(rows, keyOf) {
+    const groups = new Map();
+    for (const row of rows) {
+      const key = keyOf(row);
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(row);
+    }
+    return groups;
+  }
+
+  function methodOrder(a, b) {
+    return METHODS.indexOf(a) - METHODS.indexOf(b);
+  }
+
+  function methodColour(method) {
+    return fedprobe.colour(Math.max(0, METHODS.indexOf(method)));
+  }
+
+  function describeCell(cell) {
+    return [
+      `${fedprobe.text(endpointName(cell.endpoint))}`,
+      `${cell.method}, ${cell.pattern}, ${formatSize(cell.read_size)} reads`,
+      `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients`,
+      `${cell.runs} run${cell.runs === 1 ? "" : "s"}`,
+    ].join("<br>");
+  }
+
+  const PARAMETER_COLUMNS = [
+    "endpoint", "site", "vantage_point", "method", "pattern", "read_size", "fraction",
+    "clients", "files", "depth", "vector_size", "skip", "readahead", "streams", "runs",
+  ];
+
+  /** A drawn cell as a download row: names for ids, the parameters, then `metrics`. */
+  function tableRow(cell, metrics) {
+    const endpoint = endpoints.get(cell.endpoint) || {};
+    const row = { ...cell, endpoint: endpoint.name, site: endpoint.site };
+    const picked = {};
+    for (const column of [...PARAMETER_COLUMNS, ...metrics]) picked[column] = row[column];
+    return picked;
+  }
+
+  /** Lines of `y` against `x`, one per method (shared by four charts). */
+  function methodLines(rows, x, y, options = {}) {
+    const traces = [];
+    const byMethod = groupBy(rows, (r) => r.method);
+    for (const method of [...byMethod.keys()].sort(methodOrder)) {
+      const points = byMethod.get(method).filter((r) => r[y] !== null);
+      points.sort((a, b) => a[x] - b[x]);
+      const trace = {
+        type: "scatter",
+        mode: "lines+markers",
+        name: fedprobe.text(`${method}${options.suffix || ""}`),
+        x: points.map((r) => r[x]),
+        y: points.map((r) => r[y]),
+        text: points.map(describeCell),
+        hovertemplate: `%{text}<br>${options.hover || y}: %{y:.4g}<extra></extra>`,
+        line: { color: methodColour(method), dash: options.dash || "solid" },
+        marker: { color: methodColour(method) },
+      };
+      if (options.spread) {
+        trace.error_y = {
+          type: "data",
+          symmetric: false,
+          array: points.map((r) => (r.wall_s_p75 ?? r[y]) - r[y]),
+          arrayminus: points.map((r) => r[y] - (r.wall_s_p25 ?? r[y])),
+          thickness: 1,
+          width: 3,
+        };
+      }
+      traces.push(trace);
+    }
+    return traces;
+  }
+
+
+  function dimensionNames() {
+    return Object.keys(DIMENSIONS);
+  }
+
+  function needsClients() {
+    return data.dimensions.clients.length >= 2
+      ? null
+      : "This campaign ran one client count: add client counts (e.g. 1, 4, 16) to see how " +
+          "throughput and open time change with them.";
+  }
+
+  function readaheadSuffix(cell) {
+    return cell.readahead ? ` + read-ahead ${formatSize(cell.readahead)}` : "";
+  }
+
+  /** Paper 002's names for the ways of reading. */
+  function variant(cell) {
+    const names = {
+      sequential: "sequential (sync)",
+      random: "random (sync)",
+      skip: "skip (sync)",
+      async: `async, ${cell.depth} outstanding`,
+      vector: `vector, ${cell.vector_size} per request`,
+    };
+    const streams = cell.streams > 1 ? `, ${cell.streams} streams` : "";
+    return `${names[cell.pattern] || cell.pattern}${readaheadSuffix(cell)}${streams}`;
+  }
+
+  function median(values) {
+    const sorted = values.filter((v) => v !== null).sort((a, b) => a - b);
+    if (!sorted.length) return Infinity;
+    const middle = (sorted.length - 1) / 2;
+    return (sorted[Math.floor(middle)] + sorted[Math.ceil(middle)]) / 2;
+  }
+
+  function withValues(rows, metrics) {
+    return rows.filter((r) => metrics.some((m) => r[m] !== null));
+  }
+
+  // Each chart: the parameters it is drawn across, the columns of its downloads, what the
+  // campaign must have measured for it (else what to add), and how it draws its rows.
+  const CHARTS = [
+    {
+      id: "fraction",
+      across: ["fraction", "method"],
+      metrics: ["wall_s", "wall_s_p25", "wall_s_p75"],
+      needs: () =>
+        data.dimensions.fraction.length >= 2
+          ? null
+          : "This campaign measured one fraction of the file: add fractions (e.g. 0.1, 0.25, " +
+            "0.5, 0.75, 1) and methods direct + copy to draw the time to read against them.",
+      draw: (rows) => ({
+        traces: methodLines(rows, "fraction", "wall_s", { spread: true, hover: "median (s)" }),
+        layout: {
+          xaxis: {
+            title: { text: "Fraction of the file read" },
+            tickformat: ".0%",
+            rangemode: "tozero",
+          },
+          yaxis: { title: { text: "Time to read (s)" }, rangemode: "tozero" },
+        },
+      }),
+    },
+    {
+      id: "read-size",
+      across: ["read_size", "method"],
+      metrics: ["wall_s"],
+      needs: () =>
+        data.dimensions.read_size.length >= 2
+          ? null
+          : "This campaign measured one read size: add read sizes (e.g. 1k, 64k, 1M) to draw " +
+            "the time to read against them.",
+      draw: (rows) => ({
+        traces: methodLines(rows, "read_size", "wall_s", { hover: "median (s)" }),
+        layout: {
+          xaxis: {
+            title: { text: "Read size (bytes, log)" },
+            type: "log",
+            tickvals: data.dimensions.read_size,
+            ticktext: data.dimensions.read_size.map(formatSize),
+          },
+          yaxis: { title: { text: "Time to read (s, log)" }, type: "log" },
+        },
+      }),
+    },
+    {
+      id: "throughput",
+      across: ["clients", "method"],
+      metrics: ["throughput_mbps", "client_throughput_mbps"],
+      needs: needsClients,
+      draw: (rows) => ({
+        traces: [
+          ...methodLines(rows, "clients", "throughput_mbps", {
+            suffix: ", aggregate",
+            hover: "aggregate (MB/s)",
+          }),
+          ...methodLines(rows, "clients", "client_throughput_mbps", {
+            suffix: ", per client",
+            hover: "per client (MB/s)",
+            dash: "dot",
+          }),
+        ],
+        layout: {
+          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
+          yaxis: { title: { text: "Throughput (MB/s)" }, rangemode: "tozero" },
+        },
+      }),
+    },
+    {
+      id: "open",
+      across: ["clients", "method"],
+      metrics: ["open_s"],
+      needs: needsClients,
+      draw: (rows) => ({
+        traces: methodLines(rows, "clients", "open_s", { hover: "open (s)" }),
+        layout: {
+          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
+          yaxis: { title: { text: "Open time, median client (s)" }, rangemode: "tozero" },
+        },
+      }),
+    },
+    {
+      id: "bytes",
+      across: dimensionNames().filter((n) => n !== "endpoint" && n !== "vantage_point"),
+      metrics: ["bytes_requested", "bytes_wire", "bytes_read"],
+      needs: () => null,
+      draw: drawBytes,
+    },
+    {
+      id: "latency",
+      across: ["endpoint", "pattern", "readahead", "depth", "vector_size", "streams"],
+      metrics: ["variant", "ttfb_s", "wall_s"],
+      needs: () =>
+        new Set(data.cells.map(variant)).size >= 2
+          ? null
+          : "This campaign reads with one access pattern: add patterns random, async and " +
+            "vector (paper 002's synchronous, asynchronous and vectored reads) to compare " +
+            "them; a campaign with a read-ahead adds read-ahead bars.",
+      draw: drawLatency,
+    },
+  ];
+
+  function drawBytes(rows) {
+    const points = rows.filter((r) => r.bytes_requested && r.bytes_wire);
+    const groups = groupBy(points, (r) => `${r.method}${readaheadSuffix(r)}`);
+    const traces = [...groups.keys()].sort().map((name, index) => {
+      const group = groups.get(name);
+      return {
+        type: "scatter",
+        mode: "markers",
+        name: fedprobe.text(name),
+        x: group.map((r) => r.bytes_requested),
+        y: group.map((r) => r.bytes_wire),
+        text: group.map(
+          (r) =>
+            `${describeCell(r)}<br>moved ${(r.bytes_wire / r.bytes_requested).toFixed(2)}x ` +
+            "what was needed",
+        ),
+        hovertemplate: "%{text}<br>needed %{x:,} B, moved %{y:,} B<extra></extra>",
+        marker: { color: fedprobe.colour(index), size: 9 },
+      };
+    });
+    const all = points.flatMap((r) => [r.bytes_requested, r.bytes_wire]);
+    if (all.length) {
+      const low = Math.min(...all);
+      const high = Math.max(...all);
+      traces.push({
+        type: "scatter",
+        mode: "lines",
+        name: "transferred = needed",
+        x: [low, high],
+        y: [low, high],
+        hoverinfo: "skip",
+        line: { color: "#57606a", dash: "dash", width: 1 },
+      });
+    }
+    return {
+      traces,
+      rows: points,
+      layout: {
+        xaxis: { title: { text: "Bytes needed (requested by the readers, log)" }, type: "log" },
+        yaxis: { title: { text: "Bytes transferred (over the wire, log)" }, type: "log" },
+      },
+    };
+  }
+
+  function drawLatency(rows) {
+    const firstByte = new Map();
+    for (const [id, group] of groupBy(data.cells, (c) => c.endpoint)) {
+      firstByte.set(id, median(group.map((c) => c.ttfb_s)));
+    }
+    const order = [...new Set(rows.map((r) => r.endpoint))].sort(
+      (a, b) => firstByte.get(a) - firstByte.get(b),
+    );
+    const category = (id) => fedprobe.text(endpointLabel(id));
+    const measured = rows.filter((r) => r.wall_s !== null).map((r) => ({ ...r, variant: variant(r) }));
+    const groups = groupBy(measured, (r) => r.variant);
+    const traces = [...groups.keys()].sort().map((name, index) => {
+      const group = groups.get(name);
+      return {
+        type: "bar",
+        name: fedprobe.text(name),
+        x: group.map((r) => category(r.endpoint)),
+        y: group.map((r) => r.wall_s),
+        text: group.map((r) => `${describeCell(r)}<br>${fedprobe.text(name)}`),
+        textposition: "none",
+        hovertemplate: "%{text}<br>median time %{y:.4g} s<extra></extra>",
+        marker: { color: fedprobe.colour(index) },
+      };
+    });
+    return {
+      traces,
+      rows: measured,
+      layout: {
+        barmode: "group",
+        xaxis: {
+          title: { text: "Endpoint (in order of median time to first byte)" },
+          type: "category",
+          categoryorder: "array",
+          categoryarray: order.map(category),
+        },
+        yaxis: { title: { text: "Time to read (s, log)" }, type: "log" },
+      },
+    };
+  }
+
+  const ERRORS = {
+    id: "errors",
+    across: dimensionNames().filter((n) => n !== "vantage_point"),
+    columns: ["endpoint", "site", "vantage_point", "method", "status", "error_class", "runs", "of_runs"],
+  };
+
+  function drawErrors(rows) {
+    const category = (f) => fedprobe.text(`${endpointName(f.endpoint)} · ${f.method}`);
+    const rank = (c) => (ERROR_CLASSES.includes(c) ? ERROR_CLASSES.indexOf(c) : 99);
+    const groups = groupBy(rows, (f) => f.error_class);
+    const traces = [...groups.keys()]
+      .sort((a, b) => rank(a) - rank(b))
+      .map((errorClass) => {
+        const group = groups.get(errorClass);
+        return {
+          type: "bar",
+          name: fedprobe.text(errorClass),
+          x: group.map(category),
+          y: group.map((f) => f.runs),
+          text: group.map(
+            (f) =>
+              `${fedprobe.text(endpointLabel(f.endpoint))}<br>${f.method}: ${f.runs} of ` +
+              `${f.of_runs} runs ${f.status} (${fedprobe.text(errorClass)})`,
+          ),
+          textposition: "none",
+          hovertemplate: "%{text}<extra></extra>",
+          marker: { color: fedprobe.colour(rank(errorClass) % 8) },
+        };
+      });
+    return {
+      traces,
+      layout: {
+        barmode: "stack",
+        xaxis: { title: { text: "Endpoint · method" }, type: "category" },
+        yaxis: { title: { text: "Runs" }, rangemode: "tozero", tickformat: "d" },
+      },
+    };
+  }
+
+  function markCrossover(layout) {
+    const sentence = document.getElementById("crossover-text");
+    const methods = data.dimensions.method;
+    if (!methods.includes("direct") || !methods.includes("copy")) {
+      sentence.textContent =
+        "Add methods direct and copy to the campaign to find where copying the file first " +
+        "becomes faster than reading it directly.";
+      return;
+    }
+    const found = data.crossovers.find((c) =>
+      varying.every((n) => n === "method" || n === "fraction" || c[n] === selection[n]),
+    );
+    if (!found) {
+      sentence.textContent = "No parameter set here was measured with both direct and copy.";
+      return;
+    }
+    sentence.textContent = found.text;
+    const x = found.crossover_fraction;
+    if (x === null) return;
+    const line = { color: "#000000", dash: "dash", width: 1 };
+    layout.shapes = [{ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line }];
+    layout.annotations = [
+      {
+        xref: "x",
+        yref: "paper",
+        x,
+        y: 1,
+        yanchor: "bottom",
+        showarrow: false,
+        text: `crossover ${formatPercent(x)}`,
+      },
+    ];
+  }
+
+  const drawn = new Map(); // chart id -> the rows it draws now (its downloads)
+
+  function plot(element, figure, title) {
+    if (element.querySelector(".chart-message")) element.replaceChildren();
+    const layout = fedprobe.layout({
+      ...figure.layout,
+      title: { text: fedprobe.text(title), font: { size: 13 } },
+    });
+    Plotly.react(element, figure.traces, layout, fedprobe.config);
+  }
+
+  function prepare(chart) {
+    const card = document.getElementById(`card-${chart.id}`);
+    card.querySelector("[data-role=api]").href = apiUrl(chart.across);
+    card.querySelector("[data-role=selection]").textContent = selectionNote(chart.across);
+    drawn.set(chart.id, []);
+    return document.getElementById(`chart-${chart.id}`);
+  }
+
+  function drawChart(chart) {
+    const element = prepare(chart);
+    if (!data.cells.length) {
+      fedprobe.showMessage(element, noRunsMessage());
+      return;
+    }
+    const missing = chart.needs();
+    const rows = missing ? [] : withValues(cellsAcross(chart.across), chart.metrics);
+    const figure = missing || !rows.length ? null : chart.draw(rows);
+    if (chart.id === "fraction") markCrossover(figure ? figure.layout : {});
+    if (missing) {
+      fedprobe.showMessage(element, missing);
+    } else if (!figure) {
+      fedprobe.showMessage(
+        element,
+        "No measured runs for these controls (see Errors below): pick other values above.",
+      );
+    } else {
+      drawn.set(chart.id, (figure.rows || rows).map((r) => tableRow(r, chart.metrics)));
+      plot(element, figure, titleFor(chart.across));
+    }
+  }
+
+  function drawErrorsChart() {
+    const element = prepare(ERRORS);
+    const rows = data.failures.filter(
+      (f) => !varying.includes("vantage_point") || f.vantage_point === selection.vantage_point,
+    );
+    if (!rows.length) {
+      fedprobe.showMessage(
+        element,
+        "No failed, timed-out, partial or cancelled runs: nothing to count.",
+      );
+      return;
+    }
+    drawn.set(
+      "errors",
+      rows.map((f) => {
+        const endpoint = endpoints.get(f.endpoint) || {};
+        return { ...f, endpoint: endpoint.name, site: endpoint.site };
+      }),
+    );
+    plot(element, drawErrors(rows), titleFor(ERRORS.across));
+  }
+
+  function noRunsMessage() {
+    return data.active_runs
+      ? `No run has been measured yet (${data.active_runs} queued or running): reload when ` +
+          "they end."
+      : "No measured runs in this campaign (or these days): launch it from the campaign page.";
+  }
+
+  function selectionNote(across) {
+    const drawnAcross = across.filter((n) => varying.includes(n)).map(label);
+    const fixed = fixedFor(across).map(([n, v]) => `${label(n).toLowerCase()} ${show(n, v)}`);
+    const parts = [];
+    if (drawnAcross.length) parts.push(`Drawn across ${drawnAcross.join(", ").toLowerCase()}.`);
+    if (fixed.length) parts.push(`From the controls: ${fixed.join(", ")}.`);
+    return parts.join(" ");
+  }
+
+  function drawAll() {
+    for (const chart of CHARTS) drawChart(chart);
+    drawErrorsChart();
+  }
+
+  function wireDownloads() {
+    for (const chart of CHARTS) {
+      const columns = [...PARAMETER_COLUMNS, ...chart.metrics];
+      const card = document.getElementById(`card-${chart.id}`);
+      fedprobe.downloads(card, `campaign-${data.campaign.id}-${chart.id}`, () => drawn.get(chart.id), columns);
+    }
+    const card = document.getElementById("card-errors");
+    fedprobe.downloads(card, `campaign-${data.campaign.id}-errors`, () => drawn.get("errors"), ERRORS.columns);
+  }
+
+  buildControls();
+  drawAll();
+  wireDownloads();
+})();

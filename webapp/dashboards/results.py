@@ -1,0 +1,444 @@
+"""Campaign results: the papers' figures, read from one campaign's runs.
+
+Every chart of the results page (and /api/v1/campaigns/{id}/results/) draws from these reads:
+
+- `cells`: per parameter set (endpoint, vantage point and every run parameter) the medians
+  over repetitions of the measured runs' aggregates, computed in PostgreSQL with
+  percentile_cont (in Python on SQLite, the embedded default);
+- `crossovers`: per parameter set without method and fraction, where copying the file first
+  becomes faster than reading it directly (interpolated between the measured fractions);
+- `failures`: final runs that did not fully succeed, per endpoint, vantage point, method,
+  status and the class of their first error (cancelled runs count here, and only here).
+
+Three queries whatever the number of runs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Aggregate, Count, F, FloatField, Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
+from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.services import MEASURED
+from webapp.sites.models import Endpoint
+
+# What makes two runs repetitions of one another: where, from where, and every parameter.
+DIMENSIONS = (
+    "endpoint",
+    "vantage_point",
+    "method",
+    "pattern",
+    "read_size",
+    "fraction",
+    "clients",
+    "files",
+    "depth",
+    "vector_size",
+    "skip",
+    "readahead",
+    "streams",
+)
+# Medians over repetitions (run columns, and the clients' median throughput of the run JSON).
+METRICS = (
+    "wall_s",
+    "open_s",
+    "ttfb_s",
+    "throughput_mbps",
+    "client_throughput_mbps",
+    "bytes_requested",
+    "bytes_read",
+    "bytes_wire",
+)
+# The spread of the time to read, drawn as error bars.
+SPREAD = {"wall_s_p25": 0.25, "wall_s_p75": 0.75}
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+NOT_SUCCEEDED = (Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.CANCELLED)
+# The dimensions a crossover is found across (the rest fix one comparison).
+CROSSOVER_ACROSS = ("method", "fraction")
+
+
+class Percentile(Aggregate):
+    """percentile_cont(q) (PostgreSQL): linear interpolation between the ordered values."""
+
+    function = "percentile_cont"
+    template = "%(function)s(%(q)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+    def __init__(self, expression: Any, q: float) -> None:
+        super().__init__(expression, q=float(q))
+
+
+@dataclass(frozen=True)
+class ResultsFilter:
+    """Which of a campaign's runs to read: empty lists read all (the API's query names)."""
+
+    endpoint: Sequence[int] = ()
+    vantage_point: Sequence[str] = ()
+    method: Sequence[str] = ()
+    pattern: Sequence[str] = ()
+    read_size: Sequence[int] = ()
+    fraction: Sequence[float] = ()
+    clients: Sequence[int] = ()
+    since: date | None = None
+    until: date | None = None
+
+    def q(self) -> Q:
+        """The filter on Run rows; `until` includes its whole day (UTC)."""
+        query = Q()
+        for name in ("endpoint", "method", "pattern", "read_size", "fraction", "clients"):
+            values = getattr(self, name)
+            if values:
+                query &= Q(**{f"{name}__in": list(values)})
+        if self.vantage_point:
+            query &= Q(vantage_point__name__in=list(self.vantage_point))
+        if self.since is not None:
+            query &= Q(created_at__gte=_day_start(self.since))
+        if self.until is not None:
+            query &= Q(created_at__lt=_day_start(self.until + timedelta(days=1)))
+        return query
+
+
+def _day_start(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where reading directly and copying first take as long, for one parameter set."""
+
+    key: dict[str, Any]
+    fraction: float | None
+    kind: str  # crossover | copy-faster | direct-faster | no-difference | too-few-fractions
+    text: str
+    crossings: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.key,
+            "crossover_fraction": self.fraction,
+            "kind": self.kind,
+            "text": self.text,
+            "crossings": self.crossings,
+        }
+
+
+@dataclass(frozen=True)
+class CampaignResults:
+    """Everything the results page draws, as it goes to the page and the API."""
+
+    campaign: Campaign
+    cells: list[dict[str, Any]]
+    crossovers: list[Crossover]
+    failures: list[dict[str, Any]]
+    endpoints: list[dict[str, Any]]
+    active_runs: int
+    dimensions: dict[str, list[Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "campaign": {"id": self.campaign.pk, "name": self.campaign.name},
+            "dimensions": self.dimensions,
+            "varying": [name for name, values in self.dimensions.items() if len(values) > 1],
+            "endpoints": self.endpoints,
+            "cells": self.cells,
+            "crossovers": [c.to_json() for c in self.crossovers],
+            "failures": self.failures,
+            "active_runs": self.active_runs,
+        }
+
+
+def campaign_results(
+    *, campaign: Campaign, filters: ResultsFilter | None = None
+) -> CampaignResults:
+    """The campaign's results, of the runs `filters` selects."""
+    runs = Run.objects.filter(campaign=campaign).filter((filters or ResultsFilter()).q())
+    cells = results_cells(runs=runs)
+    failures, active = results_failures(runs=runs)
+    endpoint_ids = {c["endpoint"] for c in cells} | {f["endpoint"] for f in failures}
+    endpoints = _endpoint_labels(endpoint_ids)
+    names = {e["id"]: e["name"] for e in endpoints}
+    several_vantage_points = len({c["vantage_point"] for c in cells}) > 1
+    return CampaignResults(
+        campaign=campaign,
+        cells=cells,
+        crossovers=results_crossovers(
+            cells=cells, endpoint_names=names, name_vantage_point=several_vantage_points
+        ),
+        failures=failures,
+        endpoints=endpoints,
+        active_runs=active,
+        dimensions=_dimensions(cells, failures, endpoints),
+    )
+
+
+def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> list[dict[str, Any]]:
+    """Per parameter set: how many measured runs, and the medians of their aggregates;
+    computed by the database if it has percentile_cont (PostgreSQL), else in Python."""
+    measured = runs.filter(status__in=MEASURED).annotate(
+        vantage_point_name=F("vantage_point__name"),
+        client_throughput=Cast(KT("result__client_throughput_mbps"), FloatField()),
+    )
+    if in_database is None:
+        in_database = connection.vendor == "postgresql"
+    rows = _cells_in_database(measured) if in_database else _cells_in_python(measured)
+    return [_rounded(row) for row in rows]
+
+
+def _group_fields() -> list[str]:
+    fields = {"endpoint": "endpoint_id", "vantage_point": "vantage_point_name"}
+    return [fields.get(name, name) for name in DIMENSIONS]
+
+
+def _metric_source(name: str) -> str:
+    return "client_throughput" if name == "client_throughput_mbps" else name
+
+
+def _cells_in_database(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+    aggregates: dict[str, Any] = {"runs": Count("id")}
+    aggregates.update({f"{m}_median": Percentile(_metric_source(m), 0.5) for m in METRICS})
+    aggregates.update({name: Percentile("wall_s", q) for name, q in SPREAD.items()})
+    group = _group_fields()
+    rows = runs.values(*group).annotate(**aggregates).order_by(*group)
+    return [_cell(row) for row in rows]
+
+
+def _cells_in_python(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+    """What _cells_in_database computes, for databases without percentile_cont (one query)."""
+    group = _group_fields()
+    sources = [_metric_source(m) for m in METRICS]
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = defaultdict(list)
+    for row in runs.values_list(*group, *sources).order_by():
+        groups[row[: len(group)]].append(row[len(group) :])
+    cells = []
+    for key in sorted(groups, key=_sortable):
+        values = groups[key]
+        row: dict[str, Any] = dict(zip(group, key, strict=True))
+        row["runs"] = len(values)
+        for i, metric in enumerate(METRICS):
+            row[f"{metric}_median"] = percentile_cont([v[i] for v in values], 0.5)
+        walls = [v[METRICS.index("wall_s")] for v in values]
+        row.update({name: percentile_cont(walls, q) for name, q in SPREAD.items()})
+        cells.append(_cell(row))
+    return cells
+
+
+def _sortable(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((value is None, value) for value in key)
+
+
+def percentile_cont(values: Iterable[float | None], q: float) -> float | None:
+    """PostgreSQL's percentile_cont: nulls ignored, linear interpolation, None if empty."""
+    ordered = sorted(float(v) for v in values if v is not None)
+    if not ordered:
+        return None
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _cell(row: dict[str, Any]) -> dict[str, Any]:
+    cell: dict[str, Any] = {
+        "endpoint": row["endpoint_id"],
+        "vantage_point": row["vantage_point_name"],
+    }
+    cell.update({name: row[name] for name in DIMENSIONS[2:]})
+    cell["runs"] = row["runs"]
+    cell.update({metric: row[f"{metric}_median"] for metric in METRICS})
+    cell.update({name: row[name] for name in SPREAD})
+    return cell
+
+
+def _rounded(cell: dict[str, Any]) -> dict[str, Any]:
+    """Byte medians as whole bytes, times to the microsecond: what the engine records."""
+    for key, value in cell.items():
+        if value is None or key in DIMENSIONS:
+            continue
+        if key.startswith("bytes_"):
+            cell[key] = round(value)
+        elif isinstance(value, float):
+            cell[key] = round(value, 6)
+    return cell
+
+
+def results_failures(*, runs: QuerySet[Run]) -> tuple[list[dict[str, Any]], int]:
+    """Final runs that did not fully succeed, by endpoint, vantage point, method, status and
+    first error class (the status when a run has no error), each with how many final runs
+    that endpoint, vantage point and method had; and how many runs are still to come."""
+    rows = (
+        runs.annotate(
+            vantage_point_name=F("vantage_point__name"), error_class=KT("errors__0__class")
+        )
+        .values("endpoint_id", "vantage_point_name", "method", "status", "error_class")
+        .annotate(n=Count("id"))
+        .order_by("endpoint_id", "vantage_point_name", "method", "status", "error_class")
+    )
+    totals: dict[tuple[Any, ...], int] = defaultdict(int)
+    failures: dict[tuple[Any, ...], int] = defaultdict(int)
+    active = 0
+    for row in rows:
+        where = (row["endpoint_id"], row["vantage_point_name"], row["method"])
+        if row["status"] in ACTIVE:
+            active += row["n"]
+            continue
+        totals[where] += row["n"]
+        if row["status"] in NOT_SUCCEEDED:
+            failures[(*where, row["status"], row["error_class"] or row["status"])] += row["n"]
+    return [_failure(key, n, totals[key[:3]]) for key, n in failures.items()], active
+
+
+def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> dict[str, Any]:
+    endpoint, vantage_point, method, status, error_class = key
+    return {
+        "endpoint": endpoint,
+        "vantage_point": vantage_point,
+        "method": method,
+        "status": status,
+        "error_class": error_class,
+        "runs": runs,
+        "of_runs": of_runs,
+    }
+
+
+def _endpoint_labels(ids: Iterable[int]) -> list[dict[str, Any]]:
+    endpoints = Endpoint.objects.filter(pk__in=list(ids)).select_related("site").order_by("name")
+    return [
+        {"id": e.pk, "name": e.name, "site": e.site.name, "protocol": e.protocol, "role": e.role}
+        for e in endpoints
+    ]
+
+
+def _dimensions(
+    cells: list[dict[str, Any]], failures: list[dict[str, Any]], endpoints: list[dict[str, Any]]
+) -> dict[str, list[Any]]:
+    """The values each dimension takes (endpoints in name order, the rest sorted)."""
+    values: dict[str, set[Any]] = {name: set() for name in DIMENSIONS}
+    for cell in cells:
+        for name in DIMENSIONS:
+            values[name].add(cell[name])
+    for failure in failures:
+        for name in ("vantage_point", "method"):
+            values[name].add(failure[name])
+    dimensions = {name: sorted(v) for name, v in values.items() if name != "endpoint"}
+    return {"endpoint": [e["id"] for e in endpoints], **dimensions}
+
+
+def results_crossovers(
+    *,
+    cells: list[dict[str, Any]],
+    endpoint_names: dict[int, str],
+    name_vantage_point: bool = False,
+) -> list[Crossover]:
+    """For every parameter set measured with both direct and copy: the crossover fraction."""
+    fixed = [name for name in DIMENSIONS if name not in CROSSOVER_ACROSS]
+    times: dict[tuple[Any, ...], dict[str, dict[float, float]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for cell in cells:
+        if cell["method"] in ("direct", "copy") and cell["wall_s"] is not None:
+            key = tuple(cell[name] for name in fixed)
+            times[key][cell["method"]][cell["fraction"]] = cell["wall_s"]
+    crossovers = []
+    for key, by_method in times.items():
+        if {"direct", "copy"} <= by_method.keys():
+            where = endpoint_names.get(key[0], f"endpoint {key[0]}")
+            if name_vantage_point:
+                where = f"{where} from {key[1]}"
+            found = crossover(by_method["direct"], by_method["copy"], where=where)
+            crossovers.append(Crossover(key=dict(zip(fixed, key, strict=True)), **found))
+    return crossovers
+
+
+def crossover(
+    direct: dict[float, float], copy: dict[float, float], *, where: str
+) -> dict[str, Any]:
+    """Where copying first becomes faster than reading directly, between the fractions both
+    were measured at (linear interpolation of the time difference), said in words."""
+    fractions = sorted(direct.keys() & copy.keys())
+    if len(fractions) < 2:
+        return {
+            "fraction": None,
+            "kind": "too-few-fractions",
+            "text": f"Direct and copy were measured together at fewer than two fractions on "
+            f"{where}: add fractions (e.g. 0.1, 0.25, 0.5, 0.75, 1) to find the crossover.",
+        }
+    gaps = [direct[f] - copy[f] for f in fractions]  # > 0: copying first is faster
+    crossings = _crossings(fractions, gaps)
+    span = f"{_percent(fractions[0])}-{_percent(fractions[-1])}"
+    upward = [x for x, rising in crossings if rising]
+    if upward:
+        text = (
+            f"Reading more than {_percent(upward[0])} of the file, copying first is faster "
+            f"on {where}."
+        )
+        if len(crossings) > 1:
+            text += (
+                f" The lines cross {len(crossings)} times between {span}: more repetitions "
+                "would tell a trend from noise."
+            )
+        return {
+            "fraction": upward[0],
+            "kind": "crossover",
+            "text": text,
+            "crossings": len(crossings),
+        }
+    if crossings:
+        x = crossings[0][0]
+        text = (
+            f"Reading less than {_percent(x)} of the file, copying first is faster on {where}; "
+            "above it, reading directly is."
+        )
+        return {"fraction": x, "kind": "crossover", "text": text, "crossings": len(crossings)}
+    untied = [gap for gap in gaps if gap != 0]
+    if not untied:
+        return {
+            "fraction": None,
+            "kind": "no-difference",
+            "text": f"Reading directly and copying first take as long at every measured "
+            f"fraction ({span}) on {where}.",
+        }
+    if untied[0] > 0:
+        return {
+            "fraction": None,
+            "kind": "copy-faster",
+            "text": f"Copying first is faster at every measured fraction ({span}) on {where}: "
+            "no crossover in the measured range.",
+        }
+    return {
+        "fraction": None,
+        "kind": "direct-faster",
+        "text": f"Reading directly is faster at every measured fraction ({span}) on {where}: "
+        "no crossover in the measured range.",
+    }
+
+
+def _crossings(fractions: list[float], gaps: list[float]) -> list[tuple[float, bool]]:
+    """Where the time difference changes sign: (fraction, whether copying becomes faster).
+    Between neighbours the zero is interpolated; over measured ties, it is the first tie."""
+    found = []
+    last = None  # the index of the last gap that was not a tie
+    for i, gap in enumerate(gaps):
+        if gap == 0:
+            continue
+        if last is not None and (gap > 0) != (gaps[last] > 0):
+            if i == last + 1:
+                low, high = gaps[last], gap
+                x = fractions[last] + (fractions[i] - fractions[last]) * -low / (high - low)
+            else:
+                x = fractions[last + 1]
+            found.append((x, gap > 0))
+        last = i
+    return found
+
+
+def _percent(fraction: float) -> str:
+    percent = fraction * 100
+    return f"{percent:.0f}%" if percent >= 1 or percent == 0 else f"{percent:.1f}%"
