@@ -2,7 +2,8 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from webapp.core.views import HomeView, healthz
+from webapp.core.views import healthz
+from webapp.dashboards.home import HomeView
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", HomeView.as_view(), name="home"),

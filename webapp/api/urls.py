@@ -2,6 +2,8 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import views
+from webapp.dashboards.alerts import AlertsAPIView
+from webapp.dashboards.matrix import MatrixAPIView
 from webapp.dashboards.results_views import CampaignResultsAPIView
 
 router = DefaultRouter()
@@ -13,6 +15,8 @@ router.register("runs", views.RunViewSet, basename="run")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),
+    path("matrix/", MatrixAPIView.as_view(), name="matrix-api"),
+    path("alerts/", AlertsAPIView.as_view(), name="alerts-api"),
     path(
         "campaigns/<int:pk>/results/",
         CampaignResultsAPIView.as_view(),

@@ -9,7 +9,6 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
-from django.views.generic import TemplateView
 
 from webapp.accounts.roles import can_operate, can_view
 
@@ -46,21 +45,3 @@ class OperatorRequiredMixin(ViewerRequiredMixin):
 
     def allowed(self, request: HttpRequest) -> bool:
         return can_operate(request.user)
-
-
-class HomeView(ViewerRequiredMixin, TemplateView):
-    """What is running and what failed lately, with links."""
-
-    template_name = "core/home.html"
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        from webapp.campaigns.models import Run
-        from webapp.campaigns.selectors import run_list
-
-        context = super().get_context_data(**kwargs)
-        active = (Run.Status.QUEUED, Run.Status.RUNNING)
-        context["active_runs"] = run_list().filter(status__in=active)[:20]
-        context["failed_runs"] = run_list().filter(
-            status__in=(Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.PARTIAL)
-        )[:20]
-        return context

@@ -2,11 +2,14 @@
 
 from django.urls import URLPattern, URLResolver, path
 
+from webapp.dashboards import alerts, matrix
 from webapp.dashboards.results_views import CampaignResultsPageView
 
 app_name = "dashboards"
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    path("matrix/", matrix.MatrixView.as_view(), name="matrix"),
+    path("alerts/", alerts.AlertsView.as_view(), name="alerts"),
     path(
         "campaigns/<int:pk>/results/",
         CampaignResultsPageView.as_view(),

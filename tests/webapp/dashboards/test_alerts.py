@@ -1,0 +1,205 @@
+"""Failing now and slower than the week before, against PostgreSQL with known runs; the
+alerts API and page, and the home page that shows the top of both lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night
+from tests.webapp.factories import SiteFactory, VantagePointFactory
+from webapp.accounts.services import user_set_role
+from webapp.campaigns.models import Run
+from webapp.dashboards.alerts import alerts_data
+
+pytestmark = pytest.mark.django_db
+
+S = Run.Status
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def failing() -> dict[str, Any]:
+    make = RunMaker()
+    site = SiteFactory(name=HOSTILE)
+    broken, flaky, fine = (make.endpoint(n, site=site) for n in ("broken", "flaky", "fine"))
+    cern = VantagePointFactory(name="cern")
+    runs = {
+        "broken_ok": make.add(broken, cern, S.SUCCEEDED, night(5), throughput_mbps=10),
+        "broken_partial": make.add(broken, cern, S.PARTIAL, night(4), throughput_mbps=5),
+        "broken_1": make.add(
+            broken, cern, S.FAILED, night(3), errors=[{"class": "refused", "message": "m1"}]
+        ),
+        "broken_2": make.add(
+            broken, cern, S.TIMEOUT, night(2), errors=[{"class": "timeout", "message": "m2"}]
+        ),
+        "broken_3": make.add(
+            broken, cern, S.FAILED, night(1), errors=[{"class": "auth", "message": "denied"}]
+        ),
+        "broken_cancelled": make.add(broken, cern, S.CANCELLED, night(0)),
+        # Failed before, succeeded last: not failing. Q failed last: failing, never good.
+        "flaky_failed": make.add(flaky, cern, S.FAILED, night(2)),
+        "flaky_ok": make.add(flaky, cern, S.SUCCEEDED, night(1), throughput_mbps=9),
+        "flaky_q": make.add(flaky, cern, S.FAILED, night(1), params=Q),
+        "fine": make.add(fine, cern, S.SUCCEEDED, night(1), throughput_mbps=9),
+        # Failing, but its latest run is older than the window.
+        "stale": make.add(fine, cern, S.FAILED, night(30), params={**P, "clients": 8}),
+    }
+    return runs
+
+
+def test_failing_now_is_the_groups_whose_latest_ended_run_failed(failing: dict[str, Any]) -> None:
+    rows = alerts_data(query={})["failing"]
+    assert [(r["endpoint_name"], r["clients"]) for r in rows] == [("flaky", 1), ("broken", 2)]
+    broken = rows[1]
+    assert broken["run"] == failing["broken_3"].pk
+    assert (broken["status"], broken["error_class"], broken["error_message"]) == (
+        S.FAILED,
+        "auth",
+        "denied",
+    )
+    # Failing since the first failure after the last run that measured (the partial one).
+    assert broken["failing_since"] == failing["broken_1"].created_at
+    assert broken["failures"] == 3
+    assert broken["last_good_at"] == failing["broken_ok"].created_at
+    assert broken["site_name"] == HOSTILE
+    flaky_q = rows[0]
+    assert (flaky_q["failures"], flaky_q["last_good_at"]) == (1, None)
+
+
+def test_failing_window_and_filters(failing: dict[str, Any]) -> None:
+    assert len(alerts_data(query={"days": 60})["failing"]) == 3  # the stale group too
+    assert [r["endpoint_name"] for r in alerts_data(query={"method": "direct"})["failing"]] == [
+        "broken"
+    ]
+    assert (
+        alerts_data(query={"vantage_point": VantagePointFactory(name="elsewhere")})["failing"] == []
+    )
+
+
+@pytest.fixture
+def nightly() -> dict[str, Any]:
+    """Seven baseline nights then a latest night, for four groups."""
+    make = RunMaker()
+    cern = VantagePointFactory(name="cern")
+    endpoints = {n: make.endpoint(n) for n in ("dropped", "dipped", "laggy", "young")}
+    latest = {"dropped": 60.0, "dipped": 80.0, "laggy": 100.0, "young": 10.0}
+    for name, endpoint in endpoints.items():
+        nights = range(2, 4) if name == "young" else range(2, 9)
+        for days_ago in nights:
+            # Night 9 is outside the 7 nights: its slow figure must not count.
+            make.add(
+                endpoint,
+                cern,
+                S.SUCCEEDED,
+                night(days_ago),
+                throughput_mbps=100,
+                latency_p50_us=1000,
+                open_s=0.01,
+            )
+        make.add(endpoint, cern, S.SUCCEEDED, night(9), throughput_mbps=1, latency_p50_us=1e6)
+        make.add(endpoint, cern, S.FAILED, night(1, hour=1))  # failures do not count
+        laggy = 1600.0 if name == "laggy" else 1000.0
+        make.add(
+            endpoint,
+            cern,
+            S.SUCCEEDED,
+            night(1),
+            throughput_mbps=latest[name],
+            latency_p50_us=laggy,
+            open_s=0.01,
+        )
+    return endpoints
+
+
+def test_slower_is_the_latest_night_against_the_median_of_the_week_before(
+    nightly: dict[str, Any],
+) -> None:
+    rows = alerts_data(query={})["slower"]
+    found = {(r["endpoint_name"], r["metric"]): r for r in rows}
+    assert set(found) == {("dropped", "throughput_mbps"), ("laggy", "latency_p50_us")}
+    dropped = found["dropped", "throughput_mbps"]
+    assert (dropped["latest"], dropped["baseline"], dropped["baseline_runs"]) == (60, 100, 7)
+    assert dropped["change"] == pytest.approx(-0.4)
+    assert found["laggy", "latency_p50_us"]["change"] == pytest.approx(0.6)
+    # The worst first: 1.67x slower, then 1.6x.
+    assert [r["endpoint_name"] for r in rows] == ["dropped", "laggy"]
+
+
+def test_slower_thresholds_and_metrics_are_the_operators(nightly: dict[str, Any]) -> None:
+    rows = alerts_data(query={"drop_pct": 15.0, "metric": ["throughput_mbps"]})["slower"]
+    assert {r["endpoint_name"] for r in rows} == {"dropped", "dipped"}
+    rows = alerts_data(query={"rise_pct": 70.0, "metric": ["latency_p50_us"]})["slower"]
+    assert rows == []
+
+
+def test_alerts_take_two_queries(
+    failing: dict[str, Any], nightly: dict[str, Any], django_assert_num_queries: Any
+) -> None:
+    with django_assert_num_queries(2):
+        data = alerts_data(query={})
+    assert data["failing"] and data["slower"]
+
+
+def login(client: Client, role: str | None) -> None:
+    user = User.objects.create_user(f"user-{role}")
+    if role:
+        user_set_role(user=user, role=role)
+    client.force_login(user)
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("days=0", "days"),
+        ("days=1000", "days"),
+        ("metric=bytes_wire", "metric"),
+        ("drop_pct=150", "drop_pct"),
+        ("rise_pct=abc", "rise_pct"),
+        ("endpoint=999999", "endpoint"),
+        ("fraction=-1", "fraction"),
+    ],
+)
+def test_api_bad_parameters_are_a_400_naming_the_field(
+    client: Client, query: str, field: str
+) -> None:
+    login(client, "viewer")
+    response = client.get(f"/api/v1/alerts/?{query}")
+    assert response.status_code == 400
+    assert field in response.json()
+
+
+def test_api_and_page_show_the_same_rows(client: Client, failing: dict[str, Any]) -> None:
+    login(client, "viewer")
+    data = client.get("/api/v1/alerts/").json()
+    assert data["failing_total"] == 2
+    assert [r["run"] for r in data["failing"]] == [failing["flaky_q"].pk, failing["broken_3"].pk]
+    html = client.get("/alerts/").content.decode()
+    assert f'href="/runs/{failing["broken_3"].pk}/"' in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "<img src=x" not in html
+
+
+def test_api_refuses_users_without_a_role(client: Client) -> None:
+    assert client.get("/api/v1/alerts/").status_code in (401, 403)
+    login(client, None)
+    assert client.get("/api/v1/alerts/").status_code == 403
+
+
+def test_home_shows_failing_slower_and_running(
+    client: Client,
+    failing: dict[str, Any],
+    nightly: dict[str, Any],
+    django_assert_max_num_queries: Any,
+) -> None:
+    make = RunMaker()
+    running = make.add(make.endpoint("busy"), VantagePointFactory(name="cern"), S.RUNNING, night(0))
+    login(client, "viewer")
+    with django_assert_max_num_queries(12):
+        html = client.get("/").content.decode()
+    assert 'id="failing"' in html and f'href="/runs/{failing["broken_3"].pk}/"' in html
+    assert "-40%" in html
+    assert f'data-run-id="{running.pk}"' in html
+    assert "/compare/?endpoint=" in html

@@ -1,0 +1,384 @@
+"""Alerts: what is failing now and what got slower, per endpoint x vantage point x parameter
+set (a *group*); the selectors the home page and the alerts page share, and their views.
+
+Failing: the group's latest ended run (cancelled runs left out) failed or timed out; it has
+been failing since the first of the failures after its last measured run. Slower: the
+median of the group's latest night (UTC day with measured runs) against the median of the
+seven nights before it, beyond a threshold (higher-is-better metrics dropping by drop_pct,
+the others rising by rise_pct).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from django import forms
+from django.db import connection
+from django.db.models import CharField, Count, F, Min, OuterRef, Subquery, Value
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, Substr, TruncDate
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views import View
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.accounts.roles import IsOperatorOrReadOnly
+from webapp.campaigns.models import Run
+from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.core.views import ViewerRequiredMixin
+from webapp.dashboards.form_schema import form_errors, form_parameters
+from webapp.dashboards.matrix import (
+    ENDED,
+    ERROR_MESSAGE_CHARS,
+    FAILED,
+    MEASURED,
+    _compare_url,
+    _datetime,
+)
+from webapp.dashboards.parameter_sets import FIELDS, ParameterSet, higher_is_better
+from webapp.sites.models import Endpoint, Site, VantagePoint
+from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
+
+GROUP = ("vantage_point", "endpoint", *FIELDS)
+# Metrics where "slower" means something (bytes moved is not speed).
+SPEED_METRICS = [
+    m for m in SERIES_METRICS if m in {"throughput_mbps", "wall_s", "open_s", "ttfb_s"}
+] + [m for m in SERIES_METRICS if m.startswith("latency_")]
+DEFAULT_SLOWER_METRICS = ["throughput_mbps", "open_s", "latency_p50_us"]
+DEFAULT_DAYS = 7
+DEFAULT_DROP_PCT = 30.0
+DEFAULT_RISE_PCT = 50.0
+BASELINE_NIGHTS = 7
+MIN_BASELINE_RUNS = 3
+MAX_ROWS = 500  # per list: the page and the API say when there were more
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class AlertsForm(forms.Form):
+    """Filters of the alerts page and API; every field is optional."""
+
+    site = forms.ModelChoiceField(Site.objects.order_by("name"), empty_label="all sites")
+    protocol = forms.ChoiceField(choices=[("", "all protocols"), *Endpoint.Protocol.choices])
+    endpoint = forms.ModelChoiceField(
+        Endpoint.objects.order_by("name"), empty_label="all endpoints"
+    )
+    vantage_point = forms.ModelChoiceField(
+        VantagePoint.objects.order_by("name"), to_field_name="name", empty_label="all"
+    )
+    method = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in Method])
+    pattern = forms.ChoiceField(choices=[("", "any")] + [(p, p) for p in Pattern])
+    read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
+    fraction = forms.FloatField(max_value=1.0)
+    clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
+    days = forms.IntegerField(
+        min_value=1, max_value=365, help_text=f"runs of the last N days (default {DEFAULT_DAYS})"
+    )
+    metric = forms.MultipleChoiceField(
+        choices=[(m, f"{m} ({SERIES_METRICS[m]})") for m in SPEED_METRICS],
+        help_text="metrics checked for slowdowns (default: "
+        + ", ".join(DEFAULT_SLOWER_METRICS)
+        + ")",
+    )
+    drop_pct = forms.FloatField(
+        min_value=1, max_value=100, help_text=f"throughput drop, % (default {DEFAULT_DROP_PCT:g})"
+    )
+    rise_pct = forms.FloatField(
+        min_value=1,
+        max_value=10_000,
+        help_text=f"time/latency rise, % (default {DEFAULT_RISE_PCT:g})",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.required = False
+        self.fields["metric"].widget.attrs["size"] = len(SPEED_METRICS)
+
+    def clean_fraction(self) -> float | None:
+        fraction: float | None = self.cleaned_data.get("fraction")
+        if fraction is not None and fraction <= 0:
+            raise forms.ValidationError("must be more than 0")
+        return fraction
+
+
+def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
+    """An AlertsForm's cleaned data as Run lookups."""
+    lookups = {
+        "site": "endpoint__site",
+        "protocol": "endpoint__protocol",
+        "endpoint": "endpoint",
+        "vantage_point": "vantage_point",
+        **{f: f for f in FIELDS},
+    }
+    return {
+        lookup: query[name] for name, lookup in lookups.items() if query.get(name) not in (None, "")
+    }
+
+
+def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+    """Both lists for an AlertsForm's cleaned data: two queries."""
+    now = now or timezone.now()
+    days = query.get("days") or DEFAULT_DAYS
+    filters = alerts_filters(query)
+    failing = alerts_failing(since=now - timedelta(days=days), filters=filters)
+    slower = alerts_slower(
+        since=(now - timedelta(days=days)).date(),
+        filters=filters,
+        metrics=query.get("metric") or DEFAULT_SLOWER_METRICS,
+        drop_pct=query.get("drop_pct") or DEFAULT_DROP_PCT,
+        rise_pct=query.get("rise_pct") or DEFAULT_RISE_PCT,
+    )
+    return {
+        "days": days,
+        "failing_total": len(failing),
+        "failing": failing[:MAX_ROWS],
+        "slower_total": len(slower),
+        "slower": slower[:MAX_ROWS],
+    }
+
+
+def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[dict[str, Any]]:
+    """Groups whose latest ended run (created since `since`) failed or timed out, the newest
+    breakage first. One query: each candidate's group is probed through the
+    (vantage_point, endpoint, created_at) index."""
+    same = {f: OuterRef(f) for f in GROUP}
+    ended = Run.objects.filter(**same, status__in=ENDED).order_by("-created_at", "-id")
+    measured = ended.filter(status__in=MEASURED).values("created_at")[:1]
+    good = ended.filter(status=Run.Status.SUCCEEDED).values("created_at")[:1]
+    streak = (
+        Run.objects.filter(**same, status__in=ENDED)
+        .filter(created_at__gt=Coalesce(OuterRef("last_measured_at"), Value(EPOCH)))
+        .order_by()
+        .values("endpoint")
+    )
+    rows = (
+        Run.objects.filter(status__in=FAILED, created_at__gte=since, **filters)
+        .alias(latest_id=Subquery(ended.values("pk")[:1]))
+        .filter(pk=F("latest_id"))
+        .annotate(last_measured_at=Subquery(measured), last_good_at=Subquery(good))
+        .annotate(
+            failing_since=Subquery(streak.annotate(first=Min("created_at")).values("first")),
+            failures=Subquery(streak.annotate(n=Count("pk")).values("n")),
+            error_class=KT("errors__0__class"),
+            error_message=Substr(
+                KT("errors__0__message"), 1, ERROR_MESSAGE_CHARS, output_field=CharField()
+            ),
+        )
+        .values(
+            "pk",
+            "status",
+            "created_at",
+            *FIELDS,
+            "vantage_point__name",
+            "endpoint",
+            "endpoint__name",
+            "endpoint__protocol",
+            "endpoint__site",
+            "endpoint__site__name",
+            "error_class",
+            "error_message",
+            "failing_since",
+            "failures",
+            "last_good_at",
+        )
+        .order_by("-failing_since", "endpoint__name", "vantage_point__name", *FIELDS)
+    )
+    return [_failing_row(row) for row in rows]
+
+
+def _group_row(row: dict[str, Any]) -> dict[str, Any]:
+    parameter_set = ParameterSet(**{f: row[f] for f in FIELDS})
+    pair = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
+    return {
+        "vantage_point": row["vantage_point"],
+        "endpoint": row["endpoint"],
+        "endpoint_name": row["endpoint_name"],
+        "site": row["site"],
+        "site_name": row["site_name"],
+        "protocol": row["protocol"],
+        **parameter_set.query(),
+        "parameter_set": parameter_set.label,
+        "compare_url": _compare_url(pair, row.get("metric", "throughput_mbps"), parameter_set),
+    }
+
+
+def _failing_row(row: dict[str, Any]) -> dict[str, Any]:
+    row.update(
+        vantage_point=row.pop("vantage_point__name"),
+        endpoint_name=row.pop("endpoint__name"),
+        protocol=row.pop("endpoint__protocol"),
+        site=row.pop("endpoint__site"),
+        site_name=row.pop("endpoint__site__name"),
+    )
+    return {
+        **_group_row(row),
+        "run": row["pk"],
+        "run_url": reverse("campaigns:run-detail", args=[row["pk"]]),
+        "status": row["status"],
+        "error_class": row["error_class"] or "",
+        "error_message": row["error_message"] or "",
+        "last_at": row["created_at"],
+        "failing_since": _datetime(row["failing_since"]),
+        "failures": row["failures"],
+        "last_good_at": _datetime(row["last_good_at"]),
+    }
+
+
+def alerts_slower(
+    *,
+    since: date,
+    filters: dict[str, Any],
+    metrics: list[str],
+    drop_pct: float = DEFAULT_DROP_PCT,
+    rise_pct: float = DEFAULT_RISE_PCT,
+) -> list[dict[str, Any]]:
+    """(group, metric) pairs whose latest night (on or after `since`) is slower than the
+    median of the seven nights before by the thresholds, the worst first. One query: the
+    groups' measured runs of those eight nights, compared in the database."""
+    if not set(metrics) <= set(SPEED_METRICS) or not metrics:
+        raise ValueError(f"metrics must be some of {SPEED_METRICS}")
+    window_start = datetime.combine(since, datetime.min.time(), UTC) - timedelta(
+        days=BASELINE_NIGHTS
+    )
+    measured = (
+        Run.objects.filter(status__in=MEASURED, created_at__gte=window_start, **filters)
+        .annotate(night=TruncDate("created_at"))
+        .values("pk", *GROUP, *metrics, "night")
+        .order_by()
+    )
+    inner_sql, inner_params = measured.query.sql_with_params()
+    sql = _slower_sql(inner_sql, metrics)
+    params = [
+        *inner_params,
+        connection.ops.adapt_datefield_value(since),
+        *[1 - drop_pct / 100 if higher_is_better(m) else 1 + rise_pct / 100 for m in metrics],
+        MIN_BASELINE_RUNS,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [c[0] for c in cursor.description]
+        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
+    found = [out for row in rows for out in _slower_rows(row, metrics)]
+    return sorted(found, key=lambda r: (-r["factor"], r["endpoint_name"], r["vantage_point"]))
+
+
+def _median(expression: str, condition: str) -> str:
+    if connection.vendor == "postgresql":
+        return (
+            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {expression}) FILTER (WHERE {condition})"
+        )
+    return f"AVG({expression}) FILTER (WHERE {condition})"  # SQLite: a mean will do
+
+
+def _nights_before(night: str, nights: int) -> str:
+    if connection.vendor == "postgresql":
+        return f"({night} - {nights})"
+    return f"date({night}, '-{nights} days')"
+
+
+def _slower_sql(measured_sql: str, metrics: list[str]) -> str:
+    group = ", ".join(f"{c}_id" if c in ("vantage_point", "endpoint") else c for c in GROUP)
+    columns = f"id, {group}, {', '.join(metrics)}, night"
+    join = " AND ".join(f"m.{c} = l.{c}" for c in group.split(", "))
+    medians = ",\n".join(
+        f"{_median('m.' + m, 'm.night = l.night')} AS {m}_latest, "
+        f"{_median('m.' + m, 'm.night < l.night')} AS {m}_baseline"
+        for m in metrics
+    )
+    crossed = ",\n".join(
+        f"CASE WHEN c.{m}_baseline > 0 AND c.{m}_latest "
+        f"{'<=' if higher_is_better(m) else '>='} c.{m}_baseline * %s THEN 1 ELSE 0 END"
+        f" AS {m}_crossed"
+        for m in metrics
+    )
+    any_crossed = " OR ".join(f"f.{m}_crossed = 1" for m in metrics)
+    l_group = ", ".join("l." + c for c in group.split(", "))
+    return f"""
+        WITH measured ({columns}) AS ({measured_sql}),
+        latest AS (
+            SELECT {group}, MAX(night) AS night FROM measured
+            GROUP BY {group} HAVING MAX(night) >= %s
+        ),
+        compared AS (
+            SELECT {l_group}, l.night,
+                MAX(m.id) FILTER (WHERE m.night = l.night) AS run,
+                COUNT(*) FILTER (WHERE m.night < l.night) AS baseline_runs,
+                {medians}
+            FROM latest l JOIN measured m ON {join}
+                AND m.night >= {_nights_before("l.night", BASELINE_NIGHTS)}
+            GROUP BY {l_group}, l.night
+        ),
+        flagged AS (
+            SELECT c.*, {crossed} FROM compared c WHERE c.baseline_runs >= %s
+        )
+        SELECT f.*, vp.name AS vantage_point, e.name AS endpoint_name,
+            e.protocol AS protocol, s.id AS site, s.name AS site_name
+        FROM flagged f
+        JOIN {VantagePoint._meta.db_table} vp ON vp.id = f.vantage_point_id
+        JOIN {Endpoint._meta.db_table} e ON e.id = f.endpoint_id
+        JOIN {Site._meta.db_table} s ON s.id = e.site_id
+        WHERE {any_crossed}
+    """
+
+
+def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
+    """One row per metric of the group that crossed its threshold (the database decided)."""
+    row["endpoint"] = row["endpoint_id"]
+    night = row["night"]
+    out = []
+    for metric in (m for m in metrics if row[f"{m}_crossed"]):
+        latest, baseline = row[f"{metric}_latest"], row[f"{metric}_baseline"]
+        worse = baseline / latest if higher_is_better(metric) else latest / baseline
+        out.append(
+            {
+                **_group_row({**row, "metric": metric}),
+                "metric": metric,
+                "unit": SERIES_METRICS[metric],
+                "night": night if isinstance(night, str) else night.isoformat(),
+                "latest": latest,
+                "baseline": baseline,
+                "baseline_runs": row["baseline_runs"],
+                "change": latest / baseline - 1,
+                "factor": worse,
+                "run": row["run"],
+                "run_url": reverse("campaigns:run-detail", args=[row["run"]]),
+            }
+        )
+    return out
+
+
+class AlertsView(ViewerRequiredMixin, View):
+    template_name = "dashboards/alerts.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = AlertsForm(request.GET)
+        if not form.is_valid():
+            return render(request, self.template_name, {"form": form, "data": None}, status=400)
+        data = alerts_data(query=form.cleaned_data)
+        return render(request, self.template_name, {"form": form, "data": data})
+
+
+class AlertsAPIView(APIView):
+    """What is failing now and what got slower (see webapp/dashboards/alerts.py), at most
+    500 rows per list (`failing_total` and `slower_total` count them all)."""
+
+    permission_classes = [IsOperatorOrReadOnly]
+
+    @extend_schema(
+        parameters=form_parameters(AlertsForm),
+        responses={
+            200: OpenApiResponse(description="failing and slower groups"),
+            400: OpenApiResponse(description="{field: [message]} for each bad parameter"),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        form = AlertsForm(request.query_params)
+        if not form.is_valid():
+            return Response(form_errors(form), status=400)
+        return Response(alerts_data(query=form.cleaned_data))

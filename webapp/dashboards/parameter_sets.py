@@ -1,0 +1,80 @@
+"""Parameter sets (a run's method, pattern, read size, fraction and clients) as the matrix,
+home and alerts pages pick and show them, and which way each metric is better."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.db.models import Count
+
+from webapp.campaigns.models import Run
+from workers.engine.units import format_size
+
+FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
+# The runs a default parameter set is chosen from: the newest, read from run_newest_idx.
+RECENT_RUNS = 10_000
+# Every other metric of SERIES_METRICS is better lower (times, latencies, CPU, bytes moved).
+HIGHER_IS_BETTER = frozenset({"throughput_mbps"})
+
+
+def higher_is_better(metric: str) -> bool:
+    return metric in HIGHER_IS_BETTER
+
+
+@dataclass(frozen=True)
+class ParameterSet:
+    """What a run read and how: the runs of one parameter set are comparable over time."""
+
+    method: str
+    pattern: str
+    read_size: int
+    fraction: float
+    clients: int
+
+    @property
+    def label(self) -> str:
+        clients = f"{self.clients} client{'s' if self.clients != 1 else ''}"
+        read_size = format_size(self.read_size)
+        return f"{self.method} · {self.pattern} · {read_size} · {self.fraction:g} · {clients}"
+
+    def query(self) -> dict[str, Any]:
+        """As query parameters (the RunFilter names)."""
+        return asdict(self)
+
+    def matches(self, given: Mapping[str, Any]) -> bool:
+        return all(given.get(f) in (None, "", getattr(self, f)) for f in FIELDS)
+
+
+@dataclass(frozen=True)
+class RecentParameterSet:
+    parameter_set: ParameterSet
+    runs: int
+
+
+def parameter_sets_recent(*, limit: int = RECENT_RUNS) -> list[RecentParameterSet]:
+    """The parameter sets of the newest `limit` runs, the most common first (one query)."""
+    newest = Run.objects.order_by("-created_at", "-id").values("pk")[:limit]
+    rows = (
+        Run.objects.filter(pk__in=newest)
+        .values(*FIELDS)
+        .annotate(runs=Count("pk"))
+        .order_by("-runs", *FIELDS)
+    )
+    return [
+        RecentParameterSet(ParameterSet(**{f: row[f] for f in FIELDS}), row["runs"]) for row in rows
+    ]
+
+
+def parameter_set_choose(
+    *, given: Mapping[str, Any], recent: list[RecentParameterSet]
+) -> ParameterSet | None:
+    """The parameter set `given` names in full, else the most common recent one that agrees
+    with the fields it gives; None if no recent one does."""
+    if all(given.get(f) not in (None, "") for f in FIELDS):
+        return ParameterSet(**{f: given[f] for f in FIELDS})
+    for candidate in recent:
+        if candidate.parameter_set.matches(given):
+            return candidate.parameter_set
+    return None
