@@ -1,12 +1,54 @@
-// A run's page, live while it is queued or running: every 2 s it asks the status view for
-// the run's status and each client's bytes, and reloads the page once the run has ended
-// (the server then renders the results). Without JavaScript the page shows what it was
-// rendered with.
+// A run's page. An ended run: each client's timeline (its phases as a Gantt, first byte and
+// errors marked), the latency histograms of each operation kind merged over the clients,
+// and the data servers that served the clients, from the run-charts data (the API's run
+// detail has the same). A queued or running run: every 2 s the status view gives the run's
+// status and each client's bytes, drawn in place (no reload) until the run ends; then the
+// page reloads once, and the server renders the results. Without JavaScript the page shows
+// the tables it was rendered with.
 (function () {
   "use strict";
 
   const POLL_MS = 2000;
-  const live = JSON.parse(document.getElementById("run-live").textContent);
+  const MiB = 1024 * 1024;
+  const live = fedprobe.data("run-live");
+  const charts = fedprobe.data("run-charts");
+  const controls = document.getElementById("run-chart-controls");
+  const PHASES = ["copy", "stage-wait", "open", "read", "close"];
+  const PHASE_COLOURS = {
+    copy: fedprobe.colour(2),
+    "stage-wait": fedprobe.colour(3),
+    open: fedprobe.colour(1),
+    read: fedprobe.colour(0),
+    close: fedprobe.colour(4),
+  };
+  const ERROR_COLOUR = "#D55E00";
+  const OK_COLOUR = "#009E73";
+  const PENDING_COLOUR = "#d0d7de";
+  const TIMELINE_COLUMNS = [
+    "client", "event", "start_s", "end_s", "duration_s", "status", "served_by",
+    "error_class", "error_message",
+  ];
+  const LATENCY_COLUMNS = ["kind", "series", "lower_us", "upper_us", "count"];
+  const SERVER_COLUMNS = ["server", "clients_ok", "clients_failed", "clients"];
+  const PROGRESS_COLUMNS = ["client", "status", "bytes_read", "bytes_planned"];
+
+  const element = (id) => document.getElementById(id);
+  const clientLabel = (client) => `client ${client}`;
+  const round6 = (value) => Math.round(value * 1e6) / 1e6;
+
+  // The controls sit in their charts' cards and belong to one form (their form attribute),
+  // so that one permalink keeps them all.
+  const option = (name) => controls.elements.namedItem(name);
+
+  /** The controls as the permalink left them. */
+  function restoreControls() {
+    const query = new URLSearchParams(window.location.search);
+    for (const name of ["order", "counts"]) {
+      const select = option(name);
+      const wanted = query.get(name);
+      if (select && [...select.options].some((o) => o.value === wanted)) select.value = wanted;
+    }
+  }
 
   function formatSize(bytes) {
     const units = ["B", "KiB", "MiB", "GiB"];
@@ -19,14 +61,389 @@
     return `${Number(value.toFixed(1))} ${units[unit]}`;
   }
 
+  function errorText(error) {
+    if (!error) return "";
+    return [error.class, error.message].filter(Boolean).join(": ");
+  }
+
+  // -- the timeline (Gantt) -------------------------------------------------------------
+
+  /** Where a client's row ends: its wall time, else its last phase, else its start. */
+  function clientEnd(row) {
+    if (row.end_s !== null && row.end_s !== undefined) return row.end_s;
+    return row.phases.reduce((end, phase) => Math.max(end, phase.end_s), 0);
+  }
+
+  function orderedClients(rows, order) {
+    const readStart = (row) => {
+      const read = row.phases.find((p) => p.phase === "read") ?? row.phases[0];
+      return read ? read.start_s : Infinity;
+    };
+    const keys = {
+      client: (row) => [row.client],
+      start: (row) => [readStart(row), row.client],
+      end: (row) => [clientEnd(row), row.client],
+      server: (row) => [row.served_by.join(" ") || "~", row.client],
+    };
+    const key = keys[order] ?? keys.client;
+    return [...rows].sort((a, b) => {
+      const [ka, kb] = [key(a), key(b)];
+      for (let i = 0; i < ka.length; i += 1) {
+        if (ka[i] < kb[i]) return -1;
+        if (ka[i] > kb[i]) return 1;
+      }
+      return 0;
+    });
+  }
+
+  /** The rows the Gantt draws: each phase, each first byte, each error. */
+  function timelineRows(rows) {
+    const drawn = [];
+    for (const row of rows) {
+      const common = {
+        client: row.client,
+        status: row.status,
+        served_by: row.served_by.join(" "),
+        error_class: "",
+        error_message: "",
+      };
+      for (const phase of row.phases) {
+        drawn.push({
+          ...common,
+          event: phase.phase,
+          start_s: phase.start_s,
+          end_s: phase.end_s,
+          duration_s: round6(phase.end_s - phase.start_s),
+        });
+      }
+      if (row.ttfb_s !== null && row.ttfb_s !== undefined) {
+        drawn.push({ ...common, event: "first byte", start_s: row.ttfb_s, end_s: row.ttfb_s, duration_s: 0 });
+      }
+      if (row.error) {
+        const at = clientEnd(row);
+        drawn.push({
+          ...common,
+          event: "error",
+          start_s: at,
+          end_s: at,
+          duration_s: 0,
+          error_class: row.error.class,
+          error_message: row.error.message,
+        });
+      }
+    }
+    return drawn;
+  }
+
+  function ganttTraces(drawn) {
+    const stage = live.method === "stage";
+    const traces = [];
+    for (const phase of PHASES) {
+      const rows = drawn.filter((r) => r.event === phase);
+      if (!rows.length) continue;
+      // FileStager copies the next file while the current one is read: copies get the
+      // lower half of the row so that both stay visible.
+      const geometry = stage ? (phase === "copy" ? { width: 0.35, offset: 0.05 } : { width: 0.45, offset: -0.45 }) : {};
+      traces.push({
+        type: "bar",
+        orientation: "h",
+        name: phase,
+        y: rows.map((r) => clientLabel(r.client)),
+        base: rows.map((r) => r.start_s),
+        x: rows.map((r) => r.duration_s),
+        marker: { color: PHASE_COLOURS[phase] },
+        customdata: rows.map((r) => [r.start_s, r.end_s, fedprobe.text(r.served_by || "—")]),
+        hovertemplate:
+          `%{y}: ${fedprobe.text(phase)} from %{customdata[0]:.4f} s to %{customdata[1]:.4f} s` +
+          " (%{x:.4f} s)<br>served by %{customdata[2]}<extra></extra>",
+        ...geometry,
+      });
+    }
+    const firstBytes = drawn.filter((r) => r.event === "first byte");
+    if (firstBytes.length) {
+      traces.push({
+        type: "scatter",
+        mode: "markers",
+        name: "first byte",
+        y: firstBytes.map((r) => clientLabel(r.client)),
+        x: firstBytes.map((r) => r.start_s),
+        marker: { symbol: "diamond", size: 8, color: "#000000" },
+        hovertemplate: "%{y}: first byte at %{x:.4f} s<extra></extra>",
+      });
+    }
+    const errors = drawn.filter((r) => r.event === "error");
+    if (errors.length) {
+      traces.push({
+        type: "scatter",
+        mode: "markers",
+        name: "error",
+        y: errors.map((r) => clientLabel(r.client)),
+        x: errors.map((r) => r.start_s),
+        marker: { symbol: "x", size: 12, color: ERROR_COLOUR, line: { width: 1, color: ERROR_COLOUR } },
+        customdata: errors.map((r) => [fedprobe.text(r.error_class), fedprobe.text(r.error_message.slice(0, 300))]),
+        hovertemplate: "%{y} failed at %{x:.4f} s: %{customdata[0]}<br>%{customdata[1]}<extra></extra>",
+      });
+    }
+    return traces;
+  }
+
+  function emptyTimelineMessage() {
+    const error = errorText(live.error);
+    if (live.progress.status === "cancelled" && !error) {
+      return "No timeline: the run was cancelled before its clients read anything.";
+    }
+    if (error) {
+      return `No timeline: the run ended (${live.progress.status}) before its clients started. ${error}`;
+    }
+    return `No timeline: no client of this ${live.progress.status} run reported its phases.`;
+  }
+
+  let timelineDrawn = [];
+
+  function drawTimeline() {
+    const chart = element("timeline-chart");
+    const rows = charts.timeline;
+    if (!rows.some((row) => row.phases.length)) {
+      timelineDrawn = timelineRows(rows);
+      fedprobe.showMessage(chart, emptyTimelineMessage(), live.error ? "error" : "empty");
+      return;
+    }
+    const ordered = orderedClients(rows, option("order").value);
+    timelineDrawn = timelineRows(ordered);
+    const labels = ordered.map((row) => clientLabel(row.client));
+    const layout = fedprobe.layout({
+      barmode: "overlay",
+      height: Math.max(260, Math.min(1000, 140 + 18 * ordered.length)),
+      xaxis: { title: { text: "seconds from the release of the clients (s)" }, rangemode: "tozero", zeroline: true },
+      yaxis: {
+        title: { text: "client" },
+        type: "category",
+        categoryorder: "array",
+        categoryarray: labels,
+        autorange: "reversed",
+        automargin: true,
+      },
+      legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0 },
+      margin: { t: 50, r: 20, b: 60, l: 80 },
+      uirevision: "timeline",
+    });
+    chart.replaceChildren();
+    Plotly.react(chart, ganttTraces(timelineDrawn), layout, fedprobe.config);
+  }
+
+  // -- latency histograms ---------------------------------------------------------------
+
+  const PERCENTILES = ["p50", "p90", "p99"];
+  let latencyDrawn = [];
+
+  /** A histogram as a step line: each bucket flat from its lower to its upper edge, down to
+      zero across the gaps between non-empty buckets. */
+  function stepLine(buckets) {
+    const x = [];
+    const y = [];
+    const custom = [];
+    buckets.forEach((bucket, i) => {
+      const previous = buckets[i - 1];
+      if (previous && previous.upper_us < bucket.lower_us) {
+        x.push(previous.upper_us);
+        y.push(0);
+        custom.push([previous.upper_us, bucket.lower_us, 0]);
+      }
+      x.push(bucket.lower_us);
+      y.push(bucket.count);
+      custom.push([bucket.lower_us, bucket.upper_us, bucket.count]);
+    });
+    const last = buckets[buckets.length - 1];
+    x.push(last.upper_us);
+    y.push(last.count);
+    custom.push([last.lower_us, last.upper_us, last.count]);
+    return { x, y, custom };
+  }
+
+  function latencyLayout(kind, hist, logCounts) {
+    const shapes = [];
+    const annotations = [];
+    PERCENTILES.forEach((name, i) => {
+      const value = hist[name];
+      if (!(value > 0)) return;
+      shapes.push({
+        type: "line", xref: "x", yref: "paper", x0: value, x1: value, y0: 0, y1: 1,
+        line: { color: "#000000", width: 1, dash: ["dot", "dash", "longdash"][i] },
+      });
+      annotations.push({
+        // On a log axis an annotation is placed in log units (a shape in data units).
+        x: Math.log10(value), xref: "x", yref: "paper", y: 1 - 0.09 * i, yanchor: "top",
+        text: `${name} ${value} µs`, showarrow: false, xanchor: "left", font: { size: 11 },
+        bgcolor: "rgba(255,255,255,0.8)",
+      });
+    });
+    return fedprobe.layout({
+      title: { text: `${fedprobe.text(kind)}: ${hist.count} operations`, font: { size: 14 } },
+      height: 300,
+      showlegend: false,
+      margin: { t: 40, r: 20, b: 55, l: 60 },
+      xaxis: { type: "log", title: { text: "latency (µs)" } },
+      yaxis: { type: logCounts ? "log" : "linear", title: { text: "operations" }, rangemode: "tozero" },
+      shapes,
+      annotations,
+      uirevision: kind,
+    });
+  }
+
+  function drawLatency() {
+    const container = element("latency-charts");
+    const kinds = Object.keys(charts.latency_hist);
+    latencyDrawn = [];
+    if (!kinds.length) {
+      container.classList.remove("chart-grid");
+      fedprobe.showMessage(container, live.final
+        ? "No latencies: no client of this run completed an operation."
+        : "The latency histograms appear when the run ends.");
+      return;
+    }
+    container.classList.add("chart-grid");
+    const logCounts = option("counts").value === "log";
+    kinds.forEach((kind, i) => {
+      const hist = charts.latency_hist[kind];
+      let chart = container.querySelector(`[data-kind="${CSS.escape(kind)}"]`);
+      if (!chart) {
+        chart = document.createElement("div");
+        chart.className = "chart chart-short";
+        chart.dataset.kind = kind;
+        container.appendChild(chart);
+      }
+      const step = stepLine(hist.buckets);
+      const trace = {
+        type: "scatter",
+        mode: "lines",
+        name: fedprobe.text(kind),
+        x: step.x,
+        y: step.y,
+        line: { shape: "hv", color: fedprobe.colour(i), width: 1.5 },
+        fill: logCounts ? "none" : "tozeroy",
+        customdata: step.custom,
+        hovertemplate: "%{customdata[0]} to %{customdata[1]} µs: %{customdata[2]} operations<extra></extra>",
+      };
+      Plotly.react(chart, [trace], latencyLayout(kind, hist, logCounts), fedprobe.config);
+      for (const bucket of hist.buckets) latencyDrawn.push({ kind, series: "bucket", ...bucket });
+      for (const name of PERCENTILES) {
+        latencyDrawn.push({ kind, series: name, lower_us: hist[name], upper_us: hist[name], count: "" });
+      }
+    });
+  }
+
+  // -- data servers -----------------------------------------------------------------------
+
+  let serversDrawn = [];
+
+  function drawServers() {
+    const chart = element("served-chart");
+    const rows = charts.served_by_clients;
+    serversDrawn = rows.map((row) => ({
+      server: row.server,
+      clients_ok: row.ok,
+      clients_failed: row.failed,
+      clients: row.clients.join(" "),
+    }));
+    if (!rows.length) {
+      fedprobe.showMessage(chart, live.final
+        ? "No data server: no client of this run opened the file."
+        : "The data servers appear when the run ends.");
+      return;
+    }
+    const names = rows.map((row) => fedprobe.text(row.server));
+    const listed = rows.map((row) => {
+      const shown = row.clients.slice(0, 40).join(", ");
+      return row.clients.length > 40 ? `${shown}, …` : shown;
+    });
+    const bars = (name, key, color) => ({
+      type: "bar",
+      orientation: "h",
+      name,
+      y: names,
+      x: rows.map((row) => row[key]),
+      marker: { color },
+      customdata: listed,
+      hovertemplate: `%{y}: %{x} clients ${name}<br>clients %{customdata}<extra></extra>`,
+    });
+    const layout = fedprobe.layout({
+      barmode: "stack",
+      height: Math.max(200, 110 + 36 * rows.length),
+      xaxis: { title: { text: "clients served" }, rangemode: "tozero", dtick: rows.some((r) => r.clients.length > 10) ? undefined : 1 },
+      yaxis: { type: "category", automargin: true, autorange: "reversed" },
+      legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0, traceorder: "normal" },
+      margin: { t: 40, r: 20, b: 50, l: 80 },
+    });
+    chart.replaceChildren();
+    Plotly.react(chart, [bars("ended well", "ok", OK_COLOUR), bars("failed", "failed", ERROR_COLOUR)], layout, fedprobe.config);
+  }
+
+  // -- live progress --------------------------------------------------------------------
+
+  let progressDrawn = [];
+
+  function statusColour(status) {
+    if (status === "ok" || status === "succeeded") return OK_COLOUR;
+    if (status === "running" || status === "queued") return fedprobe.colour(0);
+    return ERROR_COLOUR;
+  }
+
+  function drawProgress(run) {
+    const chart = element("timeline-chart");
+    const note = element("timeline-note");
+    if (run.status === "queued") {
+      progressDrawn = [];
+      note.textContent = "The timeline appears once a worker has taken the run.";
+      fedprobe.showMessage(chart,
+        `Waiting for a worker on queue ${live.queue}: one is started with ` +
+        `"celery -A workers worker -Q ${live.queue}".`);
+      return;
+    }
+    note.textContent = "Live: what each client has read of what it plans to read, updated every " +
+      "2 s. Each client's phases, first byte and errors appear when the run ends.";
+    const clients = run.clients;
+    progressDrawn = clients.map((c) => ({
+      client: c.client, status: c.status, bytes_read: c.bytes_read, bytes_planned: c.bytes_planned,
+    }));
+    const labels = clients.map((c) => clientLabel(c.client));
+    const read = clients.map((c) => c.bytes_read / MiB);
+    const left = clients.map((c) => Math.max(0, c.bytes_planned - c.bytes_read) / MiB);
+    const hover = clients.map((c) => [fedprobe.text(c.status), formatSize(c.bytes_read), formatSize(c.bytes_planned)]);
+    const traces = [
+      {
+        type: "bar", orientation: "h", name: "read", y: labels, x: read,
+        marker: { color: clients.map((c) => statusColour(c.status)) },
+        customdata: hover,
+        hovertemplate: "%{y} (%{customdata[0]}): %{customdata[1]} of %{customdata[2]}<extra></extra>",
+      },
+      {
+        type: "bar", orientation: "h", name: "still to read", y: labels, x: left,
+        marker: { color: PENDING_COLOUR }, customdata: hover,
+        hovertemplate: "%{y} (%{customdata[0]}): %{customdata[1]} of %{customdata[2]}<extra></extra>",
+      },
+    ];
+    const layout = fedprobe.layout({
+      barmode: "stack",
+      height: Math.max(220, Math.min(1000, 120 + 18 * clients.length)),
+      xaxis: { title: { text: "bytes read (MiB)" }, rangemode: "tozero" },
+      yaxis: { type: "category", categoryorder: "array", categoryarray: labels, autorange: "reversed", automargin: true },
+      legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0 },
+      margin: { t: 40, r: 20, b: 50, l: 80 },
+      uirevision: "progress",
+    });
+    if (!chart.classList.contains("js-plotly-plot")) chart.replaceChildren();
+    Plotly.react(chart, traces, layout, fedprobe.config);
+    chart.dataset.bytesRead = String(run.bytes_read);
+  }
+
   function showStatus(badge, status) {
     badge.textContent = status;
     badge.className = `badge status-${status}`;
   }
 
   function showRun(run) {
-    showStatus(document.getElementById("run-status"), run.status);
-    const progress = document.getElementById("run-progress");
+    showStatus(element("run-status"), run.status);
+    const progress = element("run-progress");
     const bar = progress.querySelector("progress");
     if (run.percent !== null) {
       bar.value = run.percent;
@@ -36,15 +453,14 @@
       `${formatSize(run.bytes_read)} of ${formatSize(run.bytes_planned)}`;
     for (const client of run.clients) {
       const row = document.querySelector(`#clients tr[data-client="${client.client}"]`);
-      if (!row) {
-        continue;
-      }
+      if (!row) continue;
       showStatus(row.querySelector("[data-role='status']"), client.status);
       row.querySelector("[data-role='client-bytes']").textContent = String(client.bytes_read);
       const clientBar = row.querySelector("progress");
       clientBar.max = client.bytes_planned || 1;
       clientBar.value = client.bytes_read;
     }
+    drawProgress(run);
   }
 
   async function poll() {
@@ -63,7 +479,7 @@
       }
       showRun(run);
       if (run.final) {
-        window.location.reload();
+        window.location.reload(); // the server renders the results and the final charts
         return;
       }
     } catch (error) {
@@ -72,7 +488,36 @@
     window.setTimeout(poll, POLL_MS);
   }
 
-  if (!live.final) {
+  // -- wiring -----------------------------------------------------------------------------
+
+  function drawFinal() {
+    drawTimeline();
+    drawLatency();
+    drawServers();
+  }
+
+  restoreControls();
+  const id = live.run;
+  if (live.final) {
+    fedprobe.downloads(element("timeline-card"), `run-${id}-timeline`, () => timelineDrawn, TIMELINE_COLUMNS);
+  } else {
+    fedprobe.downloads(element("timeline-card"), `run-${id}-progress`, () => progressDrawn, PROGRESS_COLUMNS);
+  }
+  fedprobe.downloads(element("latency-card"), `run-${id}-latency`, () => latencyDrawn, LATENCY_COLUMNS);
+  fedprobe.downloads(element("served-card"), `run-${id}-servers`, () => serversDrawn, SERVER_COLUMNS);
+  document.querySelectorAll("[form='run-chart-controls']").forEach((select) => {
+    select.addEventListener("change", () => {
+      fedprobe.permalink(controls);
+      if (live.final) drawFinal();
+    });
+  });
+
+  if (live.final) {
+    drawFinal();
+  } else {
+    drawProgress(live.progress);
+    drawLatency();
+    drawServers();
     window.setTimeout(poll, POLL_MS);
   }
 })();

@@ -17,6 +17,7 @@ from webapp.campaigns.validation import (
     campaign_rule_errors,
     fraction_in_bounds,
 )
+from webapp.dashboards.run_detail import RunChartsSerializer
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine import InvalidParams
 from workers.engine.urls import check_url
@@ -198,3 +199,31 @@ class RunListSerializer(serializers.ModelSerializer[Run]):
             "bytes_read",
         ]
         read_only_fields = fields
+
+
+class RunDetailSerializer(RunChartsSerializer):
+    """The run JSON of design.md with its clients' engine records (the schema of the run
+    detail; the response is built by run_json and run_charts), and the run page's charts."""
+
+    id = serializers.IntegerField()
+    campaign = serializers.IntegerField()
+    status = serializers.CharField()
+    trigger = serializers.CharField()
+    worker = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    params = serializers.DictField()
+    wall_s = serializers.FloatField(allow_null=True)
+    open_s = serializers.FloatField(allow_null=True)
+    ttfb_s = serializers.FloatField(allow_null=True)
+    throughput_mbps = serializers.FloatField(allow_null=True)
+    ops = serializers.IntegerField(allow_null=True)
+    op_latency_us = serializers.DictField(child=serializers.FloatField(allow_null=True))
+    bytes_requested = serializers.IntegerField(allow_null=True)
+    bytes_read = serializers.IntegerField(allow_null=True)
+    bytes_wire = serializers.IntegerField(allow_null=True)
+    cpu_s = serializers.FloatField(allow_null=True)
+    served_by = serializers.ListField(child=serializers.CharField())
+    errors = serializers.ListField(child=serializers.DictField())
+    clients = serializers.ListField(child=serializers.DictField(), help_text="engine records")

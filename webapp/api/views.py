@@ -19,6 +19,7 @@ from webapp.api.filters import RunFilter
 from webapp.api.serializers import (
     CampaignSerializer,
     EndpointSerializer,
+    RunDetailSerializer,
     RunListSerializer,
     SiteSerializer,
     VantagePointSerializer,
@@ -26,6 +27,7 @@ from webapp.api.serializers import (
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.selectors import SERIES_METRICS, endpoint_series, run_json, run_list
 from webapp.campaigns.services import campaign_launch, run_cancel
+from webapp.dashboards.run_detail import run_charts
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from webapp.sites.services import vantage_point_local
 
@@ -122,12 +124,15 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
 
     def get_queryset(self) -> QuerySet[Run]:
         if self.action == "retrieve":
-            return Run.objects.select_related("endpoint", "vantage_point", "test_file")
+            return Run.objects.select_related(
+                "endpoint", "vantage_point", "test_file"
+            ).prefetch_related("attempts")
         return run_list()
 
+    @extend_schema(responses=RunDetailSerializer)
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         run = self.get_object()
-        return Response(run_json(run))
+        return Response({**run_json(run), **run_charts(run)})
 
     @extend_schema(request=None, responses={202: RunListSerializer})
     @action(detail=True, methods=["post"])

@@ -29,6 +29,7 @@ from webapp.campaigns.selectors import (
 )
 from webapp.campaigns.services import campaign_clone, campaign_launch, campaign_preview, run_cancel
 from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
+from webapp.dashboards.run_detail import run_charts
 
 MAX_STATUS_IDS = 100
 ID = re.compile(r"[0-9]{1,18}")
@@ -171,10 +172,15 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
             run=run,
             progress=progress,
             clients=[(c, attempts.get(c.client)) for c in progress.clients],
+            charts=run_charts(run),
             live={
                 "run": run.pk,
                 "final": run.is_final,
+                "method": run.method,
+                "queue": run.vantage_point.queue,
+                "error": run.errors[0] if run.errors else None,
                 "status_url": f"{reverse('campaigns:run-status')}?ids={run.pk}&clients=1",
+                "progress": progress.to_json(clients=True),
             },
         )
         return context
