@@ -227,6 +227,33 @@ class Run(models.Model):
             models.Index(fields=["vantage_point", "endpoint", "created_at"]),
             # Whether a vantage point's workers took anything lately (runs_resend_stale).
             models.Index(fields=["vantage_point", "started_at"], name="run_vantage_started_idx"),
+            # Compare over time (webapp/dashboards/compare.py): endpoints x one parameter set
+            # over a range of days, read from the index alone (the metrics are included).
+            models.Index(
+                fields=[
+                    "endpoint",
+                    "method",
+                    "pattern",
+                    "read_size",
+                    "fraction",
+                    "clients",
+                    "status",
+                    "created_at",
+                ],
+                include=[
+                    "vantage_point",
+                    "throughput_mbps",
+                    "wall_s",
+                    "open_s",
+                    "ttfb_s",
+                    "latency_p50_us",
+                    "latency_p90_us",
+                    "latency_p99_us",
+                    "cpu_s",
+                    "bytes_wire",
+                ],
+                name="run_compare_idx",
+            ),
         ]
 
     def __str__(self) -> str:
