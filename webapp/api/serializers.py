@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from webapp.campaigns.models import Campaign, Run
-from webapp.campaigns.services import campaign_preview
+from webapp.campaigns.services import MatrixPreview, campaign_preview, campaign_preview_draft
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
     INT_BOUNDS,
@@ -95,6 +95,18 @@ def _bounded(name: str, **kwargs: Any) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=low, max_value=high, **kwargs)
 
 
+# The campaign's own fields that shape its matrix (the rest are relations).
+PARAMETER_FIELDS = (
+    "methods",
+    "patterns",
+    "read_sizes",
+    "fractions",
+    "clients",
+    "files",
+    "repetitions",
+)
+
+
 class CampaignSerializer(serializers.ModelSerializer[Campaign]):
     methods = _list_of(serializers.ChoiceField(choices=METHODS))
     patterns = _list_of(serializers.ChoiceField(choices=PATTERNS))
@@ -162,7 +174,27 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         )
         if errors:
             raise serializers.ValidationError(errors)
+        refusal = self._preview(attrs).refusal
+        if refusal:
+            raise serializers.ValidationError({"matrix": refusal})
         return attrs
+
+    def _preview(self, attrs: dict[str, Any]) -> MatrixPreview:
+        """The matrix the campaign would have with these changes (nothing written)."""
+        current = self.instance
+        draft = Campaign()
+        for name in PARAMETER_FIELDS:
+            if name in attrs:
+                setattr(draft, name, attrs[name])
+            elif current is not None:
+                setattr(draft, name, getattr(current, name))
+        related = {}
+        for name in ("endpoints", "test_files", "vantage_points"):
+            if name in attrs:
+                related[name] = list(attrs[name])
+            else:
+                related[name] = list(getattr(current, name).all()) if current else []
+        return campaign_preview_draft(draft=draft, **related)
 
     def get_matrix_size(self, campaign: Campaign) -> int:
         return campaign.matrix_size()

@@ -107,7 +107,8 @@ class CampaignViewSet(OwnedViewSet):
             )
         },
     )
-    @action(detail=True, methods=["post"])
+    # Launching is not editing: any operator may launch any campaign (as on its page).
+    @action(detail=True, methods=["post"], permission_classes=[IsOperatorOrReadOnly])
     def launch(self, request: Request, pk: str | None = None) -> Response:
         campaign = self.get_object()
         try:

@@ -13,8 +13,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.forms.models import construct_instance
 
-from webapp.campaigns.models import Campaign, MatrixRows, matrix_files
-from webapp.campaigns.services import MatrixPreview, campaign_preview
+from webapp.campaigns.models import Campaign
+from webapp.campaigns.services import MatrixPreview, campaign_preview_draft
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
     INT_BOUNDS,
@@ -261,24 +261,14 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         return cleaned
 
     def _check_matrix(self, cleaned: dict[str, Any]) -> None:
-        draft = construct_instance(self, Campaign(), fields=self._meta.fields)
-        self.preview = campaign_preview(campaign=draft, rows=self._matrix_rows(cleaned))
-        if self.preview.too_large:
-            self.add_error(
-                None,
-                f"matrix: {self.preview.runs} runs exceed the limit of {self.preview.cap} "
-                "per launch; choose fewer values",
-            )
-        elif not self.preview.runs:
-            self.add_error(None, "matrix: the campaign expands into no runs")
-
-    def _matrix_rows(self, cleaned: dict[str, Any]) -> MatrixRows:
-        test_files = matrix_files(endpoints=cleaned["endpoints"], chosen=cleaned["test_files"])
-        vantage_points = list(cleaned["vantage_points"]) or [
-            VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT).first()
-            or VantagePoint(name=LOCAL_VANTAGE_POINT)
-        ]
-        return MatrixRows(test_files, vantage_points)
+        self.preview = campaign_preview_draft(
+            draft=construct_instance(self, Campaign(), fields=self._meta.fields),
+            endpoints=cleaned["endpoints"],
+            test_files=cleaned["test_files"],
+            vantage_points=cleaned["vantage_points"],
+        )
+        if self.preview.refusal:
+            self.add_error(None, f"matrix: {self.preview.refusal}")
 
     def save(self, commit: bool = True) -> Campaign:
         """Save the campaign and its relations; no vantage point chosen means the local one."""

@@ -22,8 +22,8 @@ from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run
-from webapp.sites.models import TestFile
+from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
+from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import (
     EgressPolicy,
     InvalidParams,
@@ -58,6 +58,34 @@ class MatrixPreview:
     def too_large(self) -> bool:
         return self.runs > self.cap
 
+    @property
+    def refusal(self) -> str | None:
+        """Why this matrix cannot be launched, or None."""
+        if self.too_large:
+            return f"{self.runs} runs exceed the limit of {self.cap} per launch: use fewer values"
+        if not self.runs:
+            return "the campaign expands into no runs"
+        return None
+
+
+def campaign_preview_draft(
+    *,
+    draft: Campaign,
+    endpoints: Iterable[Endpoint],
+    test_files: Iterable[TestFile],
+    vantage_points: Iterable[VantagePoint],
+) -> MatrixPreview:
+    """The preview of a campaign not saved yet (a form's, an API request's): its relations
+    come as arguments and nothing is written (no vantage point chosen: the local one)."""
+    from webapp.sites.services import LOCAL_VANTAGE_POINT  # sites.services imports us
+
+    files = matrix_files(endpoints=endpoints, chosen=test_files)
+    points = list(vantage_points) or [
+        VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT).first()
+        or VantagePoint(name=LOCAL_VANTAGE_POINT)
+    ]
+    return campaign_preview(campaign=draft, rows=MatrixRows(files, points))
+
 
 def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> MatrixPreview:
     """`rows` preview a campaign not saved yet (a form's): nothing is read from its relations."""
@@ -71,13 +99,9 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
 
 def campaign_launch(*, campaign: Campaign, trigger: str, user: object = None) -> list[Run]:
     """Create the campaign's runs (queued) and enqueue each once the transaction commits."""
-    preview = campaign_preview(campaign=campaign)
-    if preview.too_large:
-        raise ValidationError(
-            {"matrix": f"{preview.runs} runs exceed the limit of {preview.cap} per launch"}
-        )
-    if not preview.runs:
-        raise ValidationError({"matrix": "the campaign expands into no runs"})
+    refusal = campaign_preview(campaign=campaign).refusal
+    if refusal:
+        raise ValidationError({"matrix": refusal})
     with transaction.atomic():
         runs = Run.objects.bulk_create(
             Run(

@@ -166,12 +166,44 @@ def test_launch_answers_with_the_created_run_ids(operator: APIClient) -> None:
 def test_launch_over_the_cap_is_refused_and_creates_no_run(
     operator: APIClient, settings: Any
 ) -> None:
-    settings.FEDPROBE_MAX_MATRIX = 2
     created = operator.post("/api/v1/campaigns/", campaign_body(), format="json").json()
+    settings.FEDPROBE_MAX_MATRIX = 2  # lowered after the campaign was made
     answer = operator.post(f"/api/v1/campaigns/{created['id']}/launch/")
     assert answer.status_code == 400
     assert "matrix" in answer.json()
     assert not Run.objects.exists()
+
+
+def test_a_campaign_over_the_cap_is_refused_at_creation_and_on_change(
+    operator: APIClient, settings: Any
+) -> None:
+    settings.FEDPROBE_MAX_MATRIX = 4
+    answer = operator.post("/api/v1/campaigns/", campaign_body(), format="json")
+    assert answer.status_code == 400
+    assert "8 runs exceed the limit of 4" in answer.json()["matrix"][0]
+    assert not Campaign.objects.exists()
+    created = operator.post(
+        "/api/v1/campaigns/", campaign_body(methods=["direct"], clients=[1]), format="json"
+    ).json()
+    grown = operator.patch(
+        f"/api/v1/campaigns/{created['id']}/", {"clients": [1, 2, 4]}, format="json"
+    )
+    assert grown.status_code == 400 and "matrix" in grown.json()
+    assert Campaign.objects.get().clients == [1]
+
+
+def test_any_operator_may_launch_but_only_the_owner_may_edit(operator: APIClient) -> None:
+    created = operator.post("/api/v1/campaigns/", campaign_body(), format="json").json()
+    other_user = User.objects.create_user("other-operator")
+    other_user.groups.add(Group.objects.get(name="operator"))
+    other = APIClient()
+    other.force_authenticate(other_user)
+    assert other.post(f"/api/v1/campaigns/{created['id']}/launch/").status_code == 201
+    renamed = other.patch(f"/api/v1/campaigns/{created['id']}/", {"name": "x"}, format="json")
+    assert renamed.status_code == 403
+    assert (
+        client_for("viewer").post(f"/api/v1/campaigns/{created['id']}/launch/").status_code == 403
+    )
 
 
 def test_run_list_filters_and_run_detail_carries_the_run_json(operator: APIClient) -> None:

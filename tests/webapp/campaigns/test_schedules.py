@@ -115,7 +115,10 @@ def test_a_slot_missed_beyond_the_window_is_skipped(settings: Any) -> None:
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
-        ({"clients": [1, 2, 3]}, "matrix: 3 runs exceed the limit of 2 per launch"),
+        (
+            {"clients": [1, 2, 3]},
+            "matrix: 3 runs exceed the limit of 2 per launch: use fewer values",
+        ),
         ({"methods": []}, "matrix: the campaign expands into no runs"),
     ],
 )
