@@ -40,10 +40,9 @@ def celery_sends_to(url: str) -> Iterator[None]:
 
 
 def _use_broker(app: Any, url: str) -> None:
-    # The app opens its connection pools on first use, from broker_url: drop them so that
-    # the next send opens new ones.
-    if app._pool is not None:
-        app._pool.force_close_all()
+    # The app takes its connection pools from kombu's registry (one per broker) on first use:
+    # forget them so that the next send takes those of `url`. They stay open in the registry
+    # (closing one would break the app's next use of that broker).
     app._pool = None
     app.amqp._producer_pool = None
     app.conf.broker_url = url
