@@ -9,10 +9,20 @@
   const form = document.getElementById("results-controls");
   const endpoints = new Map(data.endpoints.map((e) => [e.id, e]));
   const METHODS = ["direct", "copy", "stage"];
-  const ERROR_CLASSES = [
-    "timeout", "refused", "auth", "not-found", "short-read", "checksum", "server-error",
-    "cancelled", "lost", "failed", "partial",
-  ];
+  // Error classes in the order the chart stacks them, each with an Okabe-Ito colour (and
+  // grey for the runs nobody let finish).
+  const ERROR_COLOURS = {
+    timeout: "#D55E00",
+    refused: "#E69F00",
+    auth: "#CC79A7",
+    "not-found": "#56B4E9",
+    "short-read": "#F0E442",
+    checksum: "#009E73",
+    "server-error": "#0072B2",
+    lost: "#000000",
+    cancelled: "#999999",
+  };
+  const ERROR_CLASSES = Object.keys(ERROR_COLOURS);
 
   function formatSize(bytes) {
     const units = ["B", "KiB", "MiB", "GiB"];
@@ -61,10 +71,16 @@
   const selection = {};
   const varying = data.varying;
 
+  /** The value with the most parameter sets measured (a campaign whose runs are not its
+      whole matrix), else direct, the largest fraction and read size, or the first. */
   function preferred(name, values) {
-    if (name === "method" && values.includes("direct")) return "direct";
-    if (name === "fraction" || name === "read_size") return values[values.length - 1];
-    return values[0];
+    const counts = new Map(values.map((v) => [v, 0]));
+    for (const cell of data.cells) counts.set(cell[name], (counts.get(cell[name]) || 0) + 1);
+    const most = Math.max(...counts.values());
+    const candidates = values.filter((v) => counts.get(v) === most);
+    if (name === "method" && candidates.includes("direct")) return "direct";
+    if (name === "fraction" || name === "read_size") return candidates[candidates.length - 1];
+    return candidates[0];
   }
 
   function fromAddress(name, values) {
@@ -87,12 +103,11 @@
       const select = document.createElement("select");
       select.id = `control-${name}`;
       select.name = name;
-      values.forEach((value, index) => {
+      values.forEach((value) => {
         const option = document.createElement("option");
         option.value = String(value);
         option.textContent = show(name, value);
         option.selected = value === selection[name];
-        option.dataset.index = String(index);
         select.appendChild(option);
       });
       select.addEventListener("change", () => {
@@ -117,12 +132,15 @@
     return varying.filter((name) => !across.includes(name)).map((n) => [n, selection[n]]);
   }
 
+  /** A Plotly title (escaped): the endpoint the chart shows, then the other controls. */
   function titleFor(across) {
-    const parts = fixedFor(across).map(([name, value]) => show(name, value));
-    if (!across.includes("endpoint") && !varying.includes("endpoint") && data.endpoints.length) {
-      parts.unshift(endpointLabel(data.endpoints[0].id));
+    const fixed = fixedFor(across).filter(([name]) => name !== "endpoint");
+    const lines = [fixed.map(([n, v]) => `${label(n).toLowerCase()} ${show(n, v)}`).join(" · ")];
+    if (!across.includes("endpoint") && data.endpoints.length) {
+      const id = varying.includes("endpoint") ? selection.endpoint : data.endpoints[0].id;
+      lines.unshift(endpointLabel(id));
     }
-    return parts.join(" · ");
+    return lines.filter(Boolean).map(fedprobe.text).join("<br>");
   }
 
   function apiUrl(across) {
@@ -157,7 +175,7 @@
 
   function describeCell(cell) {
     return [
-      `${fedprobe.text(endpointName(cell.endpoint))}`,
+      fedprobe.text(endpointLabel(cell.endpoint)),
       `${cell.method}, ${cell.pattern}, ${formatSize(cell.read_size)} reads`,
       `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients`,
       `${cell.runs} run${cell.runs === 1 ? "" : "s"}`,
@@ -238,6 +256,17 @@
     };
     const streams = cell.streams > 1 ? `, ${cell.streams} streams` : "";
     return `${names[cell.pattern] || cell.pattern}${readaheadSuffix(cell)}${streams}`;
+  }
+
+  /** Log-axis ticks at the powers of two (of four when they get crowded) the values span. */
+  function sizeTicks(values) {
+    if (!values.length) return {};
+    const low = Math.floor(Math.log2(Math.min(...values)));
+    const high = Math.ceil(Math.log2(Math.max(...values)));
+    const step = high - low > 12 ? 4 : high - low > 6 ? 2 : 1;
+    const tickvals = [];
+    for (let power = low; power <= high; power += step) tickvals.push(2 ** power);
+    return { tickvals, ticktext: tickvals.map(formatSize) };
   }
 
   function median(values) {
@@ -357,8 +386,10 @@
   function drawBytes(rows) {
     const points = rows.filter((r) => r.bytes_requested && r.bytes_wire);
     const groups = groupBy(points, (r) => `${r.method}${readaheadSuffix(r)}`);
-    const traces = [...groups.keys()].sort().map((name, index) => {
+    const names = [...groups.keys()].sort((a, b) => methodOrder(a.split(" ")[0], b.split(" ")[0]));
+    const traces = names.map((name) => {
       const group = groups.get(name);
+      const method = group[0].method;
       return {
         type: "scatter",
         mode: "markers",
@@ -371,10 +402,16 @@
             "what was needed",
         ),
         hovertemplate: "%{text}<br>needed %{x:,} B, moved %{y:,} B<extra></extra>",
-        marker: { color: fedprobe.colour(index), size: 9 },
+        marker: {
+          color: methodColour(method),
+          size: 9,
+          symbol: group[0].readahead ? "diamond" : "circle",
+          line: { color: "#ffffff", width: 1 },
+        },
       };
     });
     const all = points.flatMap((r) => [r.bytes_requested, r.bytes_wire]);
+    const ticks = sizeTicks(all);
     if (all.length) {
       const low = Math.min(...all);
       const high = Math.max(...all);
@@ -392,8 +429,12 @@
       traces,
       rows: points,
       layout: {
-        xaxis: { title: { text: "Bytes needed (requested by the readers, log)" }, type: "log" },
-        yaxis: { title: { text: "Bytes transferred (over the wire, log)" }, type: "log" },
+        xaxis: {
+          title: { text: "Bytes needed (requested by the readers, log)" },
+          type: "log",
+          ...ticks,
+        },
+        yaxis: { title: { text: "Bytes transferred (over the wire, log)" }, type: "log", ...ticks },
       },
     };
   }
@@ -406,8 +447,10 @@
     const order = [...new Set(rows.map((r) => r.endpoint))].sort(
       (a, b) => firstByte.get(a) - firstByte.get(b),
     );
-    const category = (id) => fedprobe.text(endpointLabel(id));
-    const measured = rows.filter((r) => r.wall_s !== null).map((r) => ({ ...r, variant: variant(r) }));
+    const category = (id) => fedprobe.text(endpointName(id));
+    const measured = rows
+      .filter((r) => r.wall_s !== null)
+      .map((r) => ({ ...r, variant: variant(r) }));
     const groups = groupBy(measured, (r) => r.variant);
     const traces = [...groups.keys()].sort().map((name, index) => {
       const group = groups.get(name);
@@ -441,7 +484,9 @@
   const ERRORS = {
     id: "errors",
     across: dimensionNames().filter((n) => n !== "vantage_point"),
-    columns: ["endpoint", "site", "vantage_point", "method", "status", "error_class", "runs", "of_runs"],
+    columns: [
+      "endpoint", "site", "vantage_point", "method", "status", "error_class", "runs", "of_runs",
+    ],
   };
 
   function drawErrors(rows) {
@@ -454,9 +499,10 @@
         const group = groups.get(errorClass);
         return {
           type: "bar",
+          orientation: "h",
           name: fedprobe.text(errorClass),
-          x: group.map(category),
-          y: group.map((f) => f.runs),
+          y: group.map(category),
+          x: group.map((f) => f.runs),
           text: group.map(
             (f) =>
               `${fedprobe.text(endpointLabel(f.endpoint))}<br>${f.method}: ${f.runs} of ` +
@@ -464,15 +510,30 @@
           ),
           textposition: "none",
           hovertemplate: "%{text}<extra></extra>",
-          marker: { color: fedprobe.colour(rank(errorClass) % 8) },
+          marker: { color: ERROR_COLOURS[errorClass] || "#57606a" },
         };
       });
+    const categories = [...new Set(rows.map(category))].sort().reverse(); // top to bottom
+    const totals = new Map();
+    for (const f of rows) totals.set(category(f), (totals.get(category(f)) || 0) + f.runs);
     return {
       traces,
       layout: {
         barmode: "stack",
-        xaxis: { title: { text: "Endpoint · method" }, type: "category" },
-        yaxis: { title: { text: "Runs" }, rangemode: "tozero", tickformat: "d" },
+        height: 220 + 34 * categories.length,
+        margin: { t: 60, r: 20, b: 100, l: 20 },
+        showlegend: true,
+        xaxis: {
+          title: { text: "Runs" },
+          rangemode: "tozero",
+          dtick: Math.max(...totals.values()) <= 10 ? 1 : undefined,
+        },
+        yaxis: {
+          type: "category",
+          categoryorder: "array",
+          categoryarray: categories,
+          automargin: true,
+        },
       },
     };
   }
@@ -506,7 +567,7 @@
         y: 1,
         yanchor: "bottom",
         showarrow: false,
-        text: `crossover ${formatPercent(x)}`,
+        text: `crossover ${x >= 0.01 ? Math.round(x * 100) : Math.round(x * 1000) / 10}%`,
       },
     ];
   }
@@ -516,9 +577,15 @@
   function plot(element, figure, title) {
     if (element.querySelector(".chart-message")) element.replaceChildren();
     const layout = fedprobe.layout({
+      height: 380,
+      margin: { t: 60, r: 20, b: 100, l: 70 },
+      // Below the axis title, whatever the tick labels take.
+      legend: { orientation: "h", x: 0, y: 0, yref: "container", yanchor: "bottom" },
       ...figure.layout,
-      title: { text: fedprobe.text(title), font: { size: 13 } },
+      title: { text: title, font: { size: 13 } },
     });
+    layout.xaxis = { automargin: true, ...layout.xaxis };
+    layout.yaxis = { automargin: true, ...layout.yaxis };
     Plotly.react(element, figure.traces, layout, fedprobe.config);
   }
 
@@ -600,10 +667,12 @@
     for (const chart of CHARTS) {
       const columns = [...PARAMETER_COLUMNS, ...chart.metrics];
       const card = document.getElementById(`card-${chart.id}`);
-      fedprobe.downloads(card, `campaign-${data.campaign.id}-${chart.id}`, () => drawn.get(chart.id), columns);
+      const basename = `campaign-${data.campaign.id}-${chart.id}`;
+      fedprobe.downloads(card, basename, () => drawn.get(chart.id), columns);
     }
     const card = document.getElementById("card-errors");
-    fedprobe.downloads(card, `campaign-${data.campaign.id}-errors`, () => drawn.get("errors"), ERRORS.columns);
+    const basename = `campaign-${data.campaign.id}-errors`;
+    fedprobe.downloads(card, basename, () => drawn.get("errors"), ERRORS.columns);
   }
 
   buildControls();

@@ -15,6 +15,7 @@ Three queries whatever the number of runs.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -440,5 +441,8 @@ def _crossings(fractions: list[float], gaps: list[float]) -> list[tuple[float, b
 
 
 def _percent(fraction: float) -> str:
+    """Whole percents rounded half up (as the page's script marks the crossover)."""
     percent = fraction * 100
-    return f"{percent:.0f}%" if percent >= 1 or percent == 0 else f"{percent:.1f}%"
+    if percent >= 1 or percent == 0:
+        return f"{math.floor(percent + 0.5)}%"
+    return f"{math.floor(percent * 10 + 0.5) / 10}%"

@@ -172,6 +172,13 @@ def test_one_crossover_per_parameter_set(campaign: Campaign, test_file: TestFile
             "Reading more than 50% of the file, copying first is faster on e.",
         ),
         (
+            {0.5: 1.0, 0.75: 3.0},
+            {0.5: 2.0, 0.75: 2.0},
+            "crossover",
+            0.625,
+            "Reading more than 63% of the file, copying first is faster on e.",
+        ),
+        (
             {0.25: 1.0, 0.5: 3.0, 0.75: 1.0, 1.0: 3.0},
             {0.25: 2.0, 0.5: 2.0, 0.75: 2.0, 1.0: 2.0},
             "crossover",
