@@ -3,6 +3,7 @@ from rest_framework.routers import DefaultRouter
 
 from webapp.api import views
 from webapp.dashboards.alerts import AlertsAPIView
+from webapp.dashboards.compare_views import CompareAPIView
 from webapp.dashboards.matrix import MatrixAPIView
 from webapp.dashboards.results_views import CampaignResultsAPIView
 
@@ -15,6 +16,7 @@ router.register("runs", views.RunViewSet, basename="run")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),
+    path("compare/", CompareAPIView.as_view(), name="compare-api"),
     path("matrix/", MatrixAPIView.as_view(), name="matrix-api"),
     path("alerts/", AlertsAPIView.as_view(), name="alerts-api"),
     path(

@@ -1,0 +1,286 @@
+"""Compare over time: one metric of chosen endpoints, per day (or week), for one parameter set.
+
+The page (/compare/) and its API view (/api/v1/compare/) call `compare_data` with the same
+validated query (compare_views.CompareForm), so the chart's numbers are the API's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Aggregate, Count, DateField, F, FloatField, Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Trunc
+
+from webapp.campaigns.models import Run
+from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.campaigns.services import MEASURED
+from webapp.sites.models import Endpoint, VantagePoint
+
+PARAMETER_FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
+# Runs that measured nothing, shown as failures on their date (never in the medians).
+FAILURES = (Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.CANCELLED)
+BUCKETS = ("day", "week")
+MAX_ENDPOINTS = 20
+MAX_DAYS = 731
+DEFAULT_DAYS = 90
+# Individual runs go to the chart only for short ranges: a year of them is noise, and heavy.
+RUNS_MAX_DAYS = 31
+RUNS_MAX = 5000
+METRIC_LABELS = {
+    "throughput_mbps": "Throughput",
+    "wall_s": "Wall time",
+    "open_s": "Open time (p50 over clients)",
+    "ttfb_s": "Time to first byte (p50 over clients)",
+    "latency_p50_us": "Read latency p50",
+    "latency_p90_us": "Read latency p90",
+    "latency_p99_us": "Read latency p99",
+    "cpu_s": "Client CPU",
+    "bytes_wire": "Bytes over the wire",
+}
+
+
+class Percentile(Aggregate):
+    """percentile_cont(fraction) (PostgreSQL): the value below which `fraction` of the
+    group lies, interpolated between neighbours as numpy's default does."""
+
+    function = "percentile_cont"
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+    def __init__(self, expression: Any, fraction: float) -> None:
+        super().__init__(expression, fraction=float(fraction))
+
+
+def percentile(ordered: Sequence[float], fraction: float) -> float:
+    """percentile_cont over sorted values, for databases without it (SQLite)."""
+    position = fraction * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def default_range(today: date) -> tuple[date, date]:
+    return today - timedelta(days=DEFAULT_DAYS - 1), today
+
+
+def compare_data(
+    *,
+    endpoints: Sequence[Endpoint],
+    metric: str,
+    since: date,
+    until: date,
+    bucket: str = "day",
+    parameters: dict[str, Any] | None = None,
+    vantage_point: VantagePoint | None = None,
+) -> dict[str, Any]:
+    """The metric per endpoint and bucket (median, quartiles, count) of the measured runs of
+    one parameter set, the failures per day, and, for ranges up to RUNS_MAX_DAYS, the runs.
+
+    The parameter set is the one `parameters` names in full; else the most measured one of
+    these endpoints that agrees with the fields given (so a line never mixes parameter
+    sets), counted over the range's last RUNS_MAX_DAYS days (the whole range if they
+    measured nothing then); None (and no data) if they measured nothing at all."""
+    runs = _runs_in_range(endpoints, since, until, vantage_point)
+    recent = max(since, until - timedelta(days=RUNS_MAX_DAYS - 1))
+    measured = parameter_sets_measured(runs.filter(created_at__gte=_midnight(recent)))
+    if not measured and recent > since:
+        measured = parameter_sets_measured(runs)
+    chosen = _choose(parameters or {}, measured)
+    data: dict[str, Any] = {
+        "metric": metric,
+        "unit": SERIES_METRICS[metric],
+        "label": METRIC_LABELS[metric],
+        "bucket": bucket,
+        "since": since,
+        "until": until,
+        "vantage_point": vantage_point.name if vantage_point else None,
+        "parameter_set": chosen,
+        "parameter_sets": measured,
+        "endpoints": [_endpoint_json(e) for e in endpoints],
+        "series": [],
+        "failures": [],
+        "runs": [],
+        "runs_shown": (until - since).days + 1 <= RUNS_MAX_DAYS,
+        "runs_max_days": RUNS_MAX_DAYS,
+        "runs_truncated": False,
+    }
+    if chosen is None:
+        return data
+    runs = runs.filter(**chosen)
+    data["series"] = _series(runs, endpoints, metric, bucket)
+    data["failures"] = _failures(runs)
+    if data["runs_shown"]:
+        data["runs"], data["runs_truncated"] = _runs(runs, metric)
+    return data
+
+
+def _runs_in_range(
+    endpoints: Sequence[Endpoint], since: date, until: date, vantage_point: VantagePoint | None
+) -> QuerySet[Run]:
+    runs = Run.objects.filter(
+        endpoint_id__in=[e.pk for e in endpoints],
+        created_at__gte=_midnight(since),
+        created_at__lt=_midnight(until + timedelta(days=1)),
+    )
+    if vantage_point:
+        runs = runs.filter(vantage_point_id=vantage_point.pk)
+    return runs.order_by()
+
+
+def _midnight(day: date) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=UTC)
+
+
+def _bucket(field: str, bucket: str) -> Cast:
+    """The bucket's first day (weeks start on Monday), as a date: UTC days."""
+    return Cast(Trunc(field, bucket, tzinfo=UTC), output_field=DateField())
+
+
+def parameter_sets_measured(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+    """The parameter sets among `runs` with how many runs each, the most measured first."""
+    rows = runs.values(*PARAMETER_FIELDS).annotate(runs=Count("*"))
+    return sorted(rows, key=lambda r: (-r["runs"], *(r[f] for f in PARAMETER_FIELDS)))
+
+
+def _choose(given: dict[str, Any], measured: list[dict[str, Any]]) -> dict[str, Any] | None:
+    named = {f: given[f] for f in PARAMETER_FIELDS if given.get(f) not in (None, "")}
+    if len(named) == len(PARAMETER_FIELDS):
+        return named
+    for candidate in measured:
+        if all(candidate[f] == value for f, value in named.items()):
+            return {f: candidate[f] for f in PARAMETER_FIELDS}
+    return None
+
+
+def _endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
+    return {
+        "id": endpoint.pk,
+        "name": endpoint.name,
+        "protocol": endpoint.protocol,
+        "role": endpoint.role,
+        "site": endpoint.site_id,
+        "site_name": endpoint.site.name,
+    }
+
+
+def _series(
+    runs: QuerySet[Run], endpoints: Sequence[Endpoint], metric: str, bucket: str
+) -> list[dict[str, Any]]:
+    """Per endpoint, columns of its buckets: the bucket's first day, n, q1, median, q3."""
+    measured = runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
+    measured = measured.annotate(t=_bucket("created_at", bucket))
+    if connection.vendor == "postgresql":
+        rows: Iterable[tuple[int, Any, int, float, float, float]] = _fetch(
+            measured.values("endpoint_id", "t")
+            .annotate(
+                n=Count("*"),
+                q1=Percentile(F(metric), 0.25),
+                median=Percentile(F(metric), 0.5),
+                q3=Percentile(F(metric), 0.75),
+            )
+            .order_by("endpoint_id", "t"),
+            ("endpoint_id", "t", "n", "q1", "median", "q3"),
+        )
+    else:
+        rows = _quartiles_in_python(measured, metric)
+    columns: dict[int, dict[str, Any]] = {
+        e.pk: {"endpoint": e.pk, "t": [], "n": [], "q1": [], "median": [], "q3": []}
+        for e in endpoints
+    }
+    for endpoint_id, t, n, q1, median, q3 in rows:
+        column = columns[endpoint_id]
+        column["t"].append(t.isoformat())
+        column["n"].append(n)
+        for key, value in (("q1", q1), ("median", median), ("q3", q3)):
+            column[key].append(_round(value))
+    return [c for c in columns.values() if c["t"]]
+
+
+def _fetch(queryset: QuerySet[Any], names: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The rows as psycopg returns them (dates, floats), in the order of `names`: Django's
+    per-row converters cost more than the query for a year of days (~100 ms per 7,000)."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        position = {column.name: i for i, column in enumerate(cursor.description)}
+        order = [position[name] for name in names]
+        return [tuple(row[i] for i in order) for row in cursor.fetchall()]
+
+
+def _quartiles_in_python(
+    measured: QuerySet[Run], metric: str
+) -> Iterable[tuple[int, Any, int, float, float, float]]:
+    ordered = measured.values_list("endpoint_id", "t", metric).order_by("endpoint_id", "t", metric)
+    for (endpoint_id, t), group in itertools.groupby(ordered, key=lambda row: row[:2]):
+        values = [row[2] for row in group]
+        quartiles = (percentile(values, q) for q in (0.25, 0.5, 0.75))
+        yield (endpoint_id, t, len(values), *quartiles)
+
+
+def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+    """Runs that measured nothing, per endpoint, day, status and first error class."""
+    rows = (
+        runs.filter(status__in=FAILURES)
+        .annotate(day=_bucket("created_at", "day"), error_class=KT("errors__0__class"))
+        .values("endpoint_id", "day", "status", "error_class")
+        .annotate(n=Count("*"))
+        .order_by("endpoint_id", "day", "status", "error_class")
+    )
+    return [
+        {
+            "endpoint": row["endpoint_id"],
+            "day": row["day"].isoformat(),
+            "status": row["status"],
+            "error_class": row["error_class"] or "",
+            "n": row["n"],
+        }
+        for row in rows
+    ]
+
+
+def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[dict[str, Any]], bool]:
+    rows = list(
+        runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
+        .order_by("endpoint_id", "created_at", "id")
+        .values_list("id", "endpoint_id", "created_at", metric, "status", "vantage_point__name")[
+            : RUNS_MAX + 1
+        ]
+    )
+    points = [
+        {
+            "id": run_id,
+            "endpoint": endpoint_id,
+            "t": created_at.isoformat(),
+            "value": _round(value),
+            "status": status,
+            "vantage_point": vantage_point,
+        }
+        for run_id, endpoint_id, created_at, value, status, vantage_point in rows[:RUNS_MAX]
+    ]
+    return points, len(rows) > RUNS_MAX
+
+
+def _round(value: float | None) -> float | None:
+    """Six significant digits: more than any measurement holds, and a third of the bytes."""
+    return None if value is None else float(f"{value:.6g}")
+
+
+def failure_counts(failures: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Runs per failure status, for the page's summary line."""
+    counts: dict[str, int] = defaultdict(int)
+    for row in failures:
+        counts[row["status"]] += row["n"]
+    return dict(counts)
+
+
+def endpoints_chosen(*, endpoint_ids: Iterable[int], site_ids: Iterable[int]) -> QuerySet[Endpoint]:
+    """The endpoints named, plus every endpoint of the sites named, by site then name (the
+    legend's order)."""
+    chosen = Q(pk__in=list(endpoint_ids)) | Q(site_id__in=list(site_ids))
+    return Endpoint.objects.filter(chosen).select_related("site").order_by("site__name", "name")
