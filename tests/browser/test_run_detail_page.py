@@ -14,11 +14,28 @@ from typing import Any
 
 import pytest
 
-from tests.webapp.factories import CampaignFactory
+from tests.celery_worker import WorkerProcess
+from tests.webapp.factories import (
+    CampaignFactory,
+    EndpointFactory,
+    RunFactory,
+    SiteFactory,
+    TestFileFactory,
+    VantagePointFactory,
+)
+from tests.workers.engine.conftest import relay_to  # noqa: F401  (a fixture of the engine tests)
 from webapp.campaigns.models import Run
-from webapp.campaigns.services import campaign_launch, run_execute
+from webapp.campaigns.services import (
+    campaign_launch,
+    run_claim,
+    run_execute,
+    run_fail,
+    run_ingest,
+)
 from webapp.sites.models import Endpoint
 from webapp.sites.services import lab_register
+from workers.engine.errors import ErrorClass
+from workers.engine.metrics import ClientError, ClientResult
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,7 +106,9 @@ def test_downloads_are_the_drawn_rows_and_the_order_is_a_permalink(
     run = measured_run(lab, clients=4)
     page, watch = browser_page("viewer")
     statuses: list[str] = []
-    page.on("request", lambda request: "/runs/status/" in request.url and statuses.append(request.url))
+    page.on(
+        "request", lambda request: "/runs/status/" in request.url and statuses.append(request.url)
+    )
     page.goto(f"{live_server.url}/runs/{run.pk}/")
     page.wait_for_selector("#served-chart .main-svg")
     api = page.evaluate(f"fetch('/api/v1/runs/{run.pk}/').then(r => r.json())")
@@ -118,19 +137,27 @@ def test_downloads_are_the_drawn_rows_and_the_order_is_a_permalink(
     } == phases
 
     latency = list(csv.DictReader(io.StringIO(download(page, "latency-card", "csv"))))
-    buckets = [(r["kind"], float(r["lower_us"]), int(r["count"])) for r in latency if r["series"] == "bucket"]
-    assert buckets == [
-        (kind, b["lower_us"], b["count"]) for kind, h in api["latency_hist"].items() for b in h["buckets"]
+    buckets = [
+        (r["kind"], float(r["lower_us"]), int(r["count"]))
+        for r in latency
+        if r["series"] == "bucket"
     ]
-    assert {(r["kind"], r["series"], float(r["lower_us"])) for r in latency if r["series"] != "bucket"} == {
-        (kind, p, h[p]) for kind, h in api["latency_hist"].items() for p in ("p50", "p90", "p99")
-    }
+    assert buckets == [
+        (kind, b["lower_us"], b["count"])
+        for kind, h in api["latency_hist"].items()
+        for b in h["buckets"]
+    ]
+    assert {
+        (r["kind"], r["series"], float(r["lower_us"])) for r in latency if r["series"] != "bucket"
+    } == {(kind, p, h[p]) for kind, h in api["latency_hist"].items() for p in ("p50", "p90", "p99")}
     servers = list(csv.DictReader(io.StringIO(download(page, "served-card", "csv"))))
     assert [(r["server"], r["clients"]) for r in servers] == [
         (s["server"], " ".join(map(str, s["clients"]))) for s in api["served_by_clients"]
     ]
 
-    by_client = page.evaluate("document.getElementById('timeline-chart').layout.yaxis.categoryarray")
+    by_client = page.evaluate(
+        "document.getElementById('timeline-chart').layout.yaxis.categoryarray"
+    )
     page.select_option("select[name=order]", "end")
     by_end = page.evaluate("document.getElementById('timeline-chart').layout.yaxis.categoryarray")
     ends = {f"client {c['client']}": c["end_s"] for c in api["timeline"]}
@@ -139,7 +166,10 @@ def test_downloads_are_the_drawn_rows_and_the_order_is_a_permalink(
     page.reload()
     page.wait_for_selector("#timeline-chart .main-svg")
     assert page.input_value("select[name=order]") == "end"
-    assert page.evaluate("document.getElementById('timeline-chart').layout.yaxis.categoryarray") == by_end
+    assert (
+        page.evaluate("document.getElementById('timeline-chart').layout.yaxis.categoryarray")
+        == by_end
+    )
     assert statuses == []  # an ended run is never polled
     watch.assert_clean()
 
@@ -150,3 +180,148 @@ def _typed(value: str) -> Any:
         return json.loads(value)
     except ValueError:
         return value
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def engine_record(client: int, server: str, error: ClientError | None) -> dict[str, Any]:
+    """A client's record as the engine makes it (ClientResult.to_json)."""
+    result = ClientResult(client=client, served_by=[server], ttfb_s=0.02, wall_s=0.5)
+    result.add_phase("open", 0.001, 0.015)
+    result.add_phase("read", 0.016, 0.45)
+    result.histogram("open").record(14_000_000)
+    result.histogram("read").record_all(range(100_000, 400_000, 3000))
+    result.error = error
+    return result.to_json()
+
+
+def hover_text(page: Any, chart_id: str, trace: int) -> str:
+    """What the hover label of the trace's first point says (Plotly throttles hovers: wait
+    until the label is that trace's)."""
+    page.evaluate(
+        "([id, index]) => Plotly.Fx.hover(id, [{curveNumber: index, pointNumber: 0}])",
+        [chart_id, trace],
+    )
+    label = page.wait_for_function(
+        """([id, index]) => {
+            const chart = document.getElementById(id);
+            const shown = chart._hoverdata && chart._hoverdata[0].curveNumber === index;
+            return shown && chart.querySelector('.hoverlayer').textContent;
+        }""",
+        arg=[chart_id, trace],
+    )
+    return label.json_value()  # type: ignore[no-any-return]
+
+
+def test_hostile_names_and_error_messages_stay_text(
+    live_server: Any, browser_page: Callable[..., Any]
+) -> None:
+    endpoint = EndpointFactory(name=HOSTILE, site=SiteFactory(name=HOSTILE))
+    run = RunFactory(test_file=TestFileFactory(endpoint=endpoint), clients=2)
+    run_claim(run_id=run.pk, worker="w")
+    error = ClientError(ErrorClass.SERVER_ERROR, f"the server said {HOSTILE}", 0.45)
+    records = [
+        engine_record(0, f"{HOSTILE}:1094", None),
+        engine_record(1, "ok.example:1094", error),
+    ]
+    run_ingest(run_id=run.pk, run_json={"status": "partial", "clients": records, "errors": []})
+
+    page, watch = browser_page("viewer")
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    page.wait_for_selector("#served-chart .main-svg")
+    assert page.get_by_text(HOSTILE).first.is_visible()
+    ticks = page.eval_on_selector_all(
+        "#served-chart .ytick text", "ts => ts.map(t => t.textContent)"
+    )
+    assert f"{HOSTILE}:1094" in ticks
+    names = [t["name"] for t in chart_data(page, "#timeline-chart")]
+    assert f"the server said {HOSTILE}" in hover_text(page, "timeline-chart", names.index("error"))
+    assert f"served by {HOSTILE}:1094" in hover_text(page, "timeline-chart", names.index("open"))
+    assert page.locator("img").count() == 0
+    assert page.locator("svg image").count() == 0
+    watch.assert_clean()
+
+
+# -- a run that has not ended -------------------------------------------------------------------
+
+FILE_4M = "/fedprobe/file-4M"
+LIVE_CLIENTS = 2
+LIVE_BANDWIDTH_MBPS = 0.5  # per connection: each client reads its 4.2 MB in ~8 s
+
+
+def test_a_running_run_is_drawn_live_without_a_reload_then_ends_with_its_charts(
+    lab: Any,
+    relay_to: Any,  # noqa: F811  (the fixture imported above)
+    celery_worker: WorkerProcess,
+    live_server: Any,
+    browser_page: Callable[..., Any],
+) -> None:
+    _, url = relay_to("local-root", FILE_4M, bandwidth_mbps=LIVE_BANDWIDTH_MBPS)
+    (lab_file,) = [f for f in lab.endpoint("local-root").files if f.path == FILE_4M]
+    endpoint = EndpointFactory(base_url=url.split("//fedprobe")[0] + "/")
+    TestFileFactory(endpoint=endpoint, path=FILE_4M, size=lab_file.size, adler32=lab_file.adler32)
+    campaign = CampaignFactory(
+        endpoints=[endpoint], vantage_points=[VantagePointFactory(name="local")],
+        patterns=["sequential"], read_sizes=[256 * 1024], fractions=[1.0],
+        clients=[LIVE_CLIENTS], deadline_s=300,
+    )  # fmt: skip
+    (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
+
+    page, watch = browser_page("viewer")
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    page.evaluate("window.sameDocument = true")  # gone if the page reloads
+    read_so_far = "Number(document.getElementById('timeline-chart').dataset.bytesRead || 0)"
+    page.wait_for_function(f"{read_so_far} > 0", timeout=60_000)
+    first = page.evaluate(read_so_far)
+    page.wait_for_function(f"window.sameDocument && {read_so_far} > {first}", timeout=30_000)
+    live = chart_data(page, "#timeline-chart")
+    assert [t["name"] for t in live] == ["read", "still to read"]
+    assert sorted(live[0]["y"]) == [f"client {c}" for c in range(LIVE_CLIENTS)]
+    assert page.evaluate("document.getElementById('run-status').textContent") == "running"
+    bars = page.eval_on_selector_all("#clients progress", "bars => bars.map(b => b.value)")
+    assert len(bars) == LIVE_CLIENTS and max(bars) > 0
+    assert page.evaluate("window.sameDocument") is True
+
+    # Once the run has ended the page reloads once, with the results and the final charts.
+    page.wait_for_function(
+        "document.getElementById('run-status').textContent === 'succeeded' && "
+        "document.querySelector('#timeline-chart .main-svg') && "
+        "document.getElementById('timeline-chart').data.some(t => t.name === 'read' && t.base)",
+        timeout=60_000,
+    )
+    assert page.evaluate("window.sameDocument") is None
+    traces = chart_data(page, "#timeline-chart")
+    (read,) = [t for t in traces if t["name"] == "read"]
+    assert sorted(read["y"]) == [f"client {c}" for c in range(LIVE_CLIENTS)]
+    assert page.locator("#aggregates").is_visible()
+    watch.assert_clean()
+
+
+def test_a_queued_run_says_which_queue_it_waits_on(
+    live_server: Any, browser_page: Callable[..., Any]
+) -> None:
+    run = RunFactory(vantage_point=VantagePointFactory(name="far-away"))
+    page, watch = browser_page("viewer")
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    message = page.locator("#timeline-chart .chart-message")
+    assert "Waiting for a worker on queue vantage.far-away" in message.text_content()
+    assert "appear when the run ends" in page.locator("#latency-charts").text_content()
+    watch.assert_clean()
+
+
+def test_a_run_that_failed_before_its_clients_started_shows_the_error(
+    live_server: Any, browser_page: Callable[..., Any]
+) -> None:
+    run = RunFactory(clients=3)
+    run_claim(run_id=run.pk, worker="w")
+    run_fail(run_id=run.pk, message=f"read_size: {HOSTILE} is not a size")
+    page, watch = browser_page("viewer")
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    message = page.locator("#timeline-chart .chart-error")
+    assert f"before its clients started. server-error: read_size: {HOSTILE}" in (
+        message.text_content()
+    )
+    assert "No latencies" in page.locator("#latency-charts").text_content()
+    assert page.locator("img").count() == 0
+    watch.assert_clean()
