@@ -172,50 +172,65 @@ def _endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
 def _series(
     runs: QuerySet[Run], endpoints: Sequence[Endpoint], metric: str, bucket: str
 ) -> list[dict[str, Any]]:
-    """Per endpoint, columns of its buckets: the bucket's first day, n, q1, median, q3."""
+    """Per endpoint (in the order given), columns of its buckets: the bucket's first day,
+    n, q1, median, q3."""
     measured = runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
     measured = measured.annotate(t=_bucket("created_at", bucket))
     if connection.vendor == "postgresql":
-        rows: Iterable[tuple[int, Any, int, float, float, float]] = _fetch(
-            measured.values("endpoint_id", "t")
-            .annotate(
-                n=Count("*"),
-                q1=Percentile(F(metric), 0.25),
-                median=Percentile(F(metric), 0.5),
-                q3=Percentile(F(metric), 0.75),
-            )
-            .order_by("endpoint_id", "t"),
-            ("endpoint_id", "t", "n", "q1", "median", "q3"),
-        )
+        columns = _columns_in_postgresql(measured, metric)
     else:
-        rows = _quartiles_in_python(measured, metric)
-    columns: dict[int, dict[str, Any]] = {
-        e.pk: {"endpoint": e.pk, "t": [], "n": [], "q1": [], "median": [], "q3": []}
-        for e in endpoints
+        columns = _columns(_quartiles_in_python(measured, metric))
+    return [{"endpoint": e.pk, **columns[e.pk]} for e in endpoints if e.pk in columns]
+
+
+def _columns_in_postgresql(measured: QuerySet[Run], metric: str) -> dict[int, dict[str, list[Any]]]:
+    """The buckets' quartiles (percentile_cont), gathered into one row of arrays per
+    endpoint: a year of days for 20 endpoints is 20 rows for Python, not 7,300."""
+    days = measured.values("endpoint_id", "t").annotate(
+        n=Count("*"),
+        q1=Percentile(F(metric), 0.25),
+        median=Percentile(F(metric), 0.5),
+        q3=Percentile(F(metric), 0.75),
+    )
+    sql, params = days.order_by().query.sql_with_params()
+    arrays = ", ".join(f"array_agg({name} ORDER BY t)" for name in ("n", "q1", "median", "q3"))
+    gathered = (
+        "SELECT endpoint_id, array_agg(to_char(t, 'YYYY-MM-DD') ORDER BY t), "
+        f"{arrays} FROM ({sql}) AS days GROUP BY endpoint_id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(gathered, params)
+        rows = cursor.fetchall()
+    return {
+        endpoint_id: {
+            "t": t,
+            "n": n,
+            "q1": [_round(v) for v in q1],
+            "median": [_round(v) for v in median],
+            "q3": [_round(v) for v in q3],
+        }
+        for endpoint_id, t, n, q1, median, q3 in rows
     }
+
+
+def _columns(
+    rows: Iterable[tuple[int, date, int, float, float, float]],
+) -> dict[int, dict[str, list[Any]]]:
+    columns: dict[int, dict[str, list[Any]]] = {}
     for endpoint_id, t, n, q1, median, q3 in rows:
-        column = columns[endpoint_id]
+        column = columns.setdefault(
+            endpoint_id, {"t": [], "n": [], "q1": [], "median": [], "q3": []}
+        )
         column["t"].append(t.isoformat())
         column["n"].append(n)
         for key, value in (("q1", q1), ("median", median), ("q3", q3)):
             column[key].append(_round(value))
-    return [c for c in columns.values() if c["t"]]
-
-
-def _fetch(queryset: QuerySet[Any], names: Sequence[str]) -> list[tuple[Any, ...]]:
-    """The rows as psycopg returns them (dates, floats), in the order of `names`: Django's
-    per-row converters cost more than the query for a year of days (~100 ms per 7,000)."""
-    sql, params = queryset.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        position = {column.name: i for i, column in enumerate(cursor.description)}
-        order = [position[name] for name in names]
-        return [tuple(row[i] for i in order) for row in cursor.fetchall()]
+    return columns
 
 
 def _quartiles_in_python(
     measured: QuerySet[Run], metric: str
-) -> Iterable[tuple[int, Any, int, float, float, float]]:
+) -> Iterable[tuple[int, date, int, float, float, float]]:
     ordered = measured.values_list("endpoint_id", "t", metric).order_by("endpoint_id", "t", metric)
     for (endpoint_id, t), group in itertools.groupby(ordered, key=lambda row: row[:2]):
         values = [row[2] for row in group]
