@@ -281,7 +281,8 @@
   }
 
   // Each chart: the parameters it is drawn across, the columns of its downloads, what the
-  // campaign must have measured for it (else what to add), and how it draws its rows.
+  // campaign must have measured for it (else what to add), which of the selection's cells
+  // it draws (`pick`, default: those with a value to draw) and its figure.
   const CHARTS = [
     {
       id: "fraction",
@@ -292,7 +293,7 @@
           ? null
           : "This campaign measured one fraction of the file: add fractions (e.g. 0.1, 0.25, " +
             "0.5, 0.75, 1) and methods direct + copy to draw the time to read against them.",
-      draw: (rows) => ({
+      figure: (rows) => ({
         traces: methodLines(rows, "fraction", "wall_s", { spread: true, hover: "median (s)" }),
         layout: {
           xaxis: {
@@ -313,7 +314,7 @@
           ? null
           : "This campaign measured one read size: add read sizes (e.g. 1k, 64k, 1M) to draw " +
             "the time to read against them.",
-      draw: (rows) => ({
+      figure: (rows) => ({
         traces: methodLines(rows, "read_size", "wall_s", { hover: "median (s)" }),
         layout: {
           xaxis: {
@@ -331,7 +332,7 @@
       across: ["clients", "method"],
       metrics: ["throughput_mbps", "client_throughput_mbps"],
       needs: needsClients,
-      draw: (rows) => ({
+      figure: (rows) => ({
         traces: [
           ...methodLines(rows, "clients", "throughput_mbps", {
             suffix: ", aggregate",
@@ -354,7 +355,7 @@
       across: ["clients", "method"],
       metrics: ["open_s"],
       needs: needsClients,
-      draw: (rows) => ({
+      figure: (rows) => ({
         traces: methodLines(rows, "clients", "open_s", { hover: "open (s)" }),
         layout: {
           xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
@@ -367,7 +368,8 @@
       across: dimensionNames().filter((n) => n !== "endpoint" && n !== "vantage_point"),
       metrics: ["bytes_requested", "bytes_wire", "bytes_read"],
       needs: () => null,
-      draw: drawBytes,
+      pick: (rows) => rows.filter((r) => r.bytes_requested && r.bytes_wire),
+      figure: bytesFigure,
     },
     {
       id: "latency",
@@ -379,12 +381,23 @@
           : "This campaign reads with one access pattern: add patterns random, async and " +
             "vector (paper 002's synchronous, asynchronous and vectored reads) to compare " +
             "them; a campaign with a read-ahead adds read-ahead bars.",
-      draw: drawLatency,
+      pick: (rows) =>
+        rows.filter((r) => r.wall_s !== null).map((r) => ({ ...r, variant: variant(r) })),
+      figure: latencyFigure,
+    },
+    {
+      id: "errors",
+      across: dimensionNames().filter((n) => n !== "vantage_point"),
+      columns: [
+        "endpoint", "site", "vantage_point", "method", "status", "error_class", "runs",
+        "of_runs",
+      ],
+      failures: true,
+      figure: errorsFigure,
     },
   ];
 
-  function drawBytes(rows) {
-    const points = rows.filter((r) => r.bytes_requested && r.bytes_wire);
+  function bytesFigure(points) {
     const groups = groupBy(points, (r) => `${r.method}${readaheadSuffix(r)}`);
     const names = [...groups.keys()].sort((a, b) => methodOrder(a.split(" ")[0], b.split(" ")[0]));
     const traces = names.map((name) => {
@@ -427,7 +440,6 @@
     }
     return {
       traces,
-      rows: points,
       layout: {
         xaxis: {
           title: { text: "Bytes needed (requested by the readers, log)" },
@@ -439,18 +451,15 @@
     };
   }
 
-  function drawLatency(rows) {
+  function latencyFigure(measured) {
     const firstByte = new Map();
     for (const [id, group] of groupBy(data.cells, (c) => c.endpoint)) {
       firstByte.set(id, median(group.map((c) => c.ttfb_s)));
     }
-    const order = [...new Set(rows.map((r) => r.endpoint))].sort(
+    const order = [...new Set(measured.map((r) => r.endpoint))].sort(
       (a, b) => firstByte.get(a) - firstByte.get(b),
     );
     const category = (id) => fedprobe.text(endpointName(id));
-    const measured = rows
-      .filter((r) => r.wall_s !== null)
-      .map((r) => ({ ...r, variant: variant(r) }));
     const groups = groupBy(measured, (r) => r.variant);
     const traces = [...groups.keys()].sort().map((name, index) => {
       const group = groups.get(name);
@@ -467,7 +476,6 @@
     });
     return {
       traces,
-      rows: measured,
       layout: {
         barmode: "group",
         xaxis: {
@@ -481,15 +489,7 @@
     };
   }
 
-  const ERRORS = {
-    id: "errors",
-    across: dimensionNames().filter((n) => n !== "vantage_point"),
-    columns: [
-      "endpoint", "site", "vantage_point", "method", "status", "error_class", "runs", "of_runs",
-    ],
-  };
-
-  function drawErrors(rows) {
+  function errorsFigure(rows) {
     const category = (f) => fedprobe.text(`${endpointName(f.endpoint)} · ${f.method}`);
     const rank = (c) => (ERROR_CLASSES.includes(c) ? ERROR_CLASSES.indexOf(c) : 99);
     const groups = groupBy(rows, (f) => f.error_class);
@@ -538,24 +538,30 @@
     };
   }
 
-  function markCrossover(layout) {
-    const sentence = document.getElementById("crossover-text");
-    const methods = data.dimensions.method;
-    if (!methods.includes("direct") || !methods.includes("copy")) {
-      sentence.textContent =
-        "Add methods direct and copy to the campaign to find where copying the file first " +
-        "becomes faster than reading it directly.";
-      return;
-    }
-    const found = data.crossovers.find((c) =>
+
+  /** The crossover of the selection's parameter set, if direct and copy were measured. */
+  function crossoverFound() {
+    return data.crossovers.find((c) =>
       varying.every((n) => n === "method" || n === "fraction" || c[n] === selection[n]),
     );
-    if (!found) {
-      sentence.textContent = "No parameter set here was measured with both direct and copy.";
-      return;
+  }
+
+  function crossoverSentence() {
+    const methods = data.dimensions.method;
+    if (!data.cells.length) return "";
+    if (!methods.includes("direct") || !methods.includes("copy")) {
+      return (
+        "Add methods direct and copy to the campaign to find where copying the file first " +
+        "becomes faster than reading it directly."
+      );
     }
-    sentence.textContent = found.text;
-    const x = found.crossover_fraction;
+    const found = crossoverFound();
+    return found ? found.text : "No parameter set here was measured with both direct and copy.";
+  }
+
+  function markCrossover(layout) {
+    const found = crossoverFound();
+    const x = found ? found.crossover_fraction : null;
     if (x === null) return;
     const line = { color: "#000000", dash: "dash", width: 1 };
     layout.shapes = [{ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line }];
@@ -572,7 +578,39 @@
     ];
   }
 
-  const drawn = new Map(); // chart id -> the rows it draws now (its downloads)
+  /** What a chart draws for the selection: its rows, or the message that stands instead. */
+  function chartRows(chart) {
+    if (chart.failures) {
+      const rows = data.failures.filter(
+        (f) => !varying.includes("vantage_point") || f.vantage_point === selection.vantage_point,
+      );
+      return rows.length
+        ? { rows }
+        : { rows, message: "No failed, timed-out, partial or cancelled runs: nothing to count." };
+    }
+    if (!data.cells.length) return { rows: [], message: noRunsMessage() };
+    const missing = chart.needs();
+    if (missing) return { rows: [], message: missing };
+    const selected = withValues(cellsAcross(chart.across), chart.metrics);
+    const rows = chart.pick ? chart.pick(selected) : selected;
+    if (rows.length) return { rows };
+    return {
+      rows,
+      message: "No measured runs for these controls (see Errors below): pick other values above.",
+    };
+  }
+
+  /** A chart's rows as its downloads have them: names for ids, its columns only. */
+  function downloadRows(chart) {
+    const { rows } = chartRows(chart);
+    if (chart.failures) {
+      return rows.map((f) => {
+        const endpoint = endpoints.get(f.endpoint) || {};
+        return { ...f, endpoint: endpoint.name, site: endpoint.site };
+      });
+    }
+    return rows.map((r) => tableRow(r, chart.metrics));
+  }
 
   function plot(element, figure, title) {
     if (element.querySelector(".chart-message")) element.replaceChildren();
@@ -589,57 +627,28 @@
     Plotly.react(element, figure.traces, layout, fedprobe.config);
   }
 
-  function prepare(chart) {
+  /** Draw a chart; its element then says for which controls (data-drawn-for). */
+  function render(chart) {
+    const element = document.getElementById(`chart-${chart.id}`);
+    const { rows, message } = chartRows(chart);
+    if (message) {
+      fedprobe.showMessage(element, message);
+    } else {
+      const figure = chart.figure(rows);
+      if (chart.id === "fraction") markCrossover(figure.layout);
+      plot(element, figure, titleFor(chart.across));
+    }
+    element.dataset.drawnFor = new URLSearchParams(selection).toString();
+  }
+
+  /** The text around a chart (cheap: done for every chart at once). */
+  function describe(chart) {
     const card = document.getElementById(`card-${chart.id}`);
     card.querySelector("[data-role=api]").href = apiUrl(chart.across);
     card.querySelector("[data-role=selection]").textContent = selectionNote(chart.across);
-    drawn.set(chart.id, []);
-    return document.getElementById(`chart-${chart.id}`);
-  }
-
-  function drawChart(chart) {
-    const element = prepare(chart);
-    if (!data.cells.length) {
-      fedprobe.showMessage(element, noRunsMessage());
-      return;
+    if (chart.id === "fraction") {
+      document.getElementById("crossover-text").textContent = crossoverSentence();
     }
-    const missing = chart.needs();
-    const rows = missing ? [] : withValues(cellsAcross(chart.across), chart.metrics);
-    const figure = missing || !rows.length ? null : chart.draw(rows);
-    if (chart.id === "fraction") markCrossover(figure ? figure.layout : {});
-    if (missing) {
-      fedprobe.showMessage(element, missing);
-    } else if (!figure) {
-      fedprobe.showMessage(
-        element,
-        "No measured runs for these controls (see Errors below): pick other values above.",
-      );
-    } else {
-      drawn.set(chart.id, (figure.rows || rows).map((r) => tableRow(r, chart.metrics)));
-      plot(element, figure, titleFor(chart.across));
-    }
-  }
-
-  function drawErrorsChart() {
-    const element = prepare(ERRORS);
-    const rows = data.failures.filter(
-      (f) => !varying.includes("vantage_point") || f.vantage_point === selection.vantage_point,
-    );
-    if (!rows.length) {
-      fedprobe.showMessage(
-        element,
-        "No failed, timed-out, partial or cancelled runs: nothing to count.",
-      );
-      return;
-    }
-    drawn.set(
-      "errors",
-      rows.map((f) => {
-        const endpoint = endpoints.get(f.endpoint) || {};
-        return { ...f, endpoint: endpoint.name, site: endpoint.site };
-      }),
-    );
-    plot(element, drawErrors(rows), titleFor(ERRORS.across));
   }
 
   function noRunsMessage() {
@@ -658,24 +667,61 @@
     return parts.join(" ");
   }
 
+  // Plotly draws a chart when it comes near the screen, one chart per task, so the page
+  // answers while the rest are drawn; a chart off screen is redrawn when it comes back.
+  const stale = new Set(CHARTS.map((c) => c.id));
+  const onScreen = new Set();
+  const byId = new Map(CHARTS.map((c) => [c.id, c]));
+
+  function drawSoon(id) {
+    setTimeout(() => {
+      if (!stale.has(id) || !onScreen.has(id)) return;
+      stale.delete(id);
+      render(byId.get(id));
+    }, 0);
+  }
+
+  function watchScreen() {
+    const observer = new IntersectionObserver(
+      (entries) => {
+        for (const entry of entries) {
+          const id = entry.target.dataset.chart;
+          if (entry.isIntersecting) {
+            onScreen.add(id);
+            drawSoon(id);
+          } else {
+            onScreen.delete(id);
+          }
+        }
+      },
+      { rootMargin: "300px 0px" },
+    );
+    for (const chart of CHARTS) {
+      const card = document.getElementById(`card-${chart.id}`);
+      card.dataset.chart = chart.id;
+      observer.observe(card);
+    }
+  }
+
   function drawAll() {
-    for (const chart of CHARTS) drawChart(chart);
-    drawErrorsChart();
+    for (const chart of CHARTS) {
+      describe(chart);
+      stale.add(chart.id);
+    }
+    for (const id of onScreen) drawSoon(id);
   }
 
   function wireDownloads() {
     for (const chart of CHARTS) {
-      const columns = [...PARAMETER_COLUMNS, ...chart.metrics];
+      const columns = chart.columns || [...PARAMETER_COLUMNS, ...chart.metrics];
       const card = document.getElementById(`card-${chart.id}`);
       const basename = `campaign-${data.campaign.id}-${chart.id}`;
-      fedprobe.downloads(card, basename, () => drawn.get(chart.id), columns);
+      fedprobe.downloads(card, basename, () => downloadRows(chart), columns);
     }
-    const card = document.getElementById("card-errors");
-    const basename = `campaign-${data.campaign.id}-errors`;
-    fedprobe.downloads(card, basename, () => drawn.get("errors"), ERRORS.columns);
   }
 
   buildControls();
   drawAll();
+  watchScreen();
   wireDownloads();
 })();

@@ -259,12 +259,15 @@ def _cell(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rounded(cell: dict[str, Any]) -> dict[str, Any]:
-    """Byte medians as whole bytes, times to the microsecond: what the engine records."""
+    """Medians as precise as the engine records: whole bytes, MB/s to 3 decimals, times to
+    the microsecond."""
     for key, value in cell.items():
         if value is None or key in DIMENSIONS:
             continue
         if key.startswith("bytes_"):
             cell[key] = round(value)
+        elif key.endswith("_mbps"):
+            cell[key] = round(value, 3)
         elif isinstance(value, float):
             cell[key] = round(value, 6)
     return cell
