@@ -53,7 +53,17 @@ def compare_preset() -> list[str]:
     ]
 
 
-PRESETS: dict[str, Callable[[], list[str]]] = {"compare": compare_preset}
+def run_detail_preset() -> list[str]:
+    """A real 256-client run (made the first time: benches/run_detail_page.py)."""
+    from run_detail_page import bench_run
+
+    return [f"/runs/{bench_run(256).pk}/"]
+
+
+PRESETS: dict[str, Callable[[], list[str]]] = {
+    "compare": compare_preset,
+    "run-detail": run_detail_preset,
+}
 
 
 def free_port() -> int:

@@ -520,10 +520,6 @@
     return Promise.all([drawTimeline(), drawLatency(), drawServers()]);
   }
 
-  /** The first drawing done: a performance mark that benchmarks wait for. */
-  function drawn(drawing) {
-    drawing.then(() => performance.mark("fedprobe:charts-drawn"));
-  }
 
   restoreControls();
   const id = live.run;
@@ -542,9 +538,11 @@
   });
 
   if (live.final) {
-    drawn(drawFinal());
+    drawFinal();
   } else {
-    drawn(Promise.all([drawProgress(live.progress), drawLatency(), drawServers()]));
+    drawProgress(live.progress);
+    drawLatency();
+    drawServers();
     window.setTimeout(poll, POLL_MS);
   }
 })();
