@@ -22,6 +22,7 @@ import json
 import math
 import random
 import time
+from typing import Any
 
 from django_bench import percentiles_ms, setup_django
 
@@ -131,6 +132,13 @@ def seed() -> int:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE campaigns_run")  # plans as for a database that has lived
     return campaign.pk
+
+
+def bench_endpoint(name: str) -> Any:
+    """The benchmark campaign's endpoint at `name` (local, near or far)."""
+    from webapp.sites.models import Endpoint
+
+    return Endpoint.objects.get(name=f"bench-results-{name}-root")
 
 
 def timed(samples: int, call: object) -> dict[str, float]:

@@ -53,16 +53,25 @@ def compare_preset() -> list[str]:
     ]
 
 
-def run_detail_preset() -> list[str]:
-    """A real 256-client run (made the first time: benches/run_detail_page.py)."""
-    from run_detail_page import bench_run
+def campaign_results_preset() -> list[str]:
+    """A campaign of 3,645 runs (made the first time: benches/campaign_results.py), as it
+    opens and with other controls. Its charts are drawn as they come near the screen: at
+    1280 x 900 the first screen shows one (time vs fraction); the next row is drawn next."""
+    from campaign_results import bench_endpoint, seed
 
-    return [f"/runs/{bench_run(256).pk}/"]
+    page = f"/campaigns/{seed()}/results/"
+    far = bench_endpoint("far").pk
+    other = f"?endpoint={far}&pattern=random&read_size=4096&clients=16"
+    return [
+        f"{page}|#chart-fraction[data-drawn-for]",
+        f"{page}{other}|#chart-fraction[data-drawn-for]",
+        f"{page}|#chart-throughput[data-drawn-for]",
+    ]
 
 
 PRESETS: dict[str, Callable[[], list[str]]] = {
     "compare": compare_preset,
-    "run-detail": run_detail_preset,
+    "campaign-results": campaign_results_preset,
 }
 
 

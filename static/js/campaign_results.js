@@ -639,6 +639,7 @@
       plot(element, figure, titleFor(chart.across));
     }
     element.dataset.drawnFor = new URLSearchParams(selection).toString();
+    performance.mark(`results:drawn:${chart.id}`);
   }
 
   /** The text around a chart (cheap: done for every chart at once). */
@@ -720,6 +721,7 @@
     }
   }
 
+  performance.mark("results:script");
   buildControls();
   drawAll();
   watchScreen();
