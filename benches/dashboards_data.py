@@ -93,7 +93,48 @@ def compare_urls() -> dict[str, str]:
     return {label: f"/api/v1/compare/{query}" for label, query in compare_requests().items()}
 
 
-SECTIONS: dict[str, Callable[[], dict[str, str]]] = {"compare": compare_urls}
+def matrix_urls() -> dict[str, str]:
+    """The matrix: every endpoint x vantage point of the synthetic history, a year of nights
+    behind each cell."""
+    from webapp.sites.models import Site
+
+    site = Site.objects.filter(name__startswith="synth-").order_by("pk").first()
+    assert site is not None
+    named = "method=direct&pattern=random&read_size=4096&fraction=0.01&clients=1"
+    return {
+        label: f"/api/v1/matrix/{query}"
+        for label, query in {
+            "defaults (the most common set)": "",
+            "set named, p99 latency, boundaries": (
+                f"?{named}&metric=latency_p99_us&good=2000&bad=10000"
+            ),
+            "site x protocol": "?view=site-protocol",
+            "one site": f"?site={site.pk}",
+        }.items()
+    }
+
+
+def alerts_urls() -> dict[str, str]:
+    """Failing now and slower than the week before (the home page's data is the default)."""
+    every = "&".join(
+        f"metric={m}" for m in ("throughput_mbps", "wall_s", "open_s", "ttfb_s", "latency_p50_us")
+    )
+    return {
+        label: f"/api/v1/alerts/{query}"
+        for label, query in {
+            "defaults (7 days; the home page's)": "",
+            "30 days": "?days=30",
+            "a year, five metrics": f"?days=365&{every}",
+            "one parameter set": "?method=direct&pattern=random&read_size=4096&clients=1",
+        }.items()
+    }
+
+
+SECTIONS: dict[str, Callable[[], dict[str, str]]] = {
+    "compare": compare_urls,
+    "matrix": matrix_urls,
+    "alerts": alerts_urls,
+}
 
 
 def time_section(client: object, name: str, urls: dict[str, str], samples: int) -> list[float]:

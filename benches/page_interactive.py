@@ -53,6 +53,21 @@ def compare_preset() -> list[str]:
     ]
 
 
+def matrix_preset() -> list[str]:
+    """The matrix is an HTML table: interactive once it is on the page."""
+    table = "|#matrix-card table.matrix"
+    return [
+        f"/matrix/{table}",
+        f"/matrix/?metric=wall_s&good=1&bad=10{table}",
+        f"/matrix/?view=site-protocol{table}",
+    ]
+
+
+def home_preset() -> list[str]:
+    """Home and alerts: tables, interactive once the last one is on the page."""
+    return ["/|#running", "/alerts/|#slower-card", "/alerts/?days=365|#slower-card"]
+
+
 def campaign_results_preset() -> list[str]:
     """A campaign of 3,645 runs (made the first time: benches/campaign_results.py), as it
     opens and with other controls. Its charts are drawn as they come near the screen: at
@@ -71,6 +86,8 @@ def campaign_results_preset() -> list[str]:
 
 PRESETS: dict[str, Callable[[], list[str]]] = {
     "compare": compare_preset,
+    "matrix": matrix_preset,
+    "home": home_preset,
     "campaign-results": campaign_results_preset,
 }
 

@@ -15,9 +15,19 @@ from typing import Any
 
 from django import forms
 from django.db import connection
-from django.db.models import CharField, Count, F, Min, OuterRef, Subquery, Value
+from django.db.models import (
+    CharField,
+    Count,
+    Exists,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
 from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce, Substr, TruncDate
+from django.db.models.functions import Coalesce, Greatest, NullIf, Substr, TruncDate
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -76,22 +86,16 @@ class AlertsForm(forms.Form):
     read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
     fraction = forms.FloatField(max_value=1.0)
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
-    days = forms.IntegerField(
-        min_value=1, max_value=365, help_text=f"runs of the last N days (default {DEFAULT_DAYS})"
-    )
+    days = forms.IntegerField(min_value=1, max_value=365, help_text="runs of the last N days")
     metric = forms.MultipleChoiceField(
         choices=[(m, f"{m} ({SERIES_METRICS[m]})") for m in SPEED_METRICS],
-        help_text="metrics checked for slowdowns (default: "
-        + ", ".join(DEFAULT_SLOWER_METRICS)
-        + ")",
+        help_text="checked for slowdowns; none chosen: " + ", ".join(DEFAULT_SLOWER_METRICS),
     )
     drop_pct = forms.FloatField(
-        min_value=1, max_value=100, help_text=f"throughput drop, % (default {DEFAULT_DROP_PCT:g})"
+        min_value=1, max_value=100, help_text="slower: throughput down by this %"
     )
     rise_pct = forms.FloatField(
-        min_value=1,
-        max_value=10_000,
-        help_text=f"time/latency rise, % (default {DEFAULT_RISE_PCT:g})",
+        min_value=1, max_value=10_000, help_text="slower: times and latencies up by this %"
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -99,6 +103,15 @@ class AlertsForm(forms.Form):
         for field in self.fields.values():
             field.required = False
         self.fields["metric"].widget.attrs["size"] = len(SPEED_METRICS)
+        defaults = {
+            "days": DEFAULT_DAYS,
+            "drop_pct": DEFAULT_DROP_PCT,
+            "rise_pct": DEFAULT_RISE_PCT,
+        }
+        for name, value in defaults.items():
+            self.fields[name].widget.attrs["placeholder"] = f"{value:g}"
+        for name in ("read_size", "fraction", "clients"):
+            self.fields[name].widget.attrs["placeholder"] = "any"
 
     def clean_fraction(self) -> float | None:
         fraction: float | None = self.cleaned_data.get("fraction")
@@ -145,23 +158,23 @@ def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> dict[s
 
 def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[dict[str, Any]]:
     """Groups whose latest ended run (created since `since`) failed or timed out, the newest
-    breakage first. One query: each candidate's group is probed through the
-    (vantage_point, endpoint, created_at) index."""
+    breakage first. One query; each candidate's group is probed one status at a time through
+    run_compare_idx (endpoint, parameter set, status, created_at), which reads only the runs
+    after the candidate, or a single run, never the group's history."""
     same = {f: OuterRef(f) for f in GROUP}
-    ended = Run.objects.filter(**same, status__in=ENDED).order_by("-created_at", "-id")
-    measured = ended.filter(status__in=MEASURED).values("created_at")[:1]
-    good = ended.filter(status=Run.Status.SUCCEEDED).values("created_at")[:1]
+    last_measured = Greatest(*(_latest_at(same, status) for status in MEASURED))
     streak = (
-        Run.objects.filter(**same, status__in=ENDED)
-        .filter(created_at__gt=Coalesce(OuterRef("last_measured_at"), Value(EPOCH)))
+        Run.objects.filter(**same, status__in=FAILED, created_at__gt=OuterRef("last_measured_at"))
         .order_by()
         .values("endpoint")
     )
     rows = (
         Run.objects.filter(status__in=FAILED, created_at__gte=since, **filters)
-        .alias(latest_id=Subquery(ended.values("pk")[:1]))
-        .filter(pk=F("latest_id"))
-        .annotate(last_measured_at=Subquery(measured), last_good_at=Subquery(good))
+        .filter(*(~Exists(_later(same, status)) for status in ENDED))
+        .annotate(
+            last_measured_at=last_measured,
+            last_good_at=NullIf(_latest_at(same, Run.Status.SUCCEEDED), Value(EPOCH)),
+        )
         .annotate(
             failing_since=Subquery(streak.annotate(first=Min("created_at")).values("first")),
             failures=Subquery(streak.annotate(n=Count("pk")).values("n")),
@@ -190,6 +203,21 @@ def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[dict[str
         .order_by("-failing_since", "endpoint__name", "vantage_point__name", *FIELDS)
     )
     return [_failing_row(row) for row in rows]
+
+
+def _later(same: dict[str, OuterRef], status: str) -> QuerySet[Run]:
+    """The group's runs of `status` after the outer run. One status at a time, so that the
+    index range is (group, status, created_at >= the outer run's); the OR only breaks ties
+    among the few rows of that range."""
+    return Run.objects.filter(**same, status=status, created_at__gte=OuterRef("created_at")).filter(
+        Q(created_at__gt=OuterRef("created_at")) | Q(pk__gt=OuterRef("pk"))
+    )
+
+
+def _latest_at(same: dict[str, OuterRef], status: str) -> Coalesce:
+    """When the group's latest run of `status` was created (the epoch if never)."""
+    latest = Run.objects.filter(**same, status=status).order_by("-created_at")
+    return Coalesce(Subquery(latest.values("created_at")[:1]), Value(EPOCH))
 
 
 def _group_row(row: dict[str, Any]) -> dict[str, Any]:

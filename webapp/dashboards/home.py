@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.urls import reverse
-from django.utils import timezone
 from django.views.generic import TemplateView
 
 from webapp.campaigns.models import Run
@@ -35,6 +33,5 @@ class HomeView(ViewerRequiredMixin, TemplateView):
             running=[(run, progress.get(run.pk)) for run in running],
             running_total=len(running) if len(running) < RUNNING_ROWS else active.count(),
             live={"status_url": reverse("campaigns:run-status")},
-            since=timezone.now() - timedelta(days=alerts["days"]),
         )
         return context

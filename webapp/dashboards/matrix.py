@@ -13,7 +13,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -47,7 +47,7 @@ from workers.engine.units import format_size
 
 ENDPOINTS = "endpoint"
 SITES = "site-protocol"
-VIEWS = [(ENDPOINTS, "vantage point x endpoint"), (SITES, "site x protocol")]
+VIEWS = [(ENDPOINTS, "endpoints x vantage points"), (SITES, "sites x protocols")]
 DEFAULT_METRIC = "throughput_mbps"
 COMPARE_PATH = "/compare/"  # design.md's page contract; the compare page reads these names
 ENDED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.TIMEOUT)
@@ -223,8 +223,8 @@ def matrix_cells(
 ) -> list[dict[str, Any]]:
     """Per (vantage point, endpoint) that has an ended run of the parameter set: the latest
     ended run, the latest measured value of `metric` and when the last good run was. One
-    query: each pair's latest rows are found by an index probe (correlated subqueries), so
-    the cost grows with the pairs, not with the history."""
+    query: each pair's latest rows are found by index probes, so the cost grows with the
+    pairs, not with the history."""
     if metric not in SERIES_METRICS:
         raise ValueError(f"unknown metric {metric!r}")
     params: dict[str, Any] = dict(parameter_set.query())
@@ -254,11 +254,7 @@ def _in(statuses: tuple[str, ...]) -> str:
 
 
 def _first_error_sql() -> tuple[str, str]:
-    if connection.vendor == "postgresql":
-        return (
-            "l.errors -> 0 ->> 'class'",
-            f"LEFT(l.errors -> 0 ->> 'message', {ERROR_MESSAGE_CHARS})",
-        )
+    """The first error's class and message, from SQLite's JSON text."""
     return (
         "json_extract(l.errors, '$[0].class')",
         f"SUBSTR(json_extract(l.errors, '$[0].message'), 1, {ERROR_MESSAGE_CHARS})",
@@ -266,12 +262,63 @@ def _first_error_sql() -> tuple[str, str]:
 
 
 def _cells_sql(metric: str, pair_filter: str) -> str:
+    if connection.vendor == "postgresql":
+        return _cells_sql_postgresql(metric, pair_filter)
+    return _cells_sql_portable(metric, pair_filter)
+
+
+_SAME_GROUP = (
+    "r.vantage_point_id = vp.id AND r.endpoint_id = e.id AND r.method = %(method)s"
+    " AND r.pattern = %(pattern)s AND r.read_size = %(read_size)s"
+    " AND r.fraction = %(fraction)s AND r.clients = %(clients)s"
+)
+
+
+def _cells_sql_postgresql(metric: str, pair_filter: str) -> str:
+    """LATERAL probes, one per status: with the parameter set and status fixed, the runs
+    index (endpoint, parameter set, status, created_at; run_compare_idx) hands over each
+    status's latest run first, and the latest of those is the pair's latest (an IN list of
+    statuses would read the pair's whole history to sort it)."""
     run = Run._meta.db_table
-    same = (
-        "r.vantage_point_id = vp.id AND r.endpoint_id = e.id AND r.method = %(method)s"
-        " AND r.pattern = %(pattern)s AND r.read_size = %(read_size)s"
-        " AND r.fraction = %(fraction)s AND r.clients = %(clients)s"
+
+    def latest(statuses: tuple[str, ...], columns: str, extra: str = "") -> str:
+        probes = " UNION ALL ".join(
+            f"(SELECT {columns} FROM {run} r WHERE {_SAME_GROUP} AND r.status = '{status}'"
+            f"{extra} ORDER BY r.created_at DESC, r.id DESC LIMIT 1)"
+            for status in statuses
+        )
+        return f"SELECT * FROM ({probes}) x ORDER BY x.created_at DESC, x.id DESC LIMIT 1"
+
+    ended = (
+        "r.id, r.status, r.created_at, r.errors -> 0 ->> 'class' AS error_class,"
+        f" LEFT(r.errors -> 0 ->> 'message', {ERROR_MESSAGE_CHARS}) AS error_message"
     )
+    measured = f"r.id, r.status, r.created_at, r.{metric} AS value"
+    _in(ENDED + MEASURED)  # checks the statuses are our own words
+    return f"""
+        SELECT vp.name AS vantage_point, e.id AS endpoint, e.name AS endpoint_name,
+               e.protocol AS protocol, s.id AS site, s.name AS site_name,
+               l.id AS last_run, l.status AS last_status, l.created_at AS last_at,
+               l.error_class, l.error_message,
+               m.id AS value_run, m.status AS value_status, m.created_at AS value_at,
+               m.value, g.created_at AS last_good_at
+        FROM {VantagePoint._meta.db_table} vp
+        CROSS JOIN {Endpoint._meta.db_table} e
+        JOIN {Site._meta.db_table} s ON s.id = e.site_id
+        CROSS JOIN LATERAL ({latest(ENDED, ended)}) l
+        LEFT JOIN LATERAL (
+            {latest(MEASURED, measured, f" AND r.{metric} IS NOT NULL")}
+        ) m ON true
+        LEFT JOIN LATERAL ({latest((Run.Status.SUCCEEDED,), "r.id, r.created_at")}) g ON true
+        WHERE {pair_filter}
+        ORDER BY s.name, e.name, vp.name
+    """
+
+
+def _cells_sql_portable(metric: str, pair_filter: str) -> str:
+    """Correlated subqueries (SQLite has no LATERAL): the same answer, read less directly."""
+    run = Run._meta.db_table
+    same = _SAME_GROUP
     error_class, error_message = _first_error_sql()
     return f"""
         SELECT vp.name AS vantage_point, e.id AS endpoint, e.name AS endpoint_name,
@@ -302,12 +349,10 @@ def _cells_sql(metric: str, pair_filter: str) -> str:
 
 
 def _datetime(value: datetime | str | None) -> datetime | None:
-    """SQLite hands raw queries' timestamps back as text."""
-    if value is None or isinstance(value, datetime):
-        return value
-    parsed = parse_datetime(value)
+    """SQLite hands raw queries' timestamps back as text or naive datetimes (in UTC)."""
+    parsed = parse_datetime(value) if isinstance(value, str) else value
     if parsed is not None and timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed
 
 

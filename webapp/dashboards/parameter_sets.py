@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from django.db.models import Count
+from django.db import connection
 
 from webapp.campaigns.models import Run
 from workers.engine.units import format_size
@@ -54,17 +54,20 @@ class RecentParameterSet:
 
 
 def parameter_sets_recent(*, limit: int = RECENT_RUNS) -> list[RecentParameterSet]:
-    """The parameter sets of the newest `limit` runs, the most common first (one query)."""
-    newest = Run.objects.order_by("-created_at", "-id").values("pk")[:limit]
-    rows = (
-        Run.objects.filter(pk__in=newest)
-        .values(*FIELDS)
-        .annotate(runs=Count("pk"))
-        .order_by("-runs", *FIELDS)
-    )
-    return [
-        RecentParameterSet(ParameterSet(**{f: row[f] for f in FIELDS}), row["runs"]) for row in rows
-    ]
+    """The parameter sets of the newest `limit` runs, the most common first (one query,
+    reading the newest runs from run_newest_idx and grouping only those)."""
+    columns = ", ".join(FIELDS)
+    sql = f"""
+        SELECT {columns}, COUNT(*) AS runs FROM (
+            SELECT {columns} FROM {Run._meta.db_table}
+            ORDER BY created_at DESC, id DESC LIMIT %s
+        ) newest
+        GROUP BY {columns} ORDER BY runs DESC, {columns}
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [limit])
+        rows = cursor.fetchall()
+    return [RecentParameterSet(ParameterSet(*row[:-1]), row[-1]) for row in rows]
 
 
 def parameter_set_choose(

@@ -280,7 +280,7 @@ def test_page_draws_the_cells_with_names_as_text(client: Client, history: dict[s
     assert "<img src=x" not in html  # json_script escapes it too
     assert 'class="cell rating-good"' in html
     assert 'class="cell rating-warn failed"' in html
-    assert "✗ timeout: timeout" in html
+    assert "✗ timeout<" in html
 
 
 def test_page_with_bad_controls_names_the_field(client: Client) -> None:

@@ -1,0 +1,194 @@
+"""The matrix page in Chromium with runs measured on the lab: the cells show the runs'
+values, the controls change the cells and the URL, the boundaries colour them, a cell opens
+the comparison for its pair, the CSV is the cells drawn, hostile names stay text, and a
+database with nothing measured says what to do."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.webapp.dashboards.status_runs import RunMaker, night
+from tests.webapp.factories import CampaignFactory, SiteFactory, VantagePointFactory
+from webapp.campaigns.models import Run
+from webapp.campaigns.services import campaign_launch, run_execute
+from webapp.sites.models import Endpoint
+from webapp.sites.services import lab_register, vantage_point_local
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+LAB_ENDPOINTS = ("local-root", "local-http", "near-root")
+PARAMS = {
+    "method": "direct",
+    "pattern": "random",
+    "read_size": 65536,
+    "fraction": 0.1,
+    "clients": 2,
+}
+
+
+def measured_matrix(lab: Any) -> dict[str, Run]:
+    """Three lab endpoints measured from this host (the "local" vantage point), plus runs
+    recorded from a second vantage point: one timed out, one on a site with a hostile name."""
+    lab_register(lab=lab)
+    endpoints = [Endpoint.objects.get(name=f"lab-{name}") for name in LAB_ENDPOINTS]
+    campaign = CampaignFactory(
+        name="matrix", endpoints=endpoints, vantage_points=[vantage_point_local()],
+        methods=["direct"], patterns=["random"], read_sizes=[65536], fractions=[0.1],
+        clients=[2],
+    )  # fmt: skip
+    runs = {}
+    for run in campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL):
+        run_execute(run_id=run.pk, worker="test@host")
+        run.refresh_from_db()
+        assert run.status == Run.Status.SUCCEEDED, run.errors
+        runs[run.endpoint.name] = run
+    make = RunMaker()
+    ral = VantagePointFactory(name="ral")
+    make.files[endpoints[2].pk] = endpoints[2].default_file
+    make.add(endpoints[2], ral, Run.Status.SUCCEEDED, night(2), throughput_mbps=55.5, wall_s=0.5)
+    runs["ral-timeout"] = make.add(
+        endpoints[2], ral, Run.Status.TIMEOUT, night(1),
+        errors=[{"class": "timeout", "message": HOSTILE, "client": 0}],
+    )  # fmt: skip
+    hostile = make.endpoint("hostile-site-root", site=SiteFactory(name=HOSTILE))
+    runs["hostile"] = make.add(
+        hostile, ral, Run.Status.SUCCEEDED, night(1), throughput_mbps=12.25, wall_s=3.0
+    )
+    return runs
+
+
+def cell(page: Any, endpoint: str, vantage_point: str) -> Any:
+    """The cell of the matrix table at (endpoint row, vantage point column)."""
+    headers = page.eval_on_selector_all(
+        "table.matrix thead th", "cells => cells.map(c => c.textContent.trim())"
+    )
+    column = headers.index(vantage_point)  # the first header is the row headers' column
+    row = page.locator("table.matrix tbody tr").filter(has=page.locator("th", has_text=endpoint))
+    return row.locator("td").nth(column - 1)
+
+
+def query(page: Any) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+def download_csv(page: Any) -> list[dict[str, str]]:
+    with page.expect_download() as caught:
+        page.click("#matrix-card [data-download=csv]")
+    return list(csv.DictReader(io.StringIO(Path(caught.value.path()).read_text())))
+
+
+def test_the_matrix_shows_measured_runs_and_follows_its_controls(
+    lab: Any,
+    live_server: Any,
+    browser_page: Callable[..., Any],
+    screenshot: Callable[[Any, str], Path],
+) -> None:
+    runs = measured_matrix(lab)
+    page, watch = browser_page("viewer")
+    page.goto(f"{live_server.url}/matrix/")
+    assert (
+        page.locator("[data-role=parameter-set]").inner_text()
+        == "direct · random · 64 KiB · 0.1 · 2 clients"
+    )
+    headers = page.eval_on_selector_all(
+        "table.matrix thead th", "c => c.map(x => x.textContent.trim())"
+    )
+    assert headers == ["Endpoint", "local", "ral"]
+    for name in LAB_ENDPOINTS:
+        value = cell(page, f"lab-{name}", "local").locator(".value").inner_text()
+        assert value == f"{runs[f'lab-{name}'].throughput_mbps:,.1f}"
+    timed_out = cell(page, "lab-near-root", "ral")
+    assert timed_out.locator(".value").inner_text() == "55.5"  # the last measured value
+    assert timed_out.locator(".fail").inner_text() == "✗ timeout"
+    assert "failed" in timed_out.get_attribute("class")
+    assert cell(page, "lab-local-root", "ral").get_attribute("class") == "cell empty"
+
+    # Hostile names are text: in the row header, and in the downloads.
+    assert page.locator("table.matrix th", has_text=HOSTILE).count() == 1
+    assert page.locator("img[src=x]").count() == 0
+    drawn = download_csv(page)
+    assert len(drawn) == page.locator("td.cell:not(.empty)").count() == 5
+    by_pair = {(r["vantage_point"], r["endpoint_name"]): r for r in drawn}
+    local_root = runs["lab-local-root"]
+    assert float(by_pair["local", "lab-local-root"]["value"]) == pytest.approx(
+        local_root.throughput_mbps
+    )
+    assert by_pair["ral", "hostile-site-root"]["site_name"] == HOSTILE
+    assert by_pair["ral", "lab-near-root"]["failed"] == "true"
+
+    # Another metric: the URL keeps it and the cells show its values.
+    page.select_option("#id_metric", "wall_s")
+    page.wait_for_url("**/matrix/?metric=wall_s*")
+    assert query(page)["metric"] == ["wall_s"]
+    value = cell(page, "lab-local-root", "local").locator(".value").inner_text()
+    assert value == f"{local_root.wall_s:,.3f}"
+    assert page.locator("h2#matrix-title").inner_text().startswith("Latest wall_s (s)")
+
+    # Boundaries colour the cells (lower is better for wall time) and stay in the URL.
+    page.fill("#id_good", "1")
+    page.fill("#id_bad", "2.5")
+    page.press("#id_bad", "Enter")
+    page.wait_for_url("**bad=2.5*")
+    assert query(page)["good"] == ["1"]
+    assert "rating-good" in cell(page, "lab-local-root", "local").get_attribute("class")
+    assert "rating-bad" in cell(page, "hostile-site-root", "ral").get_attribute("class")  # 3 s
+    ratings = {(r["vantage_point"], r["endpoint_name"]): r["rating"] for r in download_csv(page)}
+    assert ratings["ral", "hostile-site-root"] == "bad"
+    assert ratings["local", "lab-local-root"] == "good"
+    screenshot(page, "matrix")
+    watch.assert_clean()
+
+    # A cell opens the comparison of its pair, with the metric and the parameter set.
+    cell(page, "lab-local-root", "local").locator("a").click()
+    page.wait_for_url("**/compare/?*")
+    opened = query(page)
+    assert opened["endpoint"] == [str(local_root.endpoint_id)]
+    assert opened["vantage_point"] == ["local"]
+    assert opened["metric"] == ["wall_s"]
+    assert {k: opened[k][0] for k in PARAMS} == {k: str(v) for k, v in PARAMS.items()}
+
+
+def test_the_site_by_protocol_view(
+    lab: Any, live_server: Any, browser_page: Callable[..., Any]
+) -> None:
+    measured_matrix(lab)
+    page, watch = browser_page("viewer")
+    page.goto(f"{live_server.url}/matrix/")
+    page.select_option("#id_view", "site-protocol")
+    page.wait_for_url("**view=site-protocol*")
+    headers = page.eval_on_selector_all(
+        "table.matrix thead th", "c => c.map(x => x.textContent.trim())"
+    )
+    assert headers == ["Site", "http", "root"]
+    rows = page.eval_on_selector_all(
+        "table.matrix tbody th", "c => c.map(x => x.textContent.trim())"
+    )
+    assert HOSTILE in rows and "lab-local" in rows
+    near = page.locator("table.matrix tbody tr").filter(has=page.locator("th", has_text="lab-near"))
+    assert near.locator(".fail").inner_text() == "✗ 1 of 2 failed"
+    assert len(download_csv(page)) == page.locator("td.cell:not(.empty)").count()
+    watch.assert_clean()
+
+
+def test_a_bad_boundary_is_named_and_nothing_measured_says_what_to_do(
+    live_server: Any, browser_page: Callable[..., Any]
+) -> None:
+    page, watch = browser_page("viewer")
+    page.goto(f"{live_server.url}/matrix/")
+    assert "Nothing has been measured yet" in page.locator("#matrix-card").inner_text()
+    page.fill("#id_good", "10")
+    page.press("#id_good", "Enter")
+    page.wait_for_url("**good=10")
+    assert page.locator("#id_bad_error").inner_text() == (
+        "bad: give both good and bad boundaries, or neither"
+    )
+    watch.errors = [e for e in watch.errors if "400" not in e]  # the page answers 400
+    watch.assert_clean()
