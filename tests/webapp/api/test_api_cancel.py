@@ -31,7 +31,8 @@ CANCEL_BOUND_S = 30  # reliability.md: a cancel stops every client within ~30 s
 
 def operator_client() -> tuple[APIClient, User]:
     user = User.objects.create_user("operator-user", password="x")
-    user.groups.add(Group.objects.get(name="operator"))
+    # A transactional test before this one may have flushed the groups migrations made.
+    user.groups.add(Group.objects.get_or_create(name="operator")[0])
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     return client, user

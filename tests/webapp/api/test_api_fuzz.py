@@ -43,7 +43,8 @@ DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns")
 def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
     """An operator and one row of each kind it may edit: the ids per collection."""
     operator = User.objects.create_user("fuzzer", password="x")
-    operator.groups.add(Group.objects.get(name="operator"))
+    # A transactional test before this one may have flushed the groups migrations made.
+    operator.groups.add(Group.objects.get_or_create(name="operator")[0])
     site = SiteFactory(owner=operator)
     endpoint = EndpointFactory(site=site, owner=operator, base_url="root://fuzz.invalid:1094/")
     test_file = TestFileFactory(endpoint=endpoint, adler32="0000abcd")
