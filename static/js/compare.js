@@ -19,6 +19,9 @@
     timeout: { symbol: "triangle-down", colour: "#E69F00", label: "timed out" },
     cancelled: { symbol: "circle-open", colour: "#57606a", label: "cancelled" },
   };
+  // Both charts keep the same left margin (room for the strip's endpoint names), so their
+  // time axes line up when they zoom together.
+  const LEFT = 210;
   let data = fedprobe.data("compare-data");
   let request = 0;
   let linking = false;
@@ -191,6 +194,18 @@
     return [`${data.since}`, until.toISOString().slice(0, 10)];
   }
 
+  // Sites an order of magnitude apart read better on a log scale (a display choice: the
+  // data and the API do not change).
+  function yAxis() {
+    const log = form.elements.scale.checked;
+    return {
+      title: { text: fedprobe.text(`${data.label} (${data.unit})`) },
+      type: log ? "log" : "linear",
+      rangemode: log ? "normal" : "tozero",
+      autorange: true,
+    };
+  }
+
   function drawMetric() {
     const traces = metricTraces();
     if (!traces.length) {
@@ -199,6 +214,7 @@
     }
     const layout = fedprobe.layout({
       height: 460,
+      margin: { t: 40, r: 20, b: 60, l: LEFT },
       xaxis: {
         title: { text: "Date (UTC)" },
         type: "date",
@@ -213,7 +229,7 @@
           ],
         },
       },
-      yaxis: { title: { text: fedprobe.text(`${data.label} (${data.unit})`) }, rangemode: "tozero" },
+      yaxis: yAxis(),
       legend: { orientation: "h", y: -0.22 },
     });
     chart.querySelector(".chart-message")?.remove();
@@ -261,9 +277,9 @@
     });
     const layout = fedprobe.layout({
       height: 140 + 26 * labels.length,
-      margin: { t: 20, r: 20, b: 50, l: 200 },
+      margin: { t: 20, r: 20, b: 50, l: LEFT },
       xaxis: { title: { text: "Date (UTC)" }, type: "date", range: currentRange() || rangeAxis() },
-      yaxis: { type: "category", categoryarray: labels, categoryorder: "array", range: [labels.length - 0.5, -0.5], automargin: true },
+      yaxis: { type: "category", categoryarray: labels, categoryorder: "array", range: [labels.length - 0.5, -0.5] },
       legend: { orientation: "h", y: 1.1 },
     });
     strip.querySelector(".chart-message")?.remove();
@@ -297,9 +313,15 @@
   function emptyMessage() {
     const range = `between ${data.since} and ${data.until}`;
     const from = data.vantage_point ? ` from ${data.vantage_point}` : "";
+    if (!data.parameter_set && data.parameter_sets.length) {
+      const sets = data.parameter_sets.length;
+      return `None of the ${sets} parameter set${sets === 1 ? "" : "s"} these endpoints measured` +
+        `${from} ${range} agrees with the parameter fields given: pick one from the list ` +
+        "\"Measured by these endpoints\", or empty a field.";
+    }
     if (!data.parameter_set) {
       return `These endpoints measured nothing${from} ${range}: widen the range, pick ` +
-        "other endpoints or another vantage point, or leave parameter fields empty.";
+        "other endpoints or another vantage point.";
     }
     return `No run of ${parameterLabel(data.parameter_set)} measured ${data.label.toLowerCase()} ` +
       `on these endpoints${from} ${range}: widen the range or pick another parameter set.`;
@@ -442,6 +464,11 @@
   });
   form.addEventListener("change", (event) => {
     if (event.target === picker) return;
+    if (event.target.name === "scale") {
+      fedprobe.permalink(form);
+      if (data && chart.layout) Plotly.relayout(chart, { yaxis: yAxis() });
+      return;
+    }
     // One parameter changed: the others follow (the most measured set that agrees with it).
     if (PARAMETERS.includes(event.target.name)) {
       for (const name of PARAMETERS) if (name !== event.target.name) form.elements[name].value = "";

@@ -8,6 +8,7 @@ would have), but a slot launches nothing against hosts that do not exist.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
@@ -117,6 +118,7 @@ class World:
     points: list[VantagePoint]
     rtts: dict[tuple[int, int], float]  # (vantage point, site) -> round trip
     weather: dict[int, list[float]]  # endpoint -> rate factor per night
+    repetitions: int
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ class Cell:
     model: EndpointModel
     point: VantagePoint
     launch: ScheduledLaunch
+    repetition: int
 
 
 def history_exists() -> bool:
@@ -140,12 +143,13 @@ def history_synthesize(
     parameter_sets: int,
     nights: int,
     vantage_points: int = 1,
+    repetitions: int = 1,
     seed: int = 1,
     last_night: date | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Synthesized:
-    """Make the synthetic sites, endpoints, vantage points and campaigns, then one finished
-    run per night, endpoint, parameter set and vantage point (trigger=schedule)."""
+    """Make the synthetic sites, endpoints, vantage points and campaigns, then finished runs
+    (trigger=schedule): `repetitions` per night, endpoint, parameter set and vantage point."""
     rng = random.Random(seed)
     last = last_night or _last_night(datetime.now(UTC))
     slots = [_slot(last - timedelta(days=n)) for n in range(nights - 1, -1, -1)]
@@ -154,15 +158,18 @@ def history_synthesize(
         points = _make_vantage_points(vantage_points)
         rtts = {(p.pk, m.site.site.pk): _rtt_s(rng) for p in points for m in models}
         sets = parameter_set_list(parameter_sets)
-        campaigns = _make_campaigns(sets, [m.endpoint for m in models], points, slots[0])
+        campaigns = _make_campaigns(
+            sets, [m.endpoint for m in models], points, first_slot=slots[0], repetitions=repetitions
+        )
     weather = {
         m.endpoint.pk: _weather(random.Random(f"{seed}-{i}"), nights) for i, m in enumerate(models)
     }
-    world = World(rng, models, points, rtts, weather)
-    total = len(slots) * len(models) * len(sets) * len(points)
+    world = World(rng, models, points, rtts, weather, repetitions)
+    per_night = len(models) * len(points) * repetitions
+    total = len(slots) * len(sets) * per_night
     written = 0
     for campaign, params in zip(campaigns, sets, strict=True):
-        launches = _make_launches(campaign, slots, len(models) * len(points))
+        launches = _make_launches(campaign, slots, per_night)
         rows = _run_rows(world, campaign, params, launches)
         for batch in _batches(rows, BATCH):
             _insert_runs(batch)
@@ -299,7 +306,8 @@ def _add_outages(rng: random.Random, models: list[EndpointModel], first: date, l
     days = (last - first).days
     if days < 10 or not models:
         return
-    for site_pk in rng.sample(sorted({m.site.site.pk for m in models}), k=min(2, len(models))):
+    sites = sorted({m.site.site.pk for m in models})
+    for site_pk in rng.sample(sites, k=min(2, len(sites))):
         start = first + timedelta(days=rng.randint(0, days - 3))
         span = (start, start + timedelta(days=rng.randint(1, 3)))
         for model in models:
@@ -331,7 +339,9 @@ def _make_campaigns(
     sets: Sequence[tuple[str, str, int, float, int]],
     endpoints: list[Endpoint],
     points: list[VantagePoint],
+    *,
     first_slot: datetime,
+    repetitions: int,
 ) -> list[Campaign]:
     campaigns = []
     for method, pattern, read_size, fraction, clients in sets:
@@ -344,6 +354,7 @@ def _make_campaigns(
             read_sizes=[read_size],
             fractions=[fraction],
             clients=[clients],
+            repetitions=repetitions,
             deadline_s=int(DEADLINE_S),
             schedule=SCHEDULE,
         )
@@ -465,12 +476,12 @@ def _run_rows(
         night = launch.slot.date()
         busy = 0.88 if launch.slot.weekday() < 5 else 1.0
         queue_s = 0.0
-        for model in world.models:
-            for point in world.points:
-                conditions = _conditions(model, world.rtts[point.pk, model.site.site.pk], night)
-                rate = conditions.rate_mbps * world.weather[model.endpoint.pk][n] * busy
-                conditions = Conditions(**{**vars(conditions), "rate_mbps": rate})
-                cell = Cell(campaign, params, model, point, launch)
+        for model, point in itertools.product(world.models, world.points):
+            conditions = _conditions(model, world.rtts[point.pk, model.site.site.pk], night)
+            rate = conditions.rate_mbps * world.weather[model.endpoint.pk][n] * busy
+            conditions = Conditions(**{**vars(conditions), "rate_mbps": rate})
+            for repetition in range(world.repetitions):
+                cell = Cell(campaign, params, model, point, launch, repetition)
                 row, wall_s = _run_row(world.rng, cell, conditions)
                 yield _timed(row, launch.slot, queue_s, wall_s)
                 queue_s += min(wall_s, 60.0) / 8  # a few workers per vantage point
@@ -508,6 +519,7 @@ def _run_row(
         "clients": clients,
         "deadline_s": DEADLINE_S,
         "scheduled_launch_id": launch.pk,
+        "repetition": cell.repetition,
         "worker": f"celery@{point.name}-worker{rng.randint(1, 4)}",
         "served_by": [],
         "errors": [],
@@ -674,7 +686,6 @@ def _timed(row: dict[str, Any], slot: datetime, queue_s: float, wall_s: float) -
         skip=3,
         readahead=0,
         streams=1,
-        repetition=0,
         trigger=Run.Trigger.SCHEDULE.value,
         cancel_requested=False,
         resent_count=0,

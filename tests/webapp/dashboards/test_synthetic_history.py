@@ -108,6 +108,22 @@ def test_sites_have_tiers_storage_and_several_protocols() -> None:
     assert all(endpoint.default_file is not None for endpoint in endpoints)
 
 
+def test_repetitions_measure_each_cell_again_each_night() -> None:
+    synthesize("--repetitions=3", nights=4, endpoints=2, sets=1)
+    runs = Run.objects.all()
+    assert runs.count() == 4 * 2 * 3
+    per_cell = runs.values("endpoint", "created_at").annotate(n=Count("id"), last=Max("repetition"))
+    assert {(row["n"], row["last"]) for row in per_cell} == {(3, 2)}
+    assert Campaign.objects.get().repetitions == 3
+    assert len(set(runs.values_list("throughput_mbps", flat=True))) > 20
+
+
+def test_one_site_is_enough() -> None:
+    synthesize(endpoints=3, nights=12, sets=1)
+    assert Site.objects.count() == 1
+    assert Run.objects.count() == 3 * 12
+
+
 def test_refuses_to_add_twice_and_clear_replaces() -> None:
     synthesize(nights=5)
     with pytest.raises(CommandError, match="--clear"):

@@ -50,12 +50,15 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(dest="action", required=True)
         make = actions.add_parser(
             "synthesize",
-            help="make the history (one run per night, endpoint, parameter set and vantage point)",
+            help="make the history (runs per night, endpoint, parameter set and vantage point)",
         )
         make.add_argument("--endpoints", type=_bounded(1, 2000), default=100)
         make.add_argument("--parameter-sets", type=_bounded(1, MAX_PARAMETER_SETS), default=10)
         make.add_argument("--nights", type=_bounded(1, 3660), default=365)
         make.add_argument("--vantage-points", type=_bounded(1, 20), default=1)
+        make.add_argument(
+            "--repetitions", type=_bounded(1, 10), default=1, help="runs per night and cell"
+        )
         make.add_argument("--seed", type=int, default=1)
         make.add_argument(
             "--last-night",
@@ -100,6 +103,7 @@ class Command(BaseCommand):
             parameter_sets=options["parameter_sets"],
             nights=options["nights"],
             vantage_points=options["vantage_points"],
+            repetitions=options["repetitions"],
             seed=options["seed"],
             last_night=options["last_night"],
             progress=progress,
