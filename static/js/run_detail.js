@@ -136,7 +136,8 @@
         });
       }
       if (row.ttfb_s !== null && row.ttfb_s !== undefined) {
-        drawn.push({ ...common, event: "first byte", start_s: row.ttfb_s, end_s: row.ttfb_s, duration_s: 0 });
+        const at = row.ttfb_s;
+        drawn.push({ ...common, event: "first byte", start_s: at, end_s: at, duration_s: 0 });
       }
       if (row.error) {
         const at = clientEnd(row);
@@ -162,7 +163,11 @@
       if (!rows.length) continue;
       // FileStager copies the next file while the current one is read: copies get the
       // lower half of the row so that both stay visible.
-      const geometry = stage ? (phase === "copy" ? { width: 0.35, offset: 0.05 } : { width: 0.45, offset: -0.45 }) : {};
+      let geometry = {};
+      if (stage) {
+        const copy = phase === "copy";
+        geometry = copy ? { width: 0.35, offset: 0.05 } : { width: 0.45, offset: -0.45 };
+      }
       traces.push({
         type: "bar",
         orientation: "h",
@@ -198,9 +203,15 @@
         name: "error",
         y: errors.map((r) => clientLabel(r.client)),
         x: errors.map((r) => r.start_s),
-        marker: { symbol: "x", size: 12, color: ERROR_COLOUR, line: { width: 1, color: ERROR_COLOUR } },
-        customdata: errors.map((r) => [fedprobe.text(r.error_class), fedprobe.text(r.error_message.slice(0, 300))]),
-        hovertemplate: "%{y} failed at %{x:.4f} s: %{customdata[0]}<br>%{customdata[1]}<extra></extra>",
+        marker: {
+          symbol: "x", size: 12, color: ERROR_COLOUR, line: { width: 1, color: ERROR_COLOUR },
+        },
+        customdata: errors.map((r) => [
+          fedprobe.text(r.error_class),
+          fedprobe.text(r.error_message.slice(0, 300)),
+        ]),
+        hovertemplate:
+          "%{y} failed at %{x:.4f} s: %{customdata[0]}<br>%{customdata[1]}<extra></extra>",
       });
     }
     return traces;
@@ -212,7 +223,8 @@
       return "No timeline: the run was cancelled before its clients read anything.";
     }
     if (error) {
-      return `No timeline: the run ended (${live.progress.status}) before its clients started. ${error}`;
+      const status = live.progress.status;
+      return `No timeline: the run ended (${status}) before its clients started. ${error}`;
     }
     return `No timeline: no client of this ${live.progress.status} run reported its phases.`;
   }
@@ -233,7 +245,10 @@
     const layout = fedprobe.layout({
       barmode: "overlay",
       height: sized(chart, rowsHeight(ordered.length, 260)),
-      xaxis: { title: { text: "seconds from the release of the clients (s)" }, rangemode: "tozero", zeroline: true },
+      xaxis: {
+        title: { text: "seconds from the release of the clients (s)" },
+        rangemode: "tozero",
+      },
       yaxis: {
         title: { text: "client" },
         type: "category",
@@ -303,7 +318,11 @@
       showlegend: false,
       margin: { t: 40, r: 20, b: 55, l: 60 },
       xaxis: { type: "log", title: { text: "latency (µs)" } },
-      yaxis: { type: logCounts ? "log" : "linear", title: { text: "operations" }, rangemode: "tozero" },
+      yaxis: {
+        type: logCounts ? "log" : "linear",
+        title: { text: "operations" },
+        rangemode: "tozero",
+      },
       shapes,
       annotations,
       uirevision: kind,
@@ -348,11 +367,13 @@
         line: { shape: "hv", color: fedprobe.colour(i), width: 1.5 },
         fill: logCounts ? "none" : "tozeroy",
         customdata: step.custom,
-        hovertemplate: "%{customdata[0]} to %{customdata[1]} µs: %{customdata[2]} operations<extra></extra>",
+        hovertemplate:
+          "%{customdata[0]} to %{customdata[1]} µs: %{customdata[2]} operations<extra></extra>",
       };
       for (const bucket of hist.buckets) latencyDrawn.push({ kind, series: "bucket", ...bucket });
       for (const name of PERCENTILES) {
-        latencyDrawn.push({ kind, series: name, lower_us: hist[name], upper_us: hist[name], count: "" });
+        const at = hist[name];
+        latencyDrawn.push({ kind, series: name, lower_us: at, upper_us: at, count: "" });
       }
       return Plotly.react(chart, [trace], latencyLayout(kind, hist, logCounts), fedprobe.config);
     }));
@@ -395,13 +416,18 @@
     const layout = fedprobe.layout({
       barmode: "stack",
       height: sized(chart, Math.max(200, 110 + 36 * rows.length)),
-      xaxis: { title: { text: "clients served" }, rangemode: "tozero", dtick: rows.some((r) => r.clients.length > 10) ? undefined : 1 },
+      xaxis: {
+        title: { text: "clients served" },
+        rangemode: "tozero",
+        dtick: rows.some((r) => r.clients.length > 10) ? undefined : 1, // whole clients
+      },
       yaxis: { type: "category", automargin: true, autorange: "reversed" },
       legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0, traceorder: "normal" },
       margin: { t: 40, r: 20, b: 50, l: 80 },
     });
     chart.replaceChildren();
-    return Plotly.react(chart, [bars("ended well", "ok", OK_COLOUR), bars("failed", "failed", ERROR_COLOUR)], layout, fedprobe.config);
+    const traces = [bars("ended well", "ok", OK_COLOUR), bars("failed", "failed", ERROR_COLOUR)];
+    return Plotly.react(chart, traces, layout, fedprobe.config);
   }
 
   // -- live progress --------------------------------------------------------------------
@@ -434,25 +460,36 @@
     const labels = clients.map((c) => clientLabel(c.client));
     const read = clients.map((c) => c.bytes_read / MiB);
     const left = clients.map((c) => Math.max(0, c.bytes_planned - c.bytes_read) / MiB);
-    const hover = clients.map((c) => [fedprobe.text(c.status), formatSize(c.bytes_read), formatSize(c.bytes_planned)]);
+    const hover = clients.map((c) => [
+      fedprobe.text(c.status),
+      formatSize(c.bytes_read),
+      formatSize(c.bytes_planned),
+    ]);
+    const hovertemplate =
+      "%{y} (%{customdata[0]}): %{customdata[1]} of %{customdata[2]}<extra></extra>";
     const traces = [
       {
         type: "bar", orientation: "h", name: "read", y: labels, x: read,
         marker: { color: clients.map((c) => statusColour(c.status)) },
         customdata: hover,
-        hovertemplate: "%{y} (%{customdata[0]}): %{customdata[1]} of %{customdata[2]}<extra></extra>",
+        hovertemplate,
       },
       {
         type: "bar", orientation: "h", name: "still to read", y: labels, x: left,
-        marker: { color: PENDING_COLOUR }, customdata: hover,
-        hovertemplate: "%{y} (%{customdata[0]}): %{customdata[1]} of %{customdata[2]}<extra></extra>",
+        marker: { color: PENDING_COLOUR }, customdata: hover, hovertemplate,
       },
     ];
     const layout = fedprobe.layout({
       barmode: "stack",
       height: sized(chart, rowsHeight(clients.length, 220)),
       xaxis: { title: { text: "bytes read (MiB)" }, rangemode: "tozero" },
-      yaxis: { type: "category", categoryorder: "array", categoryarray: labels, autorange: "reversed", automargin: true },
+      yaxis: {
+        type: "category",
+        categoryorder: "array",
+        categoryarray: labels,
+        autorange: "reversed",
+        automargin: true,
+      },
       legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0 },
       margin: { t: 40, r: 20, b: 50, l: 80 },
       uirevision: "progress",
@@ -522,14 +559,15 @@
 
 
   restoreControls();
-  const id = live.run;
+  const wire = (card, name, rows, columns) =>
+    fedprobe.downloads(element(card), `run-${live.run}-${name}`, rows, columns);
   if (live.final) {
-    fedprobe.downloads(element("timeline-card"), `run-${id}-timeline`, () => timelineDrawn, TIMELINE_COLUMNS);
+    wire("timeline-card", "timeline", () => timelineDrawn, TIMELINE_COLUMNS);
   } else {
-    fedprobe.downloads(element("timeline-card"), `run-${id}-progress`, () => progressDrawn, PROGRESS_COLUMNS);
+    wire("timeline-card", "progress", () => progressDrawn, PROGRESS_COLUMNS);
   }
-  fedprobe.downloads(element("latency-card"), `run-${id}-latency`, () => latencyDrawn, LATENCY_COLUMNS);
-  fedprobe.downloads(element("served-card"), `run-${id}-servers`, () => serversDrawn, SERVER_COLUMNS);
+  wire("latency-card", "latency", () => latencyDrawn, LATENCY_COLUMNS);
+  wire("served-card", "servers", () => serversDrawn, SERVER_COLUMNS);
   document.querySelectorAll("[form='run-chart-controls']").forEach((select) => {
     select.addEventListener("change", () => {
       fedprobe.permalink(controls);

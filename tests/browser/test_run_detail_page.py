@@ -170,6 +170,11 @@ def test_downloads_are_the_drawn_rows_and_the_order_is_a_permalink(
         page.evaluate("document.getElementById('timeline-chart').layout.yaxis.categoryarray")
         == by_end
     )
+    page.select_option("select[name=counts]", "log")
+    y_axes = page.eval_on_selector_all(
+        "#latency-charts [data-kind]", "charts => charts.map(c => c.layout.yaxis.type)"
+    )
+    assert set(y_axes) == {"log"} and "counts=log" in page.url and "order=end" in page.url
     assert statuses == []  # an ended run is never polled
     watch.assert_clean()
 

@@ -32,7 +32,10 @@ def lab_run(lab: Any, endpoint: str, path: str | None = None, **params: Any) -> 
     """A run of the lab's `endpoint` measured in this process (as a worker would)."""
     lab_register(lab=lab)
     endpoint_row = Endpoint.objects.get(name=f"lab-{endpoint}")
-    campaign = CampaignFactory(endpoints=[endpoint_row], **{k: [v] for k, v in params.items()})
+    axes = ("methods", "patterns", "read_sizes", "fractions", "clients")
+    campaign = CampaignFactory(
+        endpoints=[endpoint_row], **{k: [v] if k in axes else v for k, v in params.items()}
+    )
     if path:
         campaign.test_files.set([endpoint_row.files.get(path=path)])
     (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
@@ -245,3 +248,14 @@ def test_attempt_rows_and_records_agree_on_status(lab: Any) -> None:
     run = lab_run(lab, "local-root", clients=2)
     statuses = dict(ClientAttempt.objects.filter(run=run).values_list("client", "status"))
     assert {r["client"]: r["status"] for r in run_charts(run)["timeline"]} == statuses
+
+
+def test_a_filestager_run_has_its_copies_and_waits_on_the_timeline(lab: Any) -> None:
+    run = lab_run(lab, "local-root", methods="stage", files=2, clients=2, fractions=0.25)
+    for row in run_charts(run)["timeline"]:
+        phases = [p["phase"] for p in row["phases"]]
+        assert sorted(phases) == sorted(
+            ["copy", "copy", "stage-wait", *["open", "read", "close"] * 2]
+        )
+        assert all(p["start_s"] <= p["end_s"] <= row["end_s"] for p in row["phases"])
+        assert row["served_by"] == [server_of(lab, "local-root")]
