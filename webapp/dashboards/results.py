@@ -216,8 +216,8 @@ def _cells_in_python(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     group = _group_fields()
     sources = [_metric_source(m) for m in METRICS]
     groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = defaultdict(list)
-    for row in runs.values_list(*group, *sources).order_by():
-        groups[row[: len(group)]].append(row[len(group) :])
+    for values_row in runs.values_list(*group, *sources).order_by():
+        groups[values_row[: len(group)]].append(values_row[len(group) :])
     cells = []
     for key in sorted(groups, key=_sortable):
         values = groups[key]

@@ -76,13 +76,13 @@ class CampaignResultsPageView(ViewerRequiredMixin, View):
     def get(self, request: HttpRequest, pk: int) -> HttpResponse:
         campaign = get_object_or_404(Campaign, pk=pk)
         errors: dict[str, Any] = {}
-        days = {}
         try:
             chosen = results_filter(request.GET)
-            days = {"since": chosen.since, "until": chosen.until}
         except ValidationError as exc:
+            chosen = ResultsFilter()
             errors = exc.detail if isinstance(exc.detail, dict) else {"query": exc.detail}
-        results = campaign_results(campaign=campaign, filters=ResultsFilter(**days))
+        days = ResultsFilter(since=chosen.since, until=chosen.until)
+        results = campaign_results(campaign=campaign, filters=days)
         context = {
             "campaign": campaign,
             "results": results,
@@ -92,8 +92,8 @@ class CampaignResultsPageView(ViewerRequiredMixin, View):
                 "runs_url": f"{reverse('campaigns:run-list')}?campaign={campaign.pk}",
             },
             "query_errors": [(name, _messages(msgs)) for name, msgs in errors.items()],
-            "since": request.GET.get("since", "") if not errors else "",
-            "until": request.GET.get("until", "") if not errors else "",
+            "since": chosen.since.isoformat() if chosen.since else "",
+            "until": chosen.until.isoformat() if chosen.until else "",
         }
         status = 400 if errors else 200
         return render(request, "dashboards/campaign_results.html", context, status=status)
