@@ -33,6 +33,8 @@
   const PROGRESS_COLUMNS = ["client", "status", "bytes_read", "bytes_planned"];
 
   const element = (id) => document.getElementById(id);
+  const clientLabel = (client) => `client ${client}`;
+  const round6 = (value) => Math.round(value * 1e6) / 1e6;
 
   /** A message in place of the chart (see fedprobe.showMessage), at the message's height. */
   function message(chart, text, kind = "empty") {
@@ -47,8 +49,6 @@
     chart.style.height = `${height}px`;
     return height;
   }
-  const clientLabel = (client) => `client ${client}`;
-  const round6 = (value) => Math.round(value * 1e6) / 1e6;
 
   // The controls sit in their charts' cards and belong to one form (their form attribute),
   // so that one permalink keeps them all.
@@ -102,7 +102,7 @@
       client: (row) => [row.client],
       start: (row) => [readStart(row), row.client],
       end: (row) => [clientEnd(row), row.client],
-      server: (row) => [row.served_by.join(" ") || "~", row.client],
+      server: (row) => [row.served_by.join(" ") || "~", row.client], // none: last
     };
     const key = keys[order] ?? keys.client;
     return [...rows].sort((a, b) => {
