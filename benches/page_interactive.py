@@ -8,7 +8,9 @@ Each URL is a path on the web application, optionally followed by `|SELECTOR`: t
 counts as interactive once the document has loaded and SELECTOR is on the page (default:
 every Plotly chart of the page has drawn its `.main-svg`); the time is the page's own
 performance.now() at the first animation frame where that holds, i.e. from the start of the
-navigation. Every sample is a fresh browser context (no cache), logged in as a viewer.
+navigation. Every sample is a fresh browser context (no cache), logged in as a viewer; with
+--warm the page is opened once in it first and the second navigation is timed (the browser's
+cache and V8's code cache warm, as for an operator who comes back to the page).
 
 The pages are served by `manage.py runserver --insecure` (static files included) on a free
 loopback port against the benchmark database (benches/django_bench.py); presets (PRESETS)
@@ -149,15 +151,19 @@ def session_cookie() -> dict[str, str]:
     }
 
 
-def measure(browser: Any, origin: str, cookie: dict[str, str], path: str, selector: str) -> float:
+def measure(
+    browser: Any, origin: str, cookie: dict[str, str], url: str, *, warm: bool = False
+) -> float:
+    path, _, selector = url.partition("|")
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         context.add_cookies([{**cookie, "url": origin}])
         page = context.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(f"{origin}{path}", wait_until="commit")
-        ready = page.wait_for_function(READY, arg=selector, polling="raf", timeout=30_000)
+        for _ in range(2 if warm else 1):
+            page.goto(f"{origin}{path}", wait_until="commit")
+            ready = page.wait_for_function(READY, arg=selector, polling="raf", timeout=30_000)
         assert not errors, errors
         return float(ready.json_value()) / 1e3
     finally:
@@ -169,6 +175,7 @@ def main() -> None:
     parser.add_argument("urls", nargs="*", help="PATH or PATH|SELECTOR")
     parser.add_argument("--preset", action="append", choices=sorted(PRESETS), default=[])
     parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--warm", action="store_true", help="time a second visit")
     args = parser.parse_args()
     setup_django()
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's loop, Django's ORM
@@ -188,12 +195,13 @@ def main() -> None:
             executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
         )
         for url in urls:
-            path, _, selector = url.partition("|")
             samples = [
-                measure(browser, origin, cookie, path, selector) for _ in range(args.samples + 1)
+                measure(browser, origin, cookie, url, warm=args.warm)
+                for _ in range(args.samples + 1)
             ]
             ms = percentiles_ms(samples[1:])
-            shown = path if len(path) < 70 else f"{path[:67]}..."
+            path = url.partition("|")[0]
+            shown = path if len(path) < 70 else f"{path[:24]}...{path[-42:]}"
             print(f"| `{shown}` | {ms['p50']:.0f} | {ms['p95']:.0f} | {ms['max']:.0f} |")
         browser.close()
     print(f"load average afterwards {os.getloadavg()}")
