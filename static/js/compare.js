@@ -5,6 +5,7 @@
 // Names go to Plotly through fedprobe.text only, and to the page through textContent.
 (function () {
   "use strict";
+  performance.mark("compare:script");  // where the time goes: benches/page_interactive.py
 
   const form = document.getElementById("compare-form");
   const chart = document.getElementById("compare-chart");
@@ -489,6 +490,7 @@
 
   if (data) {
     draw();
+    performance.mark("compare:drawn");
   } else {
     fillPicker();
     if (!chart.querySelector(".chart-message")) {
