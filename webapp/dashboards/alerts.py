@@ -66,6 +66,9 @@ DEFAULT_DROP_PCT = 30.0
 DEFAULT_RISE_PCT = 50.0
 BASELINE_NIGHTS = 7
 MIN_BASELINE_RUNS = 3
+# "Got slower" is news for a month at most; its query reads every measured run of the
+# window and the week before it, so a year-long window would read the whole history.
+SLOWER_MAX_DAYS = 31
 MAX_ROWS = 500  # per list: the page and the API say when there were more
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -86,7 +89,9 @@ class AlertsForm(forms.Form):
     read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
     fraction = forms.FloatField(max_value=1.0)
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
-    days = forms.IntegerField(min_value=1, max_value=365, help_text="runs of the last N days")
+    days = forms.IntegerField(
+        min_value=1, max_value=365, help_text="runs of the last N days (slower: at most 31)"
+    )
     metric = forms.MultipleChoiceField(
         choices=[(m, f"{m} ({SERIES_METRICS[m]})") for m in SPEED_METRICS],
         help_text="checked for slowdowns; none chosen: " + ", ".join(DEFAULT_SLOWER_METRICS),
@@ -141,7 +146,7 @@ def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> dict[s
     filters = alerts_filters(query)
     failing = alerts_failing(since=now - timedelta(days=days), filters=filters)
     slower = alerts_slower(
-        since=(now - timedelta(days=days)).date(),
+        since=(now - timedelta(days=min(days, SLOWER_MAX_DAYS))).date(),
         filters=filters,
         metrics=query.get("metric") or DEFAULT_SLOWER_METRICS,
         drop_pct=query.get("drop_pct") or DEFAULT_DROP_PCT,
@@ -149,6 +154,7 @@ def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> dict[s
     )
     return {
         "days": days,
+        "slower_days": min(days, SLOWER_MAX_DAYS),
         "failing_total": len(failing),
         "failing": failing[:MAX_ROWS],
         "slower_total": len(slower),

@@ -62,10 +62,14 @@ class MatrixForm(forms.Form):
     metric = forms.ChoiceField(
         choices=[(m, f"{m} ({unit})") for m, unit in SERIES_METRICS.items()], required=False
     )
+    good = forms.FloatField(help_text="boundary, in the metric's unit")
+    bad = forms.FloatField(help_text="boundary, in the metric's unit")
     view = forms.ChoiceField(choices=VIEWS, required=False)
     method = forms.ChoiceField(choices=[("", "most common")] + [(m, m) for m in Method])
     pattern = forms.ChoiceField(choices=[("", "most common")] + [(p, p) for p in Pattern])
-    read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
+    read_size = forms.IntegerField(
+        min_value=1, max_value=MAX_READ_SIZE, help_text="in bytes in the URL"
+    )
     fraction = forms.FloatField(max_value=1.0, help_text="of the file, in (0, 1]")
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
     site = forms.ModelChoiceField(Site.objects.order_by("name"), empty_label="all sites")
@@ -73,8 +77,6 @@ class MatrixForm(forms.Form):
     vantage_point = forms.ModelChoiceField(
         VantagePoint.objects.order_by("name"), to_field_name="name", empty_label="all"
     )
-    good = forms.FloatField(help_text="boundary of good values, in the metric's unit")
-    bad = forms.FloatField(help_text="boundary of bad values, in the metric's unit")
 
     def __init__(
         self, *args: Any, recent: Sequence[RecentParameterSet] = (), **kwargs: Any

@@ -203,3 +203,14 @@ def test_home_shows_failing_slower_and_running(
     assert "-40%" in html
     assert f'data-run-id="{running.pk}"' in html
     assert "/compare/?endpoint=" in html
+
+
+def test_slower_looks_at_most_a_month_back() -> None:
+    make = RunMaker()
+    cern = VantagePointFactory(name="cern")
+    old = make.endpoint("old")
+    for days_ago in range(41, 48):
+        make.add(old, cern, S.SUCCEEDED, night(days_ago), throughput_mbps=100)
+    make.add(old, cern, S.SUCCEEDED, night(40), throughput_mbps=10)
+    data = alerts_data(query={"days": 60})
+    assert (data["slower"], data["slower_days"]) == ([], 31)
