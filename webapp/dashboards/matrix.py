@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -89,7 +89,11 @@ class MatrixForm(forms.Form):
     def _offer_recent_values(self, recent: Sequence[RecentParameterSet]) -> None:
         """read_size, fraction and clients are numbers (any may be asked for), offered as
         the values of recent parameter sets plus the one in the query."""
-        labels = {"read_size": format_size, "fraction": lambda v: f"{v:g}", "clients": str}
+        labels: dict[str, Callable[[Any], str]] = {
+            "read_size": format_size,
+            "fraction": lambda v: f"{v:g}",
+            "clients": str,
+        }
         for name, label in labels.items():
             values = {getattr(r.parameter_set, name) for r in recent}
             asked = self.data.get(name) if self.is_bound else None
@@ -177,7 +181,8 @@ def matrix_data(
         "view": view,
         "parameter_set": _parameter_set_json(parameter_set),
         "parameter_sets": [
-            {**_parameter_set_json(r.parameter_set), "runs": r.runs} for r in recent[:20]
+            {**r.parameter_set.query(), "label": r.parameter_set.label, "runs": r.runs}
+            for r in recent[:20]
         ],
         "thresholds": {"good": thresholds.good, "bad": thresholds.bad},
         "suggested": thresholds.suggest(values),
