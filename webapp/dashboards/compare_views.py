@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -191,8 +192,6 @@ class ComparePageView(ViewerRequiredMixin, View):
 
 
 def _sites_with_endpoints() -> list[Site]:
-    from django.db.models import Prefetch
-
     endpoints = Endpoint.objects.order_by("name").only("pk", "name", "protocol", "site_id")
     return list(
         Site.objects.filter(endpoints__isnull=False)

@@ -323,6 +323,23 @@ def test_api_and_page_give_the_same_numbers_to_a_viewer() -> None:
     assert embedded == body
 
 
+def test_page_and_api_queries_are_bounded(django_assert_max_num_queries: Any) -> None:
+    site = SiteFactory()
+    endpoints = [EndpointFactory(site=site) for _ in range(8)]
+    for endpoint in endpoints:
+        for days in range(10):
+            run(endpoint, DAY - timedelta(days=days), throughput_mbps=1.0 + days)
+    query = f"site={site.pk}&since={DAY - timedelta(days=60)}&until={DAY}"
+    page, api = page_client("viewer"), api_client("viewer")
+    # session, user, role (twice: the view, the context processor); form: endpoints;
+    # selector: 3; page: sites, their endpoints, vantage points
+    with django_assert_max_num_queries(11):
+        assert page.get(f"/compare/?{query}").status_code == 200
+    # token, role; form: endpoints; selector: 3
+    with django_assert_max_num_queries(7):
+        assert api.get(f"/api/v1/compare/?{query}&vantage_point=local").status_code == 200
+
+
 def test_anonymous_users_get_neither_page_nor_data() -> None:
     endpoint = EndpointFactory()
     assert api_client(None).get(f"/api/v1/compare/?endpoint={endpoint.pk}").status_code in (
