@@ -27,7 +27,9 @@ VIEWPORT = {"width": 1280, "height": 900}
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: while Playwright's sync API is started, this thread has a
+# running event loop, and tests after the browser tests that call asyncio.run would fail.
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
