@@ -70,6 +70,13 @@ def home_preset() -> list[str]:
     return ["/|#running", "/alerts/|#slower-card", "/alerts/?days=365|#slower-card"]
 
 
+def run_detail_preset() -> list[str]:
+    """A real 256-client run (made the first time: benches/run_detail_page.py)."""
+    from run_detail_page import bench_run
+
+    return [f"/runs/{bench_run(256).pk}/"]
+
+
 def campaign_results_preset() -> list[str]:
     """A campaign of 3,645 runs (made the first time: benches/campaign_results.py), as it
     opens and with other controls. Its charts are drawn as they come near the screen: at
@@ -90,6 +97,7 @@ PRESETS: dict[str, Callable[[], list[str]]] = {
     "compare": compare_preset,
     "matrix": matrix_preset,
     "home": home_preset,
+    "run-detail": run_detail_preset,
     "campaign-results": campaign_results_preset,
 }
 
