@@ -31,8 +31,8 @@ FILE_SIZE = 2 * GiB
 BATCH = 5000
 TCP_WINDOW_B = 8 * MiB  # bounds one connection's rate at a distance: window / RTT
 VECTOR_SIZE = 256
-# The campaigns set their deadline: the engine's default (1 MB/s of planned bytes) would
-# time out small random reads at a distance, which is not what this history is about.
+# The campaigns set their deadline, one figure for every synthetic run (the engine would
+# derive one per run from its plan and the endpoint's round-trip time: docs/engine.md).
 DEADLINE_S = 3600.0
 ASYNC_DEPTH = 64
 

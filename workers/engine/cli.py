@@ -92,7 +92,7 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         "--timeout",
         type=float,
         default=None,
-        help="deadline in seconds (default: derived from the planned bytes)",
+        help="deadline in seconds (default: derived from the planned bytes and round trips)",
     )
     parser.add_argument("--seed", type=int, default=d.seed, help="seed of the random offsets")
     parser.add_argument(

@@ -9,6 +9,7 @@ cancelled, is killed; its record is kept with the bytes it had read by then.
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import os
 import shutil
@@ -19,12 +20,13 @@ import tempfile
 import time
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, TypeVar
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import OpenOptions
@@ -42,6 +44,8 @@ START_TIMEOUT_S = 120.0
 # How long past the deadline a client may take to report before it is killed.
 KILL_GRACE_S = 2.0
 POLL_S = 0.2
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -79,14 +83,17 @@ def run_probe(
     try:
         planned_at = time.time()
         preflight_s = min(PREFLIGHT_TIMEOUT_S, params.timeout_s or PREFLIGHT_TIMEOUT_S)
-        sizes, vector_limits = _preflight(params, Deadline.after(preflight_s))
+        found = _preflight(params, Deadline.after(preflight_s))
     except ProbeError as exc:
         result.run_error = (exc.error_class, exc.message)
         return result
+    sizes, vector_limits = found.sizes, found.vector_limits
     result.file_sizes = sizes
+    result.preflight_rtt_s = found.rtt_s
     # An explicit --timeout covers the whole run, preflight included.
     spent = time.time() - planned_at if params.timeout_s is not None else 0.0
-    result.deadline_s = max(0.0, params.deadline_s(max(sizes.values())) - spent)
+    derived = params.deadline_s(max(sizes.values()), rtt_s=found.rtt_s, vector_limits=vector_limits)
+    result.deadline_s = max(0.0, derived - spent)
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits)
     planned = sum(params.planned_bytes(target.size) for spec in specs for target in spec.targets)
     try:
@@ -100,29 +107,51 @@ def run_probe(
     return result
 
 
-def _preflight(
-    params: RunParams, deadline: Deadline
-) -> tuple[dict[str, int], tuple[int, int] | None]:
+@dataclass
+class _Preflight:
+    """What the preflight found: file sizes, readv limits, and the endpoint's round-trip
+    time as the fastest of its opens and stats (never below the real one: only calls that
+    always ask the endpoint are timed, not readv limits or closes a backend may answer
+    itself)."""
+
+    sizes: dict[str, int] = field(default_factory=dict)
+    vector_limits: tuple[int, int] | None = None
+    rtt_s: float = math.inf
+
+    def timed(self, request: Callable[[], _T]) -> _T:
+        started = time.perf_counter()
+        answer = request()
+        self.rtt_s = min(self.rtt_s, time.perf_counter() - started)
+        return answer
+
+
+def _preflight(params: RunParams, deadline: Deadline) -> _Preflight:
     """Check every URL against the egress policy, then stat every file (and ask the readv
-    limits) before the clients start; untimed."""
+    limits) before the clients start; untimed.
+
+    A direct run stats its first file once more: its first request paid for connecting and
+    logging in, the repeat on the same connection (XrdCl keeps it) is one round trip.
+    """
     options = OpenOptions(user="fpplan", streams=1, deadline=deadline, egress=params.egress)
-    sizes: dict[str, int] = {}
-    limits: tuple[int, int] | None = None
+    found = _Preflight()
     for url in dict.fromkeys(params.urls):
         backend_for(check_url(url)).check_egress(url, options)
     for url in dict.fromkeys(params.urls):
         backend = backend_for(check_url(url))
         if params.pattern == Pattern.VECTOR and params.method == Method.DIRECT:
-            file = backend.open(url, options)
-            sizes[url] = file.size
-            found = file.vector_limits()
-            limits = (found.max_chunks, found.max_chunk_bytes)
+            file = found.timed(partial(backend.open, url, options))
+            found.sizes[url] = file.size
+            limits = file.vector_limits()
+            found.vector_limits = (limits.max_chunks, limits.max_chunk_bytes)
             file.close()
         else:
-            sizes[url] = backend.stat_size(url, options)
-        if sizes[url] >= 0:
-            params.check_file_size(url, sizes[url])
-    return sizes, limits
+            found.sizes[url] = found.timed(partial(backend.stat_size, url, options))
+        if found.sizes[url] >= 0:
+            params.check_file_size(url, found.sizes[url])
+    if params.method == Method.DIRECT:
+        first = params.urls[0]
+        found.timed(partial(backend_for(check_url(first)).stat_size, first, options))
+    return found
 
 
 def check_served_by(result: RunResult, egress: EgressPolicy) -> None:

@@ -19,9 +19,15 @@ MAX_STREAMS = 15
 MAX_SKIP = 1_000_000
 MAX_READAHEAD = 1024 * 1024 * 1024
 MAX_TIMEOUT_S = 6 * 3600
-# A derived deadline allows this rate per client, plus a fixed margin for connecting.
-MIN_RATE_BPS = 1_000_000
+# A derived deadline (docs/engine.md, Deadlines) allows each client a fixed margin, its
+# bytes at a minimum rate, and each of its round trips RTT_FACTOR times the round-trip time
+# the preflight measured, at least MIN_ROUND_TRIP_S (a disk seek, a busy server).
 DEADLINE_MARGIN_S = 60.0
+MIN_RATE_BPS = 1_000_000
+RTT_FACTOR = 4.0
+MIN_ROUND_TRIP_S = 0.005
+# Round trips to open a file on a new connection through a redirector, and close it.
+FILE_ROUND_TRIPS = 10
 
 
 def needed_bytes(fraction: float, file_size: int) -> int:
@@ -117,17 +123,66 @@ class RunParams:
                 f"{url} has {size} bytes, smaller than one read of {self.read_size} bytes",
             )
 
-    def deadline_s(self, file_size: int) -> float:
-        """The run's deadline: --timeout, or derived from planned bytes at a minimum rate."""
+    def deadline_s(
+        self,
+        file_size: int,
+        *,
+        rtt_s: float = 0.0,
+        vector_limits: tuple[int, int] | None = None,
+    ) -> float:
+        """The run's deadline: --timeout, or derived from what one client moves and waits
+        for in `files` files of `file_size` bytes at `rtt_s` (docs/engine.md, Deadlines)."""
         if self.timeout_s is not None:
             return self.timeout_s
-        per_file = file_size if self.method != Method.DIRECT else self.planned_bytes(file_size)
-        planned = per_file * self.files
-        return min(MAX_TIMEOUT_S, DEADLINE_MARGIN_S + planned / MIN_RATE_BPS)
+        bytes_s = self.wire_bytes(file_size) / MIN_RATE_BPS
+        round_trip_s = max(RTT_FACTOR * rtt_s, MIN_ROUND_TRIP_S)
+        waits_s = self.round_trips(file_size, vector_limits) * round_trip_s
+        return min(MAX_TIMEOUT_S, DEADLINE_MARGIN_S + self.files * (bytes_s + waits_s))
 
     def planned_bytes(self, file_size: int) -> int:
         """Bytes one client asks for in one file (what the reader needs)."""
         return needed_bytes(self.fraction, file_size)
+
+    def wire_bytes(self, file_size: int) -> int:
+        """At most the bytes one client moves for one file: whole files for copies, whole
+        windows for read-ahead, else what the reader needs."""
+        if self.method != Method.DIRECT:
+            return file_size
+        if self.readahead > self.read_size:
+            return max(self.planned_bytes(file_size), self._fetches(file_size) * self.readahead)
+        return self.planned_bytes(file_size)
+
+    def round_trips(self, file_size: int, vector_limits: tuple[int, int] | None = None) -> int:
+        """The requests of one client in one file that each wait for the one before: one
+        per read, readv or read-ahead fetch, reads / depth for async reads, plus opening
+        and closing. A copy streams the file (its bytes bound it): only opening counts."""
+        if self.method != Method.DIRECT:
+            return FILE_ROUND_TRIPS
+        reads = self.reads(file_size)
+        if self.pattern == Pattern.VECTOR:
+            waits = _vector_batches(reads, self.read_size, self.vector_size, vector_limits)
+        elif self.pattern == Pattern.ASYNC:
+            waits = math.ceil(reads / self.depth)
+        else:
+            waits = self._fetches(file_size)
+        return FILE_ROUND_TRIPS + waits
+
+    def reads(self, file_size: int) -> int:
+        """How many read_size requests one client sends for one file (patterns.py)."""
+        needed = math.ceil(self.planned_bytes(file_size) / self.read_size)
+        if self.pattern == Pattern.SKIP:
+            return min(needed, math.ceil(file_size / (self.read_size * (self.skip + 1))))
+        return needed
+
+    def _fetches(self, file_size: int) -> int:
+        """Synchronous requests reaching the endpoint: reads, or read-ahead windows. A window
+        of an ordered pattern serves every read that fits in it; random reads seldom hit."""
+        reads = self.reads(file_size)
+        if self.readahead <= self.read_size or self.pattern == Pattern.RANDOM:
+            return reads
+        stride = self.read_size * (self.skip + 1 if self.pattern == Pattern.SKIP else 1)
+        per_window = 1 + (self.readahead - self.read_size) // stride
+        return math.ceil(reads / per_window)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
@@ -139,6 +194,15 @@ class RunParams:
         data.pop("egress")
         data.pop("scratch_dir")
         return data
+
+
+def _vector_batches(
+    reads: int, read_size: int, vector_size: int, limits: tuple[int, int] | None
+) -> int:
+    """How many readvs carry `reads` chunks (patterns.vector_batches, without duplicates)."""
+    max_chunks, max_chunk_bytes = limits or (vector_size, read_size)
+    chunks = reads * math.ceil(read_size / max(1, max_chunk_bytes))
+    return math.ceil(chunks / max(1, min(vector_size, max_chunks)))
 
 
 def _check_choice(name: str, value: object, choices: type[StrEnum]) -> None:

@@ -32,6 +32,8 @@ class RunResult:
     # When the clients were released (their phases count from here); None if they never were.
     released_at: str | None = None
     file_sizes: dict[str, int] = field(default_factory=dict)
+    # The endpoint's round-trip time as the preflight measured it (a derived deadline's input).
+    preflight_rtt_s: float | None = None
     clients: list[ClientResult] = field(default_factory=list)
     run_error: tuple[ErrorClass, str] | None = None
     cancelled: bool = False
@@ -83,6 +85,7 @@ class RunResult:
             "released_at": self.released_at,
             "host": self.host,
             "deadline_s": round(self.deadline_s, 3),
+            "preflight_rtt_ms": _ms(self.preflight_rtt_s),
             "file_sizes": self.file_sizes,
             "wall_s": round(self.wall_s, 6),
             "open_s": _median([c.open_s for c in clients if c.open_s]),
@@ -106,3 +109,7 @@ class RunResult:
 
 def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 6) if values else None
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 3)

@@ -11,6 +11,8 @@ import pytest
 
 from tests.workers.engine.conftest import FILE_16M, MiB, lab_file
 from workers.engine import Method, Pattern, RunParams, run_probe
+from workers.engine import params as engine_params
+from workers.engine.driver import KILL_GRACE_S
 
 pytestmark = pytest.mark.lab
 
@@ -45,6 +47,23 @@ def test_endpoint_that_hangs_mid_read_times_out_and_other_clients_are_kept(
     assert hung["status"] == "timeout"
     assert 2 * MiB <= hung["bytes_read"] < 16 * MiB
     assert kept["status"] == "ok" and kept["bytes_read"] == 16 * MiB
+
+
+def test_endpoint_that_hangs_mid_read_times_out_by_the_derived_deadline(
+    lab: Any, relay_to: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No --timeout: the deadline is derived from the plan (a short margin keeps this quick).
+    monkeypatch.setattr(engine_params, "DEADLINE_MARGIN_S", 2.0)
+    host, url = relay_to("local-root", FILE_16M, rtt_ms=5.0)
+    hang_once_reading(host, after_bytes=MiB)
+    started = time.monotonic()
+    run = run_probe(RunParams(urls=(url,), read_size=64 * 1024, fraction=0.25)).to_json()
+    elapsed = time.monotonic() - started
+    assert run["status"] == "timeout"
+    (client,) = run["clients"]
+    assert MiB <= client["bytes_read"] < 4 * MiB
+    assert run["preflight_rtt_ms"] > 0
+    assert elapsed < run["deadline_s"] + KILL_GRACE_S + 3.0
 
 
 def hang_once_reading(host: Any, after_bytes: int) -> None:
