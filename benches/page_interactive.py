@@ -71,10 +71,15 @@ def home_preset() -> list[str]:
 
 
 def run_detail_preset() -> list[str]:
-    """A real 256-client run (made the first time: benches/run_detail_page.py)."""
+    """A real 256-client run (made the first time: benches/run_detail_page.py). Its timeline
+    is drawn at once (below the first screen at 1280 x 900, which shows the run's facts),
+    the charts below it once the page has loaded: the first URL waits for the timeline, the
+    second for every chart."""
     from run_detail_page import bench_run
 
-    return [f"/runs/{bench_run(256).pk}/"]
+    page = f"/runs/{bench_run(256).pk}/"
+    drawn = [f"#{card}-card[data-drawn]" for card in ("timeline", "latency", "served")]
+    return [f"{page}|{drawn[0]}", f"{page}|{' ~ '.join(drawn)}"]
 
 
 def campaign_results_preset() -> list[str]:

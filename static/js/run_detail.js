@@ -1,10 +1,11 @@
 // A run's page. An ended run: each client's timeline (its phases as a Gantt, first byte and
-// errors marked), the latency histograms of each operation kind merged over the clients,
-// and the data servers that served the clients, from the run-charts data (the API's run
-// detail has the same). A queued or running run: every 2 s the status view gives the run's
-// status and each client's bytes, drawn in place (no reload) until the run ends; then the
-// page reloads once, and the server renders the results. Without JavaScript the page shows
-// the tables it was rendered with.
+// errors marked), drawn first; below it, drawn once the page has loaded, the latency
+// histograms of each operation kind merged over the clients and the data servers that
+// served the clients; all from the run-charts data (the API's run detail has the same). A
+// queued or running run: every 2 s the status view gives the run's status and each client's
+// bytes, drawn in place (no reload) until the run ends; then the page reloads once, and the
+// server renders the results. Without JavaScript the page shows the tables it was rendered
+// with.
 (function () {
   "use strict";
 
@@ -254,11 +255,14 @@
         type: "category",
         categoryorder: "array",
         categoryarray: labels,
-        autorange: "reversed",
+        // First client on top, no empty rows around them (the markers' autorange pads).
+        range: [labels.length - 0.5, -0.5],
         automargin: true,
       },
       legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0 },
-      margin: { t: 50, r: 20, b: 60, l: 80 },
+      // Room for the legend above and "client 999" beside: a margin pushed by either
+      // makes Plotly draw the chart twice.
+      margin: { t: 76, r: 20, b: 60, l: 100 },
       uirevision: "timeline",
     });
     chart.replaceChildren();
@@ -553,11 +557,74 @@
 
   // -- wiring -----------------------------------------------------------------------------
 
-  function drawFinal() {
-    return Promise.all([drawTimeline(), drawLatency(), drawServers()]);
+  // An ended run's timeline is drawn at once; the charts below it once the page has loaded,
+  // each in its own task when the browser is idle, or sooner if they come near the screen,
+  // so that the page answers while they are drawn. A drawn chart's card has data-drawn
+  // (benches/page_interactive.py waits for it).
+  const FINAL_CHARTS = { timeline: drawTimeline, latency: drawLatency, served: drawServers };
+  const stale = new Set();
+
+  function drawNow(name) {
+    if (!stale.delete(name)) return;
+    const card = element(`${name}-card`);
+    Promise.resolve(FINAL_CHARTS[name]()).then(() => {
+      card.dataset.drawn = "";
+      performance.mark(`run:drawn:${name}`);
+    });
   }
 
+  /** The task once the page has loaded and shown a frame since. */
+  function afterLoad(task) {
+    const start = () => requestAnimationFrame(task);
+    if (document.readyState === "complete") start();
+    else window.addEventListener("load", start, { once: true });
+  }
 
+  const whenIdle = (task) =>
+    window.requestIdleCallback ? requestIdleCallback(task, { timeout: 500 }) : setTimeout(task);
+
+  function drawInTurn(names) {
+    const [name, ...rest] = names;
+    if (!name) return;
+    whenIdle(() => {
+      drawNow(name);
+      drawInTurn(rest);
+    });
+  }
+
+  function drawNear(names) {
+    const observer = new IntersectionObserver(
+      (entries) => {
+        for (const entry of entries) {
+          if (!entry.isIntersecting) continue;
+          observer.unobserve(entry.target);
+          drawNow(entry.target.dataset.chart);
+        }
+      },
+      { rootMargin: "300px 0px" },
+    );
+    for (const name of names) {
+      const card = element(`${name}-card`);
+      card.dataset.chart = name;
+      observer.observe(card);
+    }
+  }
+
+  function drawFinal() {
+    for (const name of Object.keys(FINAL_CHARTS)) stale.add(name);
+    drawNow("timeline");
+    const below = ["latency", "served"];
+    drawNear(below);
+    afterLoad(() => drawInTurn(below));
+  }
+
+  /** A chart's rows for its downloads, drawn first if they have not been yet. */
+  const drawnRows = (name, rows) => () => {
+    drawNow(name);
+    return rows();
+  };
+
+  performance.mark("run:script");
   restoreControls();
   const wire = (card, name, rows, columns) =>
     fedprobe.downloads(element(card), `run-${live.run}-${name}`, rows, columns);
@@ -566,12 +633,16 @@
   } else {
     wire("timeline-card", "progress", () => progressDrawn, PROGRESS_COLUMNS);
   }
-  wire("latency-card", "latency", () => latencyDrawn, LATENCY_COLUMNS);
-  wire("served-card", "servers", () => serversDrawn, SERVER_COLUMNS);
+  wire("latency-card", "latency", drawnRows("latency", () => latencyDrawn), LATENCY_COLUMNS);
+  wire("served-card", "servers", drawnRows("served", () => serversDrawn), SERVER_COLUMNS);
+  // Each control redraws its own chart.
+  const redrawn = { order: "timeline", counts: "latency" };
   document.querySelectorAll("[form='run-chart-controls']").forEach((select) => {
     select.addEventListener("change", () => {
       fedprobe.permalink(controls);
-      if (live.final) drawFinal();
+      if (!live.final) return;
+      stale.add(redrawn[select.name]);
+      drawNow(redrawn[select.name]);
     });
   });
 

@@ -80,6 +80,7 @@ def test_a_finished_run_shows_its_timeline_histograms_and_servers(
     page, watch = browser_page("viewer")
     page.goto(f"{live_server.url}/runs/{run.pk}/")
     page.wait_for_selector("#timeline-chart .main-svg")
+    page.wait_for_selector("#served-card[data-drawn]")  # drawn after the timeline
     traces = chart_data(page, "#timeline-chart")
     bars = {t["name"]: t for t in traces if t["type"] == "bar"}
     assert list(bars) == ["open", "read", "close"]
