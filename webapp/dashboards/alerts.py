@@ -51,7 +51,12 @@ from webapp.dashboards.matrix import (
     _compare_url,
     _datetime,
 )
-from webapp.dashboards.parameter_sets import FIELDS, ParameterSet, higher_is_better
+from webapp.dashboards.parameter_sets import (
+    FIELDS,
+    FractionField,
+    ParameterSet,
+    higher_is_better,
+)
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
 
@@ -87,7 +92,7 @@ class AlertsForm(forms.Form):
     method = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in Method])
     pattern = forms.ChoiceField(choices=[("", "any")] + [(p, p) for p in Pattern])
     read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
-    fraction = forms.FloatField(max_value=1.0)
+    fraction = FractionField()
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
     days = forms.IntegerField(
         min_value=1, max_value=365, help_text="runs of the last N days (slower: at most 31)"
@@ -117,12 +122,6 @@ class AlertsForm(forms.Form):
             self.fields[name].widget.attrs["placeholder"] = f"{value:g}"
         for name in ("read_size", "fraction", "clients"):
             self.fields[name].widget.attrs["placeholder"] = "any"
-
-    def clean_fraction(self) -> float | None:
-        fraction: float | None = self.cleaned_data.get("fraction")
-        if fraction is not None and fraction <= 0:
-            raise forms.ValidationError("must be more than 0")
-        return fraction
 
 
 def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from webapp.dashboards.compare import (
     endpoints_chosen,
     failure_counts,
 )
+from webapp.dashboards.parameter_sets import FractionField
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
 
@@ -80,7 +81,7 @@ class CompareForm(forms.Form):
     read_size = forms.IntegerField(
         min_value=1, max_value=MAX_READ_SIZE, required=False, help_text="bytes"
     )
-    fraction = forms.FloatField(max_value=1.0, required=False, help_text="of the file, in (0, 1]")
+    fraction = FractionField(required=False, help_text="of the file, in (0, 1]")
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS, required=False)
     vantage_point = forms.CharField(
         max_length=50, required=False, help_text="a vantage point's name (default: all)"
@@ -92,12 +93,6 @@ class CompareForm(forms.Form):
     bucket = forms.ChoiceField(
         choices=[(b, b) for b in BUCKETS], required=False, help_text="default: day"
     )
-
-    def clean_fraction(self) -> float | None:
-        fraction = self.cleaned_data.get("fraction")
-        if fraction is not None and fraction <= 0:
-            raise ValidationError("must be more than 0")
-        return fraction
 
     def clean_vantage_point(self) -> VantagePoint | None:
         name = self.cleaned_data.get("vantage_point") or ""

@@ -35,6 +35,7 @@ from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core.views import ViewerRequiredMixin
 from webapp.dashboards.form_schema import form_errors, form_parameters
 from webapp.dashboards.parameter_sets import (
+    FractionField,
     ParameterSet,
     RecentParameterSet,
     higher_is_better,
@@ -70,7 +71,7 @@ class MatrixForm(forms.Form):
     read_size = forms.IntegerField(
         min_value=1, max_value=MAX_READ_SIZE, help_text="in bytes in the URL"
     )
-    fraction = forms.FloatField(max_value=1.0, help_text="of the file, in (0, 1]")
+    fraction = FractionField(help_text="of the file, in (0, 1]")
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
     site = forms.ModelChoiceField(Site.objects.order_by("name"), empty_label="all sites")
     protocol = forms.ChoiceField(choices=[("", "all protocols"), *Endpoint.Protocol.choices])
@@ -101,12 +102,6 @@ class MatrixForm(forms.Form):
             if asked and asked not in {str(v) for v in values}:
                 choices.append((asked, asked))
             self.fields[name].widget = forms.Select(choices=choices)
-
-    def clean_fraction(self) -> float | None:
-        fraction: float | None = self.cleaned_data.get("fraction")
-        if fraction is not None and fraction <= 0:
-            raise forms.ValidationError("must be more than 0")
-        return fraction
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from django import forms
 from django.db import connection
 
 from webapp.campaigns.models import Run
@@ -21,6 +22,18 @@ HIGHER_IS_BETTER = frozenset({"throughput_mbps"})
 
 def higher_is_better(metric: str) -> bool:
     return metric in HIGHER_IS_BETTER
+
+
+def _more_than_zero(value: float) -> None:
+    if value <= 0:
+        raise forms.ValidationError("must be more than 0")
+
+
+class FractionField(forms.FloatField):
+    """A parameter set's fraction of the file as a query parameter: in (0, 1]."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_value=1.0, validators=[_more_than_zero], **kwargs)
 
 
 @dataclass(frozen=True)
