@@ -293,3 +293,9 @@ class ClientAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"client {self.client} of run {self.run_id}"
+
+    def error_json(self) -> dict[str, str] | None:
+        """Why the client failed, as {"class", "message"}; None when nothing was recorded."""
+        if not (self.error_class or self.error_message):
+            return None
+        return {"class": self.error_class, "message": self.error_message}

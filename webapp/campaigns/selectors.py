@@ -323,12 +323,9 @@ def _client_json(attempt: ClientAttempt) -> dict[str, Any]:
     """The client's engine record, or what the database knows of a client that never reported."""
     if attempt.record:
         return dict(attempt.record)
-    error = None
-    if attempt.error_class or attempt.error_message:
-        error = {"class": attempt.error_class, "message": attempt.error_message}
     return {
         "client": attempt.client,
         "status": attempt.status,
         "bytes_read": attempt.bytes_read,
-        "error": error,
+        "error": attempt.error_json(),
     }

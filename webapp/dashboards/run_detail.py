@@ -36,9 +36,6 @@ def _client_timeline(attempt: ClientAttempt) -> dict[str, Any]:
     """One client's row of the timeline: its phases in seconds from the release, its first
     byte, where it ended and why it failed. A client that never reported has no phases."""
     record = attempt.record or {}
-    error = None
-    if attempt.error_class or attempt.error_message:
-        error = {"class": attempt.error_class, "message": attempt.error_message}
     return {
         "client": attempt.client,
         "status": attempt.status,
@@ -50,7 +47,7 @@ def _client_timeline(attempt: ClientAttempt) -> dict[str, Any]:
         "ttfb_s": record.get("ttfb_s"),
         "end_s": record.get("wall_s"),
         "bytes_read": attempt.bytes_read,
-        "error": error,
+        "error": attempt.error_json(),
     }
 
 
