@@ -1,0 +1,137 @@
+"""`bin/run` as a new user runs it: everything up on the embedded defaults (SQLite, the
+filesystem broker, the lab), a campaign measured, and a Ctrl-C that stops it all.
+
+A terminal's Ctrl-C signals the whole foreground process group; the test sends SIGTERM to
+bin/run's group the same way (bin/run traps both), in the middle of a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import free_port
+from workers.lab.ports import free_base_port
+
+REPO = Path(__file__).resolve().parent.parent
+UP_TIMEOUT_S = 180.0
+
+pytestmark = pytest.mark.lab
+
+
+def _get(url: str, token: str | None = None) -> object:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Token {token}")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def _post(url: str, token: str) -> object:
+    request = urllib.request.Request(url, method="POST", data=b"")
+    request.add_header("Authorization", f"Token {token}")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def _wait(
+    condition: object, timeout_s: float, what: str, log: Path, run: subprocess.Popen[bytes]
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if run.poll() is not None:
+            raise AssertionError(f"bin/run exited ({run.returncode})\n{log.read_text()[-3000:]}")
+        try:
+            if condition():  # type: ignore[operator]
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s} s\n{log.read_text()[-3000:]}")
+        time.sleep(1)
+
+
+@pytest.fixture
+def lab_dir() -> Iterator[Path]:
+    """Under /tmp with every parent searchable: the lab's servers run as nobody."""
+    path = Path(tempfile.mkdtemp(prefix="fedprobe-bin-run-lab-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
+    tmp_path: Path, lab_dir: Path
+) -> None:
+    port = free_port()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DATABASE_URL", "FEDPROBE_", "DJANGO_"))
+    }
+    env |= {
+        "FEDPROBE_PORT": str(port),
+        "FEDPROBE_VAR_DIR": str(tmp_path / "var"),
+        "FEDPROBE_LAB_DIR": str(lab_dir),
+        "FEDPROBE_LAB_BASE_PORT": str(free_base_port()),
+    }
+    log = tmp_path / "run.log"
+    with log.open("wb") as out:
+        run = subprocess.Popen(
+            ["bin/run"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    web = f"http://127.0.0.1:{port}"
+    try:
+        _wait(lambda: _get(f"{web}/healthz") == {"status": "ok"}, UP_TIMEOUT_S, "web up", log, run)
+        token = _token(env)
+        campaigns = _get(f"{web}/api/v1/campaigns/", token)["results"]  # type: ignore[index]
+        launched = _post(f"{web}/api/v1/campaigns/{campaigns[0]['id']}/launch/", token)
+        assert launched["runs"]  # type: ignore[index]
+
+        def some_succeeded() -> bool:
+            runs = _get(f"{web}/api/v1/runs/?status=succeeded", token)
+            return bool(runs["count"])  # type: ignore[index]
+
+        _wait(some_succeeded, 120, "a run measured by bin/run's worker", log, run)
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)  # as a terminal's Ctrl-C: the whole group
+        exit_code = run.wait(timeout=90)
+    assert "run: stopping" in log.read_text()
+    assert exit_code in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
+    assert _survivors(tmp_path) == []
+    assert _survivors(lab_dir) == []
+
+
+def _token(env: dict[str, str]) -> str:
+    answer = subprocess.run(
+        [".venv/bin/python", "manage.py", "apitoken", "admin"],
+        cwd=REPO, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return answer.stdout.strip().splitlines()[-1]
+
+
+def _survivors(tmp_path: Path) -> list[str]:
+    """Processes still running whose command line names this test's folder."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        if str(tmp_path) in cmdline and state != "Z":
+            found.append(f"{proc.name}: {cmdline[:200]}")
+    return found
