@@ -24,17 +24,6 @@
   };
   const ERROR_CLASSES = Object.keys(ERROR_COLOURS);
 
-  function formatSize(bytes) {
-    const units = ["B", "KiB", "MiB", "GiB"];
-    let value = bytes;
-    let unit = 0;
-    while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-      value /= 1024;
-      unit += 1;
-    }
-    return `${Number(value.toFixed(1))} ${units[unit]}`;
-  }
-
   function formatPercent(fraction) {
     return `${Number((fraction * 100).toFixed(1))}%`;
   }
@@ -54,14 +43,14 @@
     vantage_point: ["Vantage point", String],
     method: ["Method", String],
     pattern: ["Pattern", String],
-    read_size: ["Read size", formatSize],
+    read_size: ["Read size", fedprobe.formatSize],
     fraction: ["Fraction", formatPercent],
     clients: ["Clients", String],
     files: ["Files per client", String],
     depth: ["Depth", String],
     vector_size: ["Vector size", String],
     skip: ["Skip", String],
-    readahead: ["Read-ahead", (v) => (v ? formatSize(v) : "off")],
+    readahead: ["Read-ahead", (v) => (v ? fedprobe.formatSize(v) : "off")],
     streams: ["Streams", String],
   };
   const label = (name) => DIMENSIONS[name][0];
@@ -176,7 +165,7 @@
   function describeCell(cell) {
     return [
       fedprobe.text(endpointLabel(cell.endpoint)),
-      `${cell.method}, ${cell.pattern}, ${formatSize(cell.read_size)} reads`,
+      `${cell.method}, ${cell.pattern}, ${fedprobe.formatSize(cell.read_size)} reads`,
       `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients`,
       `${cell.runs} run${cell.runs === 1 ? "" : "s"}`,
     ].join("<br>");
@@ -242,7 +231,7 @@
   }
 
   function readaheadSuffix(cell) {
-    return cell.readahead ? ` + read-ahead ${formatSize(cell.readahead)}` : "";
+    return cell.readahead ? ` + read-ahead ${fedprobe.formatSize(cell.readahead)}` : "";
   }
 
   /** Paper 002's names for the ways of reading. */
@@ -266,7 +255,7 @@
     const step = high - low > 12 ? 4 : high - low > 6 ? 2 : 1;
     const tickvals = [];
     for (let power = low; power <= high; power += step) tickvals.push(2 ** power);
-    return { tickvals, ticktext: tickvals.map(formatSize) };
+    return { tickvals, ticktext: tickvals.map(fedprobe.formatSize) };
   }
 
   function median(values) {
@@ -321,7 +310,7 @@
             title: { text: "Read size (bytes, log)" },
             type: "log",
             tickvals: data.dimensions.read_size,
-            ticktext: data.dimensions.read_size.map(formatSize),
+            ticktext: data.dimensions.read_size.map(fedprobe.formatSize),
           },
           yaxis: { title: { text: "Time to read (s, log)" }, type: "log" },
         },

@@ -1,5 +1,6 @@
-/* Shared by the chart pages: data in, safe text, colour-blind-safe colours, downloads,
-   permalinks, empty and error states. Each page has its own small script that uses this.
+/* Shared by the chart pages: data in, safe text, sizes, colour-blind-safe colours,
+   downloads, permalinks, empty and error states. Each page has its own small script that
+   uses this.
    Nothing here builds HTML from data: text goes in through textContent, and text handed
    to Plotly (which reads a few HTML-like tags in labels) has its markup escaped. */
 "use strict";
@@ -23,6 +24,18 @@ const fedprobe = (() => {
       .replace(/</g, "&lt;")
       .replace(/>/g, "&gt;")
       .replace(/"/g, "&quot;");
+  }
+
+  /** Bytes as the tables show them (workers.engine.units.format_size): 1536 -> "1.5 KiB". */
+  function formatSize(bytes) {
+    const units = ["B", "KiB", "MiB", "GiB"];
+    let value = bytes;
+    let unit = 0;
+    while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+      value /= 1024;
+      unit += 1;
+    }
+    return `${Number(value.toFixed(1))} ${units[unit]}`;
   }
 
   function colour(index) {
@@ -100,5 +113,8 @@ const fedprobe = (() => {
     history.replaceState(null, "", query ? `?${query}` : location.pathname);
   }
 
-  return { palette, data, text, colour, config, layout, showMessage, toCsv, downloads, permalink };
+  return {
+    palette, data, text, formatSize, colour, config, layout, showMessage, toCsv, downloads,
+    permalink,
+  };
 })();

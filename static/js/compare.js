@@ -27,20 +27,9 @@
   let request = 0;
   let linking = false;
 
-  function formatSize(bytes) {
-    const units = ["B", "KiB", "MiB", "GiB"];
-    let value = bytes;
-    let unit = 0;
-    while (value >= 1024 && unit < units.length - 1) {
-      value /= 1024;
-      unit += 1;
-    }
-    return `${Number(value.toFixed(1))} ${units[unit]}`;
-  }
-
   function parameterLabel(set) {
     const clients = `${set.clients} client${set.clients === 1 ? "" : "s"}`;
-    return `${set.method} · ${set.pattern} · ${formatSize(set.read_size)} reads · ` +
+    return `${set.method} · ${set.pattern} · ${fedprobe.formatSize(set.read_size)} reads · ` +
       `fraction ${set.fraction} · ${clients}`;
   }
 
