@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -114,6 +114,18 @@ class WorkerProcess:
         """Whether the main process has exited, without reaping it (see the module docstring)."""
         assert self.process is not None
         return self.process.returncode is not None or _state(self.process.pid) in {"Z", ""}
+
+
+def wait_until(
+    condition: Callable[[], object], timeout_s: float, what: str, *workers: WorkerProcess
+) -> None:
+    """Poll `condition` until it holds; past `timeout_s`, fail saying what each worker does."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            diagnosis = "\n".join(worker.diagnose() for worker in workers)
+            raise AssertionError(f"{what}: not after {timeout_s} s\n{diagnosis}")
+        time.sleep(0.1)
 
 
 def session_members(session_id: int) -> list[int]:

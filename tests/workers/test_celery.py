@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -19,7 +18,7 @@ from django.db import OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from tests.celery_worker import REPO, WorkerProcess
+from tests.celery_worker import REPO, WorkerProcess, wait_until
 from tests.webapp.factories import (
     CampaignFactory,
     RunFactory,
@@ -58,17 +57,6 @@ def wait_for_final(runs: list[Run], *workers: WorkerProcess, timeout_s: float = 
 
     wait_until(final, timeout_s, f"runs {ids} final", *workers)
     return final() or []
-
-
-def wait_until(
-    condition: Callable[[], object], timeout_s: float, what: str, *workers: WorkerProcess
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            diagnosis = "\n".join(worker.diagnose() for worker in workers)
-            raise AssertionError(f"{what}: not after {timeout_s} s\n{diagnosis}")
-        time.sleep(0.1)
 
 
 def queued_messages(broker_url: str, queue: str) -> list[dict[str, Any]]:

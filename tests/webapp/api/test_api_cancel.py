@@ -4,7 +4,6 @@ service's own cancel path in test_campaign_services.py.)"""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +12,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from tests.celery_worker import WorkerProcess
+from tests.celery_worker import WorkerProcess, wait_until
 from tests.webapp.factories import (
     CampaignFactory,
     EndpointFactory,
@@ -36,14 +35,6 @@ def operator_client() -> tuple[APIClient, User]:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     return client, user
-
-
-def wait_until(condition: Any, timeout_s: float, what: str, worker: WorkerProcess) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout_s} s\n{worker.diagnose()}")
-        time.sleep(0.1)
 
 
 def test_cancel_of_a_running_run_stops_every_client_and_keeps_it_out_of_series(

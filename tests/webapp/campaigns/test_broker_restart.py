@@ -7,7 +7,6 @@ persistence: its restart loses the messages still queued, as a Redis without AOF
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -18,7 +17,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from tests.celery_worker import WorkerProcess
+from tests.celery_worker import WorkerProcess, wait_until
 from tests.servers import RedisServer, celery_sends_to
 from tests.webapp.factories import CampaignFactory, EndpointFactory, TestFileFactory
 from webapp.campaigns.models import ClientAttempt, Run
@@ -41,16 +40,6 @@ def private_broker(tmp_path: Path) -> Iterator[RedisServer]:
             yield server
     finally:
         server.stop()
-
-
-def wait_until(
-    condition: Callable[[], object], timeout_s: float, what: str, worker: WorkerProcess
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout_s} s\n{worker.diagnose()}")
-        time.sleep(0.1)
 
 
 def test_a_redis_restart_mid_campaign_loses_no_result_and_counts_none_twice(

@@ -12,8 +12,7 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.celery_worker import REPO, WorkerProcess
+from tests.celery_worker import REPO, WorkerProcess, wait_until
 from tests.servers import PostgresCluster
 
 VANTAGE = "pg-restart"
@@ -81,16 +80,6 @@ def query(url: str, sql: str, *params: object) -> list[tuple[Any, ...]]:
     """Rows from a fresh connection (each call survives a restart in between)."""
     with psycopg.connect(url, autocommit=True) as conn:
         return conn.execute(sql, params).fetchall()
-
-
-def wait_until(
-    condition: Callable[[], object], timeout_s: float, what: str, worker: WorkerProcess
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not after {timeout_s} s\n{worker.diagnose()}")
-        time.sleep(0.2)
 
 
 def test_a_postgresql_restart_mid_run_keeps_the_heartbeat_and_stores_the_results_once(
