@@ -41,6 +41,16 @@
     return `${endpoint.name} (${endpoint.protocol})`;
   }
 
+  /** The columns that say which endpoint a downloaded row is of. */
+  function endpointColumns(endpoint) {
+    return {
+      endpoint_id: endpoint.id,
+      endpoint: endpoint.name,
+      protocol: endpoint.protocol,
+      site: endpoint.site_name,
+    };
+  }
+
   // The rows drawn, as the downloads give them.
   function seriesRows() {
     if (!data) return [];
@@ -50,10 +60,7 @@
       const endpoint = endpoints.get(series.endpoint);
       series.t.forEach((t, i) => {
         rows.push({
-          endpoint_id: endpoint.id,
-          endpoint: endpoint.name,
-          protocol: endpoint.protocol,
-          site: endpoint.site_name,
+          ...endpointColumns(endpoint),
           bucket: data.bucket,
           day: t,
           runs: series.n[i],
@@ -75,10 +82,7 @@
       const endpoint = endpoints.get(run.endpoint);
       return {
         run: run.id,
-        endpoint_id: endpoint.id,
-        endpoint: endpoint.name,
-        protocol: endpoint.protocol,
-        site: endpoint.site_name,
+        ...endpointColumns(endpoint),
         vantage_point: run.vantage_point,
         created_at: run.t,
         status: run.status,
@@ -95,10 +99,7 @@
     return data.failures.map((row) => {
       const endpoint = endpoints.get(row.endpoint);
       return {
-        endpoint_id: endpoint.id,
-        endpoint: endpoint.name,
-        protocol: endpoint.protocol,
-        site: endpoint.site_name,
+        ...endpointColumns(endpoint),
         day: row.day,
         status: row.status,
         error_class: row.error_class,
