@@ -31,12 +31,24 @@ SERIES_METRICS = {
 BUCKETS = {"day": TruncDay, "hour": TruncHour}
 
 
-class Median(Aggregate):
-    """percentile_cont(0.5) (PostgreSQL)."""
+class Percentile(Aggregate):
+    """percentile_cont(q) (PostgreSQL): the value below which a fraction q of the group
+    lies, interpolated between neighbours as numpy's default does."""
 
     function = "percentile_cont"
-    template = "%(function)s(0.5) WITHIN GROUP (ORDER BY %(expressions)s)"
+    template = "%(function)s(%(q)s) WITHIN GROUP (ORDER BY %(expressions)s)"
     output_field = FloatField()
+
+    def __init__(self, expression: Any, q: float) -> None:
+        super().__init__(expression, q=float(q))
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """percentile_cont over sorted values, for databases without it (SQLite)."""
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def run_list() -> QuerySet[Run]:
@@ -249,7 +261,7 @@ def endpoint_series(
         "max": Max(value),
     }
     if connection.vendor == "postgresql":
-        aggregates["median"] = Median(value)
+        aggregates["median"] = Percentile(value, 0.5)
     rows = (
         runs.annotate(t=BUCKETS[bucket]("created_at"))
         .values("endpoint_id", "t")

@@ -13,12 +13,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Aggregate, Count, DateField, F, FloatField, Q, QuerySet
+from django.db.models import Count, DateField, F, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Trunc
 
 from webapp.campaigns.models import Run
-from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.campaigns.selectors import SERIES_METRICS, Percentile, percentile
 from webapp.campaigns.services import MEASURED
 from webapp.sites.models import Endpoint, VantagePoint
 
@@ -43,26 +43,6 @@ METRIC_LABELS = {
     "cpu_s": "Client CPU",
     "bytes_wire": "Bytes over the wire",
 }
-
-
-class Percentile(Aggregate):
-    """percentile_cont(fraction) (PostgreSQL): the value below which `fraction` of the
-    group lies, interpolated between neighbours as numpy's default does."""
-
-    function = "percentile_cont"
-    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = FloatField()
-
-    def __init__(self, expression: Any, fraction: float) -> None:
-        super().__init__(expression, fraction=float(fraction))
-
-
-def percentile(ordered: Sequence[float], fraction: float) -> float:
-    """percentile_cont over sorted values, for databases without it (SQLite)."""
-    position = fraction * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def default_range(today: date) -> tuple[date, date]:

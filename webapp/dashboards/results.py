@@ -23,11 +23,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Aggregate, Count, F, FloatField, Q, QuerySet
+from django.db.models import Count, F, FloatField, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.selectors import Percentile, percentile
 from webapp.campaigns.services import MEASURED
 from webapp.sites.models import Endpoint
 
@@ -64,17 +65,6 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 NOT_SUCCEEDED = (Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.CANCELLED)
 # The dimensions a crossover is found across (the rest fix one comparison).
 CROSSOVER_ACROSS = ("method", "fraction")
-
-
-class Percentile(Aggregate):
-    """percentile_cont(q) (PostgreSQL): linear interpolation between the ordered values."""
-
-    function = "percentile_cont"
-    template = "%(function)s(%(q)s) WITHIN GROUP (ORDER BY %(expressions)s)"
-    output_field = FloatField()
-
-    def __init__(self, expression: Any, q: float) -> None:
-        super().__init__(expression, q=float(q))
 
 
 @dataclass(frozen=True)
@@ -238,12 +228,7 @@ def _sortable(key: tuple[Any, ...]) -> tuple[Any, ...]:
 def percentile_cont(values: Iterable[float | None], q: float) -> float | None:
     """PostgreSQL's percentile_cont: nulls ignored, linear interpolation, None if empty."""
     ordered = sorted(float(v) for v in values if v is not None)
-    if not ordered:
-        return None
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+    return percentile(ordered, q) if ordered else None
 
 
 def _cell(row: dict[str, Any]) -> dict[str, Any]:

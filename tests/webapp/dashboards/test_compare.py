@@ -24,7 +24,8 @@ from tests.webapp.factories import (
     VantagePointFactory,
 )
 from webapp.campaigns.models import Run
-from webapp.dashboards.compare import MAX_ENDPOINTS, compare_data, percentile
+from webapp.campaigns.selectors import percentile
+from webapp.dashboards.compare import MAX_ENDPOINTS, compare_data
 from webapp.dashboards.compare_views import CompareForm
 from webapp.sites.models import Endpoint
 
