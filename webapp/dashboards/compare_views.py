@@ -34,6 +34,7 @@ from webapp.dashboards.compare import (
     endpoints_chosen,
     failure_counts,
 )
+from webapp.dashboards.form_schema import form_errors
 from webapp.dashboards.parameter_sets import FractionField
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
@@ -155,12 +156,6 @@ class CompareForm(forms.Form):
             "parameters": {f: data.get(f) for f in PARAMETER_FIELDS},
             "vantage_point": data.get("vantage_point") or None,
         }
-
-
-def form_errors(form: forms.Form) -> dict[str, list[str]]:
-    """{field: [message, ...]}, as DRF answers a 400."""
-    errors: dict[str, Any] = form.errors.get_json_data()
-    return {field: [error["message"] for error in items] for field, items in errors.items()}
 
 
 class ComparePageView(ViewerRequiredMixin, View):
