@@ -9,17 +9,16 @@ from django import forms
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
+# FloatField first: Django's FloatField is an IntegerField subclass.
 _TYPES: list[tuple[type[forms.Field], OpenApiTypes]] = [
-    (forms.IntegerField, OpenApiTypes.INT),
     (forms.FloatField, OpenApiTypes.DOUBLE),
+    (forms.IntegerField, OpenApiTypes.INT),
 ]
 
 
 def form_parameters(form_class: type[forms.Form]) -> list[OpenApiParameter]:
-    return [
-        _parameter(name, field)
-        for name, field in form_class.base_fields.items()  # type: ignore[attr-defined]
-    ]
+    """From a bound-free instance: the forms settle their fields (required...) in __init__."""
+    return [_parameter(name, field) for name, field in form_class().fields.items()]
 
 
 def _parameter(name: str, field: forms.Field) -> OpenApiParameter:
