@@ -65,17 +65,6 @@
     }
   }
 
-  function formatSize(bytes) {
-    const units = ["B", "KiB", "MiB", "GiB"];
-    let value = bytes;
-    let unit = 0;
-    while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-      value /= 1024;
-      unit += 1;
-    }
-    return `${Number(value.toFixed(1))} ${units[unit]}`;
-  }
-
   function errorText(error) {
     if (!error) return "";
     return [error.class, error.message].filter(Boolean).join(": ");
@@ -466,8 +455,8 @@
     const left = clients.map((c) => Math.max(0, c.bytes_planned - c.bytes_read) / MiB);
     const hover = clients.map((c) => [
       fedprobe.text(c.status),
-      formatSize(c.bytes_read),
-      formatSize(c.bytes_planned),
+      fedprobe.formatSize(c.bytes_read),
+      fedprobe.formatSize(c.bytes_planned),
     ]);
     const hovertemplate =
       "%{y} (%{customdata[0]}): %{customdata[1]} of %{customdata[2]}<extra></extra>";
@@ -517,7 +506,7 @@
       bar.textContent = `${run.percent}%`;
     }
     progress.querySelector("[data-role='bytes']").textContent =
-      `${formatSize(run.bytes_read)} of ${formatSize(run.bytes_planned)}`;
+      `${fedprobe.formatSize(run.bytes_read)} of ${fedprobe.formatSize(run.bytes_planned)}`;
     for (const client of run.clients) {
       const row = document.querySelector(`#clients tr[data-client="${client.client}"]`);
       if (!row) continue;

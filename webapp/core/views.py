@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.mixins import AccessMixin
+from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
@@ -35,8 +36,7 @@ class ViewerRequiredMixin(AccessMixin):
         if not request.user.is_authenticated:
             return self.handle_no_permission()
         if not self.allowed(request):
-            self.raise_exception = True
-            return self.handle_no_permission()
+            raise PermissionDenied("your role does not allow this page")
         return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
 
 
