@@ -13,7 +13,15 @@ import sys
 import time
 from collections.abc import Sequence
 from typing import TextIO
+from urllib.parse import urlsplit
 
+from workers.engine.credentials import (
+    GRID_CA_DIR,
+    Credential,
+    discover_credential,
+    read_secret_file,
+    resolve_ca_dir,
+)
 from workers.engine.driver import Progress, run_probe
 from workers.engine.errors import InvalidParams
 from workers.engine.params import Method, Pattern, RunParams
@@ -105,6 +113,30 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="directory for copies (copy and stage methods; default: $TMPDIR)",
     )
+    parser.add_argument(
+        "--token-file",
+        default=None,
+        metavar="PATH",
+        help="bearer token to present (ztn on root(s)://, Authorization on https/davs)",
+    )
+    parser.add_argument(
+        "--proxy",
+        default=None,
+        metavar="PATH",
+        help="X.509 proxy to present (gsi on root://, client certificate on https/davs)",
+    )
+    parser.add_argument(
+        "--anonymous",
+        action="store_true",
+        help="present no credential, not even one found by discovery",
+    )
+    parser.add_argument(
+        "--ca-dir",
+        default=None,
+        metavar="DIR",
+        help="CA folder servers are verified against (default: $FEDPROBE_CA_DIR, "
+        f"$X509_CERT_DIR, {GRID_CA_DIR} if it exists, else the system store)",
+    )
     parser.add_argument("--json", action="store_true", help="print the run JSON")
 
 
@@ -133,9 +165,29 @@ def params_from_options(options: dict[str, object]) -> RunParams:
         seed=_int(get("seed")),
         adler32=_checksums(urls, get("adler32")),
         scratch_dir=None if get("scratch") is None else str(get("scratch")),
+        credential=_credential(options, str(urls[0])),
+        ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
     )
     params.validate()
     return params
+
+
+def _credential(options: dict[str, object], url: str) -> Credential | None:
+    """--token-file or --proxy; without them (and without --anonymous), discovery."""
+    token_file, proxy = _text(options.get("token_file")), _text(options.get("proxy"))
+    if token_file and proxy:
+        raise InvalidParams("credential", "give --token-file or --proxy, not both")
+    if token_file:
+        return Credential.token(read_secret_file(token_file, "token_file"))
+    if proxy:
+        return Credential.x509_proxy(read_secret_file(proxy, "proxy"))
+    if options.get("anonymous"):
+        return None
+    return discover_credential(urlsplit(url).scheme)
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _checksums(urls: Sequence[object], adler32: object) -> tuple[tuple[str, str], ...]:
@@ -243,6 +295,8 @@ def summary_table(result: RunResult) -> str:
         ),
         ("cpu", _seconds(run["cpu_s"])),
         ("served by", ", ".join(str(s) for s in run["served_by"]) or "-"),  # type: ignore[attr-defined]
+        ("server", str(run["server_version"] or "-")),
+        ("auth, tls", f"{run['auth']}, {_tls_text(run['tls'])}"),
         ("checksum", str(run["checksum"] or "not checked")),
     ]
     lines = [f"{name:<17} {value}" for name, value in rows]
@@ -263,6 +317,13 @@ def summary_table(result: RunResult) -> str:
         if error["client"] is None:
             lines.append(f"run error: {error['class']}: {error['message']}")
     return "\n".join(lines) + "\n"
+
+
+def _tls_text(tls: object) -> str:
+    if not isinstance(tls, dict):
+        return "no TLS"
+    named = [str(tls[k]) for k in ("version", "cipher") if tls.get(k)]
+    return " ".join(named) if named else "TLS (version not reported)"
 
 
 def _seconds(value: object) -> str:

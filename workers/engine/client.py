@@ -15,13 +15,14 @@ import traceback
 import zlib
 from array import array
 from collections.abc import MutableSequence, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import Backend, OpenOptions, RemoteFile
 from workers.engine.backends.local import LOCAL_VECTOR_LIMITS, LocalBackend
+from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
@@ -71,6 +72,7 @@ class ClientSpec:
     scratch: str
     vector_limits: tuple[int, int] | None
     start_timeout_s: float
+    access: Access = field(default_factory=Access)
 
 
 # What a client sends its parent once it is prepared and waiting for the release.
@@ -83,6 +85,7 @@ def client_main(
     """Process entry point: prepare, say ready, wait for the release, measure, report."""
     # A process group of its own: the run can stop this client and any copy tool it runs.
     os.setpgid(0, 0)
+    spec.access.apply_environment()
     result = ClientResult(client=spec.client)
     try:
         client = Client(spec, result, progress)
@@ -110,6 +113,7 @@ class Client:
         self.result = result
         self.progress = progress
         self.backend: Backend = backend_for(check_url(spec.targets[0].url))
+        self.backend.prepare(spec.access)
         self.plans = [self._plan(target) for target in spec.targets]
         self.expected_adler32 = dict(self.params.adler32)
         self.delivered = 0
@@ -147,6 +151,7 @@ class Client:
             streams=self.params.streams,
             deadline=deadline,
             egress=self.params.egress,
+            access=self.spec.access,
         )
         try:
             if self.params.method == Method.DIRECT:

@@ -9,33 +9,35 @@ cancelled, is killed; its record is kept with the bytes it had read by then.
 from __future__ import annotations
 
 import contextlib
-import math
-import multiprocessing
 import os
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import time
-import types
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import partial
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection, wait
-from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from workers.engine.backends import backend_for
-from workers.engine.backends.base import OpenOptions
 from workers.engine.client import READY, ClientSpec, FileTarget, client_main
+from workers.engine.credentials import (
+    Access,
+    AuthMethod,
+    Credential,
+    remove_stale_run_dirs,
+    run_secrets,
+)
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.params import Method, RunParams
+from workers.engine.preflight import run_preflight
+from workers.engine.processes import client_context, main_module_hidden
 from workers.engine.results import RunResult
 from workers.engine.urls import check_url
 
@@ -74,27 +76,54 @@ def run_probe(
 ) -> RunResult:
     """Validate, plan and execute one run. Raises InvalidParams before anything starts."""
     params.validate()
+    scheme = check_url(params.urls[0])
+    credential = params.credential
     result = RunResult(
         params=params,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         host=socket.getfqdn(),
         deadline_s=0.0,
+        auth=AuthMethod.NONE if credential is None else credential.auth_method(scheme),
     )
+    remove_stale_run_dirs()
+    # The clients (and the preflight) get the credential from the run's private folder.
+    shared = replace(params, credential=None)
     try:
-        planned_at = time.time()
-        preflight_s = min(PREFLIGHT_TIMEOUT_S, params.timeout_s or PREFLIGHT_TIMEOUT_S)
-        found = _preflight(params, Deadline.after(preflight_s))
+        if credential is not None:
+            credential.check_valid(until=datetime.now(UTC))
+        with run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access:
+            _plan_and_execute(shared, credential, access, result, on_progress, should_cancel)
     except ProbeError as exc:
         result.run_error = (exc.error_class, exc.message)
         return result
+    if params.egress is not None and backend_for(scheme).egress_after_run:
+        check_served_by(result, params.egress)
+    return result
+
+
+def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
+    params: RunParams,
+    credential: Credential | None,
+    access: Access,
+    result: RunResult,
+    on_progress: ProgressCallback | None,
+    should_cancel: CancelCheck | None,
+) -> None:
+    planned_at = time.time()
+    preflight_s = min(PREFLIGHT_TIMEOUT_S, params.timeout_s or PREFLIGHT_TIMEOUT_S)
+    found = run_preflight(client_context(), params, access, Deadline.after(preflight_s))
     sizes, vector_limits = found.sizes, found.vector_limits
     result.file_sizes = sizes
     result.preflight_rtt_s = found.rtt_s
+    result.negotiated = found.negotiated
     # An explicit --timeout covers the whole run, preflight included.
     spent = time.time() - planned_at if params.timeout_s is not None else 0.0
     derived = params.deadline_s(max(sizes.values()), rtt_s=found.rtt_s, vector_limits=vector_limits)
     result.deadline_s = max(0.0, derived - spent)
-    specs = _client_specs(params, sizes, result.deadline_s, vector_limits)
+    if credential is not None:
+        ends = datetime.now(UTC) + timedelta(seconds=result.deadline_s)
+        credential.check_valid(until=ends, why="the run's deadline")
+    specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
     planned = sum(params.planned_bytes(target.size) for spec in specs for target in spec.targets)
     try:
         _Execution(specs, result, planned, on_progress, should_cancel).run()
@@ -102,56 +131,6 @@ def run_probe(
         for spec in specs:
             if spec.scratch:
                 shutil.rmtree(spec.scratch, ignore_errors=True)
-    if params.egress is not None and backend_for(check_url(params.urls[0])).egress_after_run:
-        check_served_by(result, params.egress)
-    return result
-
-
-@dataclass
-class _Preflight:
-    """What the preflight found: file sizes, readv limits, and the endpoint's round-trip
-    time as the fastest of its opens and stats (never below the real one: only calls that
-    always ask the endpoint are timed, not readv limits or closes a backend may answer
-    itself)."""
-
-    sizes: dict[str, int] = field(default_factory=dict)
-    vector_limits: tuple[int, int] | None = None
-    rtt_s: float = math.inf
-
-    def timed(self, request: Callable[[], _T]) -> _T:
-        started = time.perf_counter()
-        answer = request()
-        self.rtt_s = min(self.rtt_s, time.perf_counter() - started)
-        return answer
-
-
-def _preflight(params: RunParams, deadline: Deadline) -> _Preflight:
-    """Check every URL against the egress policy, then stat every file (and ask the readv
-    limits) before the clients start; untimed.
-
-    A direct run stats its first file once more: its first request paid for connecting and
-    logging in, the repeat on the same connection (XrdCl keeps it) is one round trip.
-    """
-    options = OpenOptions(user="fpplan", streams=1, deadline=deadline, egress=params.egress)
-    found = _Preflight()
-    for url in dict.fromkeys(params.urls):
-        backend_for(check_url(url)).check_egress(url, options)
-    for url in dict.fromkeys(params.urls):
-        backend = backend_for(check_url(url))
-        if params.pattern == Pattern.VECTOR and params.method == Method.DIRECT:
-            file = found.timed(partial(backend.open, url, options))
-            found.sizes[url] = file.size
-            limits = file.vector_limits()
-            found.vector_limits = (limits.max_chunks, limits.max_chunk_bytes)
-            file.close()
-        else:
-            found.sizes[url] = found.timed(partial(backend.stat_size, url, options))
-        if found.sizes[url] >= 0:
-            params.check_file_size(url, found.sizes[url])
-    if params.method == Method.DIRECT:
-        first = params.urls[0]
-        found.timed(partial(backend_for(check_url(first)).stat_size, first, options))
-    return found
 
 
 def check_served_by(result: RunResult, egress: EgressPolicy) -> None:
@@ -175,6 +154,7 @@ def _client_specs(
     sizes: dict[str, int],
     deadline_s: float,
     vector_limits: tuple[int, int] | None,
+    access: Access,
 ) -> list[ClientSpec]:
     """Client c reads `files` URLs of the collection, starting at URL c * files."""
     urls = params.urls
@@ -186,7 +166,9 @@ def _client_specs(
         if params.method != Method.DIRECT:
             scratch = tempfile.mkdtemp(prefix=f"fedprobe-c{client}-", dir=params.scratch_dir)
         specs.append(
-            ClientSpec(params, client, targets, deadline_s, scratch, vector_limits, START_TIMEOUT_S)
+            ClientSpec(
+                params, client, targets, deadline_s, scratch, vector_limits, START_TIMEOUT_S, access
+            )
         )
     return specs
 
@@ -198,32 +180,6 @@ def _kill_client(pid: int) -> None:
     except (ProcessLookupError, PermissionError):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def _main_module_hidden() -> Iterator[None]:
-    """Start clients without multiprocessing re-importing the caller's __main__ in each.
-
-    multiprocessing re-runs the parent's main script in every child it starts (as
-    __mp_main__): per client start-up time, side effects of the caller's script, and a
-    crash when there is no script file (python - < script, a REPL). Clients need nothing
-    from __main__, so it is swapped for an empty module while they are being started.
-    """
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
-
-
-def _context() -> ForkServerContext | SpawnContext:
-    """Clients fork from a clean server process that has the engine already imported."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["workers.engine.client"])
-        return ctx
-    return multiprocessing.get_context("spawn")
 
 
 class _Execution:
@@ -242,7 +198,7 @@ class _Execution:
         self.planned = planned
         self.on_progress = on_progress
         self.should_cancel = should_cancel
-        ctx = _context()
+        ctx = client_context()
         self.ctx = ctx
         self.release = ctx.Event()
         self.progress: Any = ctx.RawArray("q", len(specs))
@@ -264,7 +220,7 @@ class _Execution:
             self.result.clients = [self.results[i] for i in sorted(self.results)]
 
     def _start_clients(self) -> None:
-        with _main_module_hidden():
+        with main_module_hidden():
             for spec in self.specs:
                 self._start_client(spec)
 

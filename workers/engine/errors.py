@@ -10,7 +10,10 @@ class ErrorClass(StrEnum):
 
     TIMEOUT = "timeout"
     REFUSED = "refused"
+    # Credentials refused, expired, or not covering the file (token scope).
     AUTH = "auth"
+    # The server's certificate is not verifiable (expired, unknown CA, name mismatch).
+    TLS = "tls"
     NOT_FOUND = "not-found"
     SHORT_READ = "short-read"
     CHECKSUM = "checksum"

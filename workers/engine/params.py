@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 
+from workers.engine.credentials import Credential, check_ca_dir
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import InvalidParams
 from workers.engine.urls import GRIDFTP_SCHEMES, check_file_roots, check_url
@@ -77,6 +78,11 @@ class RunParams:
     file_roots: tuple[str, ...] | None = field(default=None, compare=False)
     # Where clients may connect (workers always pass one); None checks nothing (the CLI).
     egress: EgressPolicy | None = field(default=None, compare=False)
+    # What the clients present (None: nothing), and the CA folder servers are verified
+    # against (None: the system store). The credential never leaves this process: clients
+    # read it from the run's private folder (credentials.run_secrets).
+    credential: Credential | None = field(default=None, compare=False, repr=False)
+    ca_dir: str | None = None
 
     def validate(self) -> None:
         """Raise InvalidParams naming the first field that is out of bounds."""
@@ -89,6 +95,8 @@ class RunParams:
             raise InvalidParams("url", f"a run reads over one protocol, not {sorted(schemes)}")
         for url in self.urls:
             scheme = check_url(url)
+            if self.credential is not None:
+                self.credential.auth_method(scheme)
             if scheme == "file":
                 check_file_roots(url, self.file_roots)
             if scheme in GRIDFTP_SCHEMES and self.method == Method.DIRECT:
@@ -111,6 +119,7 @@ class RunParams:
             )
         if self.timeout_s is not None and not 0 < self.timeout_s <= MAX_TIMEOUT_S:
             raise InvalidParams("timeout", f"{self.timeout_s!r} s is not in (0, {MAX_TIMEOUT_S}]")
+        check_ca_dir(self.ca_dir)
         for _, text in self.adler32:
             if len(text) != 8 or any(c not in "0123456789abcdef" for c in text.lower()):
                 raise InvalidParams("adler32", f"{text!r} is not 8 hex digits")
@@ -185,7 +194,7 @@ class RunParams:
         return math.ceil(reads / per_window)
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
+        data = asdict(replace(self, credential=None))
         data["urls"] = list(self.urls)
         data["adler32"] = dict(self.adler32)
         data["method"] = str(self.method)
@@ -193,6 +202,7 @@ class RunParams:
         data.pop("file_roots")
         data.pop("egress")
         data.pop("scratch_dir")
+        data.pop("credential")
         return data
 
 

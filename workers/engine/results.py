@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from workers.engine.backends.base import Negotiated
+from workers.engine.credentials import AuthMethod
 from workers.engine.errors import ErrorClass
 from workers.engine.histogram import LatencyHistogram
 from workers.engine.metrics import READ_KINDS, ClientResult
@@ -38,6 +40,9 @@ class RunResult:
     run_error: tuple[ErrorClass, str] | None = None
     cancelled: bool = False
     wall_s: float = 0.0
+    # How the clients authenticated, and what the server said of itself and its TLS.
+    auth: AuthMethod = AuthMethod.NONE
+    negotiated: Negotiated = field(default_factory=Negotiated)
 
     @property
     def status(self) -> str:
@@ -86,6 +91,9 @@ class RunResult:
             "host": self.host,
             "deadline_s": round(self.deadline_s, 3),
             "preflight_rtt_ms": _ms(self.preflight_rtt_s),
+            "auth": str(self.auth),
+            "tls": self.negotiated.tls,
+            "server_version": self.negotiated.server_version,
             "file_sizes": self.file_sizes,
             "wall_s": round(self.wall_s, 6),
             "open_s": _median([c.open_s for c in clients if c.open_s]),

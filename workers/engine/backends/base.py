@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
 from workers.engine.urls import host_of
@@ -30,13 +31,25 @@ class VectorLimits:
 
 @dataclass(frozen=True)
 class OpenOptions:
-    """How a client connects: its own user name (own connection), TCP substreams, and the
-    egress policy its connections must pass (None: no check)."""
+    """How a client connects: its own user name (own connection), TCP substreams, the
+    egress policy its connections must pass (None: no check), and its credential and CA
+    folder (`access`; XRootD and the copy tools take them from the process environment,
+    which `Access.apply_environment` set)."""
 
     user: str
     streams: int
     deadline: Deadline
     egress: EgressPolicy | None = None
+    access: Access = field(default_factory=Access)
+
+
+@dataclass(frozen=True)
+class Negotiated:
+    """What a server said of itself and the connection: its software and version, and the
+    TLS version and cipher where the client library tells them (None: not reported)."""
+
+    server_version: str | None = None
+    tls: dict[str, str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,13 @@ class Backend(abc.ABC):
         server it is known to send clients to, the egress policy forbids."""
         if options.egress is not None:
             options.egress.check_url(url)
+
+    def prepare(self, access: Access) -> None:  # noqa: B027 (most backends need nothing)
+        """Build, before the clock starts, what the first open would otherwise pay for."""
+
+    def describe(self, url: str, options: OpenOptions) -> Negotiated:
+        """Ask the server what it runs and how the connection is protected (untimed)."""
+        return Negotiated()
 
     @abc.abstractmethod
     def open(self, url: str, options: OpenOptions) -> RemoteFile:

@@ -8,17 +8,24 @@ that shapes this module:
   sends, then the connection is dropped. Reads are therefore clipped to the size found at
   open; a read starting at or past the end returns nothing without asking the server.
 - A multi-range GET takes at most 1024 ranges; with more the server drops the connection.
+
+Redirections are followed here, not by httpx, so that the token rule holds for every hop: a
+bearer token goes only over https, to the endpoint's host or a host of the same site (the
+endpoint host's domain: door.example.org may send us to pool7.example.org), never to another
+domain (`token_may_go`). An X.509 proxy is presented as TLS client certificate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
+import ipaddress
 import ssl
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import anyio.to_thread
 import httpcore
@@ -28,6 +35,7 @@ from workers.engine.backends.base import (
     AsyncRecorder,
     Backend,
     CopyResult,
+    Negotiated,
     OpenOptions,
     RemoteFile,
     VectorLimits,
@@ -42,14 +50,19 @@ from workers.engine.backends.byteranges import (
     range_header,
     unsatisfied_range_total,
 )
+from workers.engine.credentials import Access, AuthMethod
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy, IPAddress
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.tls import ssl_context, tls_error
 
 SCHEMES = {"http": "http", "https": "https", "davs": "https"}
 MAX_RANGES = 1024
 MAX_RANGE_BYTES = 2**31
+MAX_REDIRECTS = 10
+_REDIRECT_KEEPS_METHOD = (307, 308)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_E = TypeVar("_E", bound=BaseException)
 # identity: a compressed answer would not be the file's bytes.
 _HEADERS = {"Accept-Encoding": "identity", "User-Agent": "fedprobe"}
 
@@ -57,16 +70,35 @@ _HEADERS = {"Accept-Encoding": "identity", "User-Agent": "fedprobe"}
 class HttpBackend(Backend):
     """http://, https:// and davs:// endpoints (XrdHttp, dCache, EOS, StoRM, ...)."""
 
+    def prepare(self, access: Access) -> None:
+        client_cert = access.proxy_file if access.auth == AuthMethod.X509 else None
+        ssl_context(access.ca_dir, client_cert)  # built once per process, before timing
+
     def open(self, url: str, options: OpenOptions) -> HttpFile:
-        client = _new_client(options.egress)
+        config = ClientConfig.of(url, options)
+        client = config.client()
         try:
-            return HttpFile(client, http_url(url), options.deadline, options.egress)
+            return HttpFile(client, http_url(url), options.deadline, config)
         except BaseException:
             client.close()
             raise
 
+    def describe(self, url: str, options: OpenOptions) -> Negotiated:
+        """The `Server` header and the TLS version and cipher of a HEAD's connection."""
+        with ClientConfig.of(url, options).client() as client:
+            request = _request(client, "HEAD", http_url(url), options.deadline)
+            response = _send(client, request, f"HEAD {url}")
+            response.close()
+        tls = None
+        stream = response.extensions.get("network_stream")
+        ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
+        if ssl_object is not None:
+            cipher = ssl_object.cipher()
+            tls = {"version": ssl_object.version(), "cipher": cipher[0] if cipher else None}
+        return Negotiated(server_version=response.headers.get("Server"), tls=tls)
+
     def stat_size(self, url: str, options: OpenOptions) -> int:
-        with _new_client(options.egress) as client:
+        with ClientConfig.of(url, options).client() as client:
             request = _request(client, "HEAD", http_url(url), options.deadline)
             response = _send(client, request, f"HEAD {url}")
             if response.status_code != 200:
@@ -81,7 +113,7 @@ class HttpBackend(Backend):
 
     def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
         what = f"GET {url}"
-        with _new_client(options.egress) as client:
+        with ClientConfig.of(url, options).client() as client:
             request = _request(client, "GET", http_url(url), options.deadline)
             response = _send(client, request, what)
             if response.status_code != 200:
@@ -98,15 +130,11 @@ class HttpFile(RemoteFile):
     """One file on an HTTP endpoint, read with Range GETs on the client's own connection."""
 
     def __init__(
-        self,
-        client: httpx.Client,
-        url: str,
-        deadline: Deadline,
-        egress: EgressPolicy | None = None,
+        self, client: httpx.Client, url: str, deadline: Deadline, config: ClientConfig
     ) -> None:
         self._client = client
         self._deadline = deadline
-        self._egress = egress
+        self._config = config
         self.bytes_wire = 0
         self._url, self.size = self._probe(httpx.URL(url))
         self.served_by = served_by(self._url)
@@ -215,7 +243,7 @@ class HttpFile(RemoteFile):
     async def _async_worker(
         self, pending: Iterator[tuple[int, int]], record: AsyncRecorder
     ) -> None:
-        async with _new_async_client(httpx.Limits(max_connections=1), self._egress) as client:
+        async with self._config.async_client(httpx.Limits(max_connections=1)) as client:
             await self._async_reads(client, pending, record)
 
     async def _async_reads(
@@ -273,31 +301,91 @@ def served_by(url: httpx.URL) -> str:
     return f"{host}:{url.port or _DEFAULT_PORTS.get(url.scheme, 0)}"
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One CA store per process: building it costs ~20 ms, which must not land in open_s."""
-    return httpx.create_ssl_context()
+def token_may_go(origin: httpx.URL, target: httpx.URL) -> bool:
+    """May a token meant for `origin` (the endpoint) be sent to `target` (a redirection)?
+
+    Only over https, and only to the endpoint's own host (any port) or to a host in the
+    endpoint host's domain (its name without the first label, when that still has a dot):
+    the site's other doors and data servers. An address matches only itself.
+    """
+    if target.scheme != "https":
+        return False
+    origin_host, target_host = origin.host.lower(), target.host.lower()
+    if target_host == origin_host:
+        return True
+    if _is_address(origin_host) or _is_address(target_host):
+        return False
+    _, _, domain = origin_host.partition(".")
+    return "." in domain and target_host.endswith("." + domain)
 
 
-def _new_client(egress: EgressPolicy | None) -> httpx.Client:
-    # trust_env=False: no proxy from the environment between us and the endpoint.
-    transport = httpx.HTTPTransport(verify=_tls_context(), http2=False)
-    if egress is not None:
-        pool = transport._pool  # httpx has no public way to give its pool a network backend
-        pool._network_backend = _CheckedBackend(egress, pool._network_backend)
-    return httpx.Client(
-        transport=transport, follow_redirects=True, trust_env=False, headers=_HEADERS
-    )
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
-def _new_async_client(limits: httpx.Limits, egress: EgressPolicy | None) -> httpx.AsyncClient:
-    transport = httpx.AsyncHTTPTransport(verify=_tls_context(), http2=False, limits=limits)
-    if egress is not None:
-        pool = transport._pool
-        pool._network_backend = _CheckedAsyncBackend(egress, pool._network_backend)
-    return httpx.AsyncClient(
-        transport=transport, follow_redirects=True, trust_env=False, headers=_HEADERS
-    )
+class _BearerAuth(httpx.Auth):
+    """Authorization: Bearer on each request the token may go to (`token_may_go`)."""
+
+    def __init__(self, token: str, origin: httpx.URL) -> None:
+        self._header = f"Bearer {token}"
+        self._origin = origin
+
+    def __repr__(self) -> str:
+        return f"_BearerAuth(origin={self._origin})"  # never the token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if token_may_go(self._origin, request.url):
+            request.headers["Authorization"] = self._header
+        yield request
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """How the clients of one opened file connect: egress policy, TLS, credential."""
+
+    egress: EgressPolicy | None
+    context: ssl.SSLContext
+    auth: httpx.Auth | None
+
+    @classmethod
+    def of(cls, url: str, options: OpenOptions) -> ClientConfig:
+        access = options.access
+        client_cert = access.proxy_file if access.auth == AuthMethod.X509 else None
+        context = ssl_context(access.ca_dir, client_cert)
+        token = access.bearer_token()
+        auth = None if token is None else _BearerAuth(token, httpx.URL(http_url(url)))
+        return cls(options.egress, context, auth)
+
+    def client(self) -> httpx.Client:
+        # trust_env=False: no proxy from the environment between us and the endpoint.
+        transport = httpx.HTTPTransport(verify=self.context, http2=False)
+        if self.egress is not None:
+            pool = transport._pool  # httpx has no public way to give its pool a network backend
+            pool._network_backend = _CheckedBackend(self.egress, pool._network_backend)
+        return httpx.Client(
+            transport=transport,
+            auth=self.auth,
+            follow_redirects=False,  # _send follows them, applying the token rule
+            trust_env=False,
+            headers=_HEADERS,
+        )
+
+    def async_client(self, limits: httpx.Limits) -> httpx.AsyncClient:
+        transport = httpx.AsyncHTTPTransport(verify=self.context, http2=False, limits=limits)
+        if self.egress is not None:
+            pool = transport._pool
+            pool._network_backend = _CheckedAsyncBackend(self.egress, pool._network_backend)
+        return httpx.AsyncClient(
+            transport=transport,
+            auth=self.auth,
+            follow_redirects=False,
+            trust_env=False,
+            headers=_HEADERS,
+        )
 
 
 class _CheckedBackend(httpcore.NetworkBackend):
@@ -384,17 +472,49 @@ def _request(
 
 
 def _send(client: httpx.Client, request: httpx.Request, what: str = "") -> httpx.Response:
-    try:
-        return client.send(request, stream=True)
-    except httpx.HTTPError as exc:
-        raise _request_error(exc, what or _what(request)) from exc
+    """Send, following redirections (each hop passes the egress policy at connect time and
+    the token rule in _BearerAuth)."""
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            response = client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _request_error(exc, what or _what(request)) from exc
+        if not response.has_redirect_location:
+            return response
+        response.close()
+        request = _redirected(client, request, response)
+    raise _too_many_redirects(what or _what(request))
 
 
 async def _send_async(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
-    try:
-        return await client.send(request, stream=True)
-    except httpx.HTTPError as exc:
-        raise _request_error(exc, _what(request)) from exc
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _request_error(exc, _what(request)) from exc
+        if not response.has_redirect_location:
+            return response
+        await response.aclose()
+        request = _redirected(client, request, response)
+    raise _too_many_redirects(_what(request))
+
+
+def _redirected(
+    client: httpx.Client | httpx.AsyncClient, request: httpx.Request, response: httpx.Response
+) -> httpx.Request:
+    """The request a redirection asks for: same method (GET after a 303 to a GET or POST),
+    same Range, the time left; never the Authorization of the previous hop."""
+    url = request.url.join(response.headers["Location"])
+    method = request.method
+    if response.status_code not in _REDIRECT_KEEPS_METHOD and method not in ("GET", "HEAD"):
+        method = "GET"
+    ranges = request.headers.get("Range")
+    headers = {"Range": ranges} if ranges else None
+    return client.build_request(method, url, headers=headers, extensions=request.extensions)
+
+
+def _too_many_redirects(what: str) -> ProbeError:
+    return ProbeError(ErrorClass.SERVER_ERROR, f"{what}: more than {MAX_REDIRECTS} redirections")
 
 
 def _stream_to_file(response: httpx.Response, dest: Path, deadline: Deadline, what: str) -> int:
@@ -487,11 +607,11 @@ def _request_error(exc: httpx.HTTPError, what: str) -> ProbeError:
     """The ProbeError for a request that got no answer."""
     if isinstance(exc, httpx.TimeoutException):
         return ProbeError(ErrorClass.TIMEOUT, f"{what}: no answer in time ({exc!r})")
+    handshake = _cause(exc, ssl.SSLError)
+    if handshake is not None:
+        return tls_error(what, handshake)
     if isinstance(exc, httpx.ConnectError):
-        if _caused_by(exc, ssl.SSLCertVerificationError):
-            return ProbeError(ErrorClass.AUTH, f"{what}: server certificate rejected: {exc}")
-        if not _caused_by(exc, ssl.SSLError):
-            return ProbeError(ErrorClass.REFUSED, f"{what}: cannot connect: {exc}")
+        return ProbeError(ErrorClass.REFUSED, f"{what}: cannot connect: {exc}")
     return ProbeError(ErrorClass.SERVER_ERROR, f"{what}: {type(exc).__name__}: {exc}")
 
 
@@ -540,13 +660,14 @@ def _what_range(url: httpx.URL, ranges: str | None, method: str = "GET") -> str:
     return f"{method} {url} Range {ranges}"
 
 
-def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+def _cause(exc: BaseException, kind: type[_E]) -> _E | None:
+    """The first exception of `kind` in the chain of causes of `exc`."""
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, kind):
-            return True
+            return cause
         cause = cause.__cause__ or cause.__context__
-    return False
+    return None
 
 
 def _first_probe_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

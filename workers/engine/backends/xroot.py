@@ -17,11 +17,13 @@ from workers.engine.backends.base import (
     AsyncRecorder,
     Backend,
     CopyResult,
+    Negotiated,
     OpenOptions,
     RemoteFile,
     VectorLimits,
 )
 from workers.engine.backends.tools import run_copy_tool
+from workers.engine.credentials import AuthMethod
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, ProbeError
@@ -31,11 +33,16 @@ from workers.engine.urls import host_of, normalize_server, with_user
 _TIMEOUT_CODES = {103, 206}  # errSocketTimeout, errOperationExpired
 _REFUSED_CODES = {101, 102, 104, 107, 108}  # invalid addr, socket error/disconnect, connection
 _AUTH_CODES = {203, 204}  # errLoginFailed, errAuthFailed
+_TLS_CODE = 110  # errTlsError: XrdCl says no more (the reason is only in its debug log)
 _ERROR_RESPONSE = 400  # the server answered kXR_error: its errno tells why
 _KXR_NOT_FOUND = 3011
 _KXR_NOT_AUTHORIZED = 3010
 # The server's readv limits when it does not say (XRootD 5 defaults).
 DEFAULT_VECTOR_LIMITS = VectorLimits(max_chunks=1024, max_chunk_bytes=2097136)
+_TLS_HINT = (
+    "the server's certificate did not verify against X509_CERT_DIR "
+    "(an unknown CA, an expired certificate or a host name mismatch)"
+)
 # Redirectors behind redirectors a preflight follows (global, regional, site: three).
 MAX_REDIRECTOR_LEVELS = 4
 
@@ -61,6 +68,8 @@ def status_error(status: Any, what: str, *, reading: bool = False) -> ProbeError
     A connection lost while reading an open file is a short read, not a refusal.
     """
     code, errno, message = status.code, status.errno, status.message.strip()
+    if code == _TLS_CODE:
+        return ProbeError(ErrorClass.TLS, f"{what}: {message}: {_TLS_HINT}")
     if code in _TIMEOUT_CODES:
         error_class = ErrorClass.TIMEOUT
     elif code in _AUTH_CODES or (code == _ERROR_RESPONSE and errno == _KXR_NOT_AUTHORIZED):
@@ -189,6 +198,21 @@ class XRootDBackend(Backend):
 
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         return XRootDFile(self._client_url(url, options), options)
+
+    def describe(self, url: str, options: OpenOptions) -> Negotiated:
+        """The server's version (kXR_Qconfig "version"); TLS where roots:// or the token
+        protocol (ztn needs it) asks for it. XrdCl reports neither TLS version nor cipher."""
+        client_url = self._client_url(url, options)
+        fs = xrd.FileSystem(_root_of(client_url))
+        status, answer = fs.query(QueryCode.CONFIG, "version", timeout=options.deadline.timeout_s())
+        version = None
+        if status.ok and answer:
+            text = answer.decode(errors="replace").strip()
+            version = None if text in ("", "version") else f"XRootD {text}"
+        uses_tls = urlsplit(url).scheme.lower() in ("roots", "xroots")
+        if uses_tls or options.access.auth == AuthMethod.TOKEN:
+            return Negotiated(version, {"version": None, "cipher": None})
+        return Negotiated(version, None)
 
     def check_egress(self, url: str, options: OpenOptions) -> None:
         """The URL's host, and, when it is a redirector, the servers it would send us to."""

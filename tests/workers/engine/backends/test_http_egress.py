@@ -11,8 +11,9 @@ import pytest
 
 from workers.engine import EgressPolicy, ErrorClass, ProbeError
 from workers.engine.backends.base import OpenOptions
-from workers.engine.backends.http import HttpBackend, HttpFile
+from workers.engine.backends.http import ClientConfig, HttpBackend, HttpFile
 from workers.engine.deadline import Deadline
+from workers.engine.tls import ssl_context
 
 ScriptServer = Callable[[Sequence[bytes]], int]
 
@@ -70,7 +71,8 @@ def test_a_redirect_inside_the_policy_is_followed(
 def test_async_read_connections_are_checked_too(lab: Any) -> None:
     url = lab.endpoint("local-http").file_url(FILE)
     with httpx.Client() as opener:
-        remote = HttpFile(opener, url, Deadline.after(10), EgressPolicy())
+        config = ClientConfig(egress=EgressPolicy(), context=ssl_context(None), auth=None)
+        remote = HttpFile(opener, url, Deadline.after(10), config)
         with pytest.raises(ProbeError) as refused:
             remote.read_async([(0, 4096), (8192, 4096)], 2, lambda _ns, _n: None)
     assert refused.value.error_class is ErrorClass.EGRESS

@@ -1,0 +1,131 @@
+"""Before a run's clients start: check where they will connect, size the files, ask the
+server what it is, and time one round trip.
+
+The preflight runs in a child process of its own, like the clients: the credential reaches it
+through the run's private folder and environment set only there, and nothing a protocol
+library keeps per process (XrdCl's channels and their error state) outlives it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from multiprocessing.context import ForkServerContext, SpawnContext
+from typing import Protocol, TypeVar
+
+from workers.engine.backends import backend_for
+from workers.engine.backends.base import Negotiated, OpenOptions
+from workers.engine.credentials import Access
+from workers.engine.deadline import Deadline
+from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.processes import main_module_hidden
+from workers.engine.urls import check_url
+
+# How long past its deadline a preflight may take to report before it is killed.
+KILL_GRACE_S = 5.0
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class Found:
+    """What the preflight found: file sizes, readv limits, what the server said of itself,
+    and the endpoint's round-trip time as the fastest of its opens and stats (never below
+    the real one: only calls that always ask the endpoint are timed, not readv limits or
+    closes a backend may answer itself)."""
+
+    sizes: dict[str, int] = field(default_factory=dict)
+    vector_limits: tuple[int, int] | None = None
+    rtt_s: float = math.inf
+    negotiated: Negotiated = field(default_factory=Negotiated)
+
+    def timed(self, request: Callable[[], _T]) -> _T:
+        started = time.perf_counter()
+        answer = request()
+        self.rtt_s = min(self.rtt_s, time.perf_counter() - started)
+        return answer
+
+
+class _Sink(Protocol):
+    def send(self, obj: object) -> None: ...
+
+
+def run_preflight(
+    ctx: ForkServerContext | SpawnContext, params: RunParams, access: Access, deadline: Deadline
+) -> Found:
+    """The preflight in a child process; raises what it raised (ProbeError, InvalidParams)."""
+    receiver, sender = ctx.Pipe(duplex=False)
+    process = ctx.Process(
+        target=preflight_main,
+        args=(params, access, deadline, sender),
+        name="fedprobe-preflight",
+        daemon=True,
+    )
+    with main_module_hidden():
+        process.start()
+    sender.close()
+    try:
+        if not receiver.poll(max(0.0, deadline.remaining()) + KILL_GRACE_S):
+            raise ProbeError(ErrorClass.TIMEOUT, "the preflight got no answer by its deadline")
+        answer = receiver.recv()
+    except EOFError:
+        raise ProbeError(ErrorClass.SERVER_ERROR, "the preflight process died") from None
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+        process.join(timeout=5)
+    if isinstance(answer, Found):
+        return answer
+    kind, name, message = answer
+    if kind == "invalid":
+        raise InvalidParams(name, message)
+    raise ProbeError(ErrorClass(name), message)
+
+
+def preflight_main(params: RunParams, access: Access, deadline: Deadline, sink: _Sink) -> None:
+    """Process entry point: the answer is a Found or an (kind, class or field, message)."""
+    access.apply_environment()
+    try:
+        sink.send(preflight(params, access, deadline))
+    except ProbeError as exc:
+        sink.send(("probe", str(exc.error_class), exc.message))
+    except InvalidParams as exc:
+        sink.send(("invalid", exc.field, exc.message))
+
+
+def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
+    """Check every URL against the egress policy, then stat every file (and ask the readv
+    limits) before the clients start; untimed.
+
+    A direct run stats its first file once more: its first request paid for connecting and
+    logging in, the repeat on the same connection (XrdCl keeps it) is one round trip.
+    """
+    options = OpenOptions(
+        user="fpplan", streams=1, deadline=deadline, egress=params.egress, access=access
+    )
+    found = Found()
+    for url in dict.fromkeys(params.urls):
+        backend_for(check_url(url)).check_egress(url, options)
+    for url in dict.fromkeys(params.urls):
+        backend = backend_for(check_url(url))
+        if params.pattern == Pattern.VECTOR and params.method == Method.DIRECT:
+            file = found.timed(partial(backend.open, url, options))
+            found.sizes[url] = file.size
+            limits = file.vector_limits()
+            found.vector_limits = (limits.max_chunks, limits.max_chunk_bytes)
+            file.close()
+        else:
+            found.sizes[url] = found.timed(partial(backend.stat_size, url, options))
+        if found.sizes[url] >= 0:
+            params.check_file_size(url, found.sizes[url])
+    first = params.urls[0]
+    backend = backend_for(check_url(first))
+    if params.method == Method.DIRECT:
+        found.timed(partial(backend.stat_size, first, options))
+    found.negotiated = backend.describe(first, options)
+    return found
