@@ -18,6 +18,7 @@ domain (`token_may_go`). An X.509 proxy is presented as TLS client certificate.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ipaddress
 import ssl
@@ -360,6 +361,11 @@ class ClientConfig:
         auth = None if token is None else _BearerAuth(token, httpx.URL(http_url(url)))
         return cls(options.egress, context, auth)
 
+    @classmethod
+    def for_tls(cls, *, egress: EgressPolicy | None, ca_dir: str | None) -> ClientConfig:
+        """No credential of a run: verified TLS and the egress policy (a token endpoint)."""
+        return cls(egress, ssl_context(ca_dir), None)
+
     def client(self) -> httpx.Client:
         # trust_env=False: no proxy from the environment between us and the endpoint.
         transport = httpx.HTTPTransport(verify=self.context, http2=False)
@@ -497,6 +503,40 @@ async def _send_async(client: httpx.AsyncClient, request: httpx.Request) -> http
         await response.aclose()
         request = _redirected(client, request, response)
     raise _too_many_redirects(_what(request))
+
+
+def send_form(
+    config: ClientConfig,
+    url: str,
+    form: dict[str, str],
+    *,
+    basic_auth: tuple[str, str],
+    timeout_s: float,
+    what: str,
+) -> tuple[int, bytes]:
+    """POST a form (no redirection followed) and return the status and at most 64 KiB of
+    the answer; ProbeError when no answer comes."""
+    with config.client() as client:
+        request = client.build_request(
+            "POST", url, data=form, timeout=timeout_s, headers={"Accept": "application/json"}
+        )
+        credentials = base64.b64encode(":".join(basic_auth).encode()).decode("ascii")
+        request.headers["Authorization"] = f"Basic {credentials}"
+        try:
+            response = client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _request_error(exc, what) from exc
+        try:
+            body = b""
+            for piece in response.iter_raw():
+                body += piece
+                if len(body) > 65536:
+                    break
+        except httpx.HTTPError as exc:
+            raise _request_error(exc, what) from exc
+        finally:
+            response.close()
+    return response.status_code, body[:65536]
 
 
 def _redirected(
