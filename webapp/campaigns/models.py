@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from webapp.campaigns.cron import validate_cron
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
+from workers.engine.credentials import AuthMethod
 from workers.engine.params import Method, Pattern
 
 
@@ -213,6 +214,13 @@ class Run(models.Model):
     bytes_wire = models.BigIntegerField(null=True, blank=True)
     cpu_s = models.FloatField(null=True, blank=True)
     served_by = models.JSONField(default=list, blank=True)
+    # What the run negotiated (the run JSON's auth, tls and server_version), for every run
+    # that got as far as its preflight: "got slower after the upgrade" is a filter away.
+    auth = models.CharField(
+        max_length=8, blank=True, choices=[(a.value, a.value) for a in AuthMethod]
+    )
+    tls = models.JSONField(null=True, blank=True, help_text='{"version", "cipher"}, or null')
+    server_version = models.CharField(max_length=200, blank=True)
     errors = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True, help_text="the run JSON without clients")
 

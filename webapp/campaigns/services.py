@@ -256,6 +256,7 @@ def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
         run.status = str(run_json["status"])
         run.finished_at = now
         run.errors = run_json.get("errors", [])
+        _store_negotiated(run, run_json)
         _end_unreported_attempts(run, now)
         if run.status in MEASURED:
             _store_aggregates(run, run_json)
@@ -324,6 +325,14 @@ def _store_aggregates(run: Run, run_json: dict[str, object]) -> None:
     run.cpu_s = _float(run_json.get("cpu_s"))
     run.served_by = run_json.get("served_by", [])
     run.result = {k: v for k, v in run_json.items() if k != "clients"}
+
+
+def _store_negotiated(run: Run, run_json: dict[str, object]) -> None:
+    """How the run authenticated, its TLS and the server's version (null when not asked)."""
+    run.auth = str(run_json.get("auth") or "")
+    tls = run_json.get("tls")
+    run.tls = tls if isinstance(tls, dict) else None
+    run.server_version = str(run_json.get("server_version") or "")[:200]
 
 
 def _float(value: object) -> float | None:
