@@ -84,6 +84,7 @@
         run: run.id,
         ...endpointColumns(endpoint),
         vantage_point: run.vantage_point,
+        server_version: run.server_version,
         created_at: run.t,
         status: run.status,
         value: run.value,
@@ -169,9 +170,12 @@
             color: colour, size: 6, opacity: 0.55,
             symbol: points.map((r) => (r.status === "partial" ? "diamond-open" : "circle")),
           },
-          customdata: points.map((r) => [r.id, r.status, fedprobe.text(r.vantage_point)]),
+          customdata: points.map((r) => [
+            r.id, r.status, fedprobe.text(r.vantage_point), fedprobe.text(r.server_version || "server version not reported"),
+          ]),
           hovertemplate:
             `%{meta[0]}<br>run %{customdata[0]} (%{customdata[1]}) from %{customdata[2]}` +
+            `<br>%{customdata[3]}` +
             `<br>%{x|%Y-%m-%d %H:%M} UTC: %{y:.4g} ${unit}<extra></extra>`,
         });
       }
@@ -474,7 +478,7 @@
     ["endpoint_id", "endpoint", "protocol", "site", "bucket", "day", "runs", "q1", "median", "q3",
       "metric", "unit"]);
   fedprobe.downloads(document.getElementById("runs-downloads"), "compare-runs", runRows,
-    ["run", "endpoint_id", "endpoint", "protocol", "site", "vantage_point", "created_at", "status", "value", "metric", "unit"]);
+    ["run", "endpoint_id", "endpoint", "protocol", "site", "vantage_point", "server_version", "created_at", "status", "value", "metric", "unit"]);
   fedprobe.downloads(document.getElementById("failures-card"), "compare-failures", failureRows,
     ["endpoint_id", "endpoint", "protocol", "site", "day", "status", "error_class", "runs"]);
 

@@ -13,6 +13,9 @@ class RunFilter(django_filters.FilterSet):
     vantage_point = django_filters.CharFilter(field_name="vantage_point__name")
     # distinct=False: a run has one status, and DISTINCT would sort every matching row.
     status = django_filters.MultipleChoiceFilter(choices=Run.Status.choices, distinct=False)
+    server_version = django_filters.CharFilter(
+        lookup_expr="icontains", help_text="runs whose server reported this (part of a) version"
+    )
 
     class Meta:
         model = Run
@@ -26,4 +29,6 @@ class RunFilter(django_filters.FilterSet):
             "read_size",
             "clients",
             "trigger",
+            "auth",
+            "server_version",
         ]

@@ -229,6 +229,8 @@ class RunListSerializer(serializers.ModelSerializer[Run]):
             "throughput_mbps",
             "latency_p50_us",
             "bytes_read",
+            "auth",
+            "server_version",
         ]
         read_only_fields = fields
 
@@ -256,6 +258,18 @@ class RunDetailSerializer(RunChartsSerializer):
     bytes_read = serializers.IntegerField(allow_null=True)
     bytes_wire = serializers.IntegerField(allow_null=True)
     cpu_s = serializers.FloatField(allow_null=True)
+    auth = serializers.CharField(
+        allow_null=True, help_text="none, token, gsi or x509; null before the run started"
+    )
+    tls = serializers.DictField(
+        child=serializers.CharField(allow_null=True),
+        allow_null=True,
+        help_text="{version, cipher} (null values where the client library does not tell); "
+        "null without TLS",
+    )
+    server_version = serializers.CharField(
+        allow_null=True, help_text="the server's software and version, as it reported them"
+    )
     served_by = serializers.ListField(child=serializers.CharField())
     errors = serializers.ListField(child=serializers.DictField())
     clients = serializers.ListField(child=serializers.DictField(), help_text="engine records")

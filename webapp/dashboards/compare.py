@@ -58,6 +58,7 @@ def compare_data(
     bucket: str = "day",
     parameters: dict[str, Any] | None = None,
     vantage_point: VantagePoint | None = None,
+    server_version: str | None = None,
 ) -> dict[str, Any]:
     """The metric per endpoint and bucket (median, quartiles, count) of the measured runs of
     one parameter set, the failures per day, and, for ranges up to RUNS_MAX_DAYS, the runs.
@@ -67,6 +68,8 @@ def compare_data(
     sets), counted over the range's last RUNS_MAX_DAYS days (the whole range if they
     measured nothing then); None (and no data) if they measured nothing at all."""
     runs = _runs_in_range(endpoints, since, until, vantage_point)
+    if server_version:
+        runs = runs.filter(server_version__icontains=server_version)
     recent = max(since, until - timedelta(days=RUNS_MAX_DAYS - 1))
     measured = parameter_sets_measured(runs.filter(created_at__gte=_midnight(recent)))
     if not measured and recent > since:
@@ -80,6 +83,7 @@ def compare_data(
         "since": since,
         "until": until,
         "vantage_point": vantage_point.name if vantage_point else None,
+        "server_version": server_version,
         "parameter_set": chosen,
         "parameter_sets": measured,
         "endpoints": [_endpoint_json(e) for e in endpoints],
@@ -243,9 +247,15 @@ def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[dict[str, Any]], bool]
     rows = list(
         runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
         .order_by("endpoint_id", "created_at", "id")
-        .values_list("id", "endpoint_id", "created_at", metric, "status", "vantage_point__name")[
-            : RUNS_MAX + 1
-        ]
+        .values_list(
+            "id",
+            "endpoint_id",
+            "created_at",
+            metric,
+            "status",
+            "vantage_point__name",
+            "server_version",
+        )[: RUNS_MAX + 1]
     )
     points = [
         {
@@ -255,8 +265,9 @@ def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[dict[str, Any]], bool]
             "value": _round(value),
             "status": status,
             "vantage_point": vantage_point,
+            "server_version": server or None,
         }
-        for run_id, endpoint_id, created_at, value, status, vantage_point in rows[:RUNS_MAX]
+        for run_id, endpoint_id, created_at, value, status, vantage_point, server in rows[:RUNS_MAX]
     ]
     return points, len(rows) > RUNS_MAX
 

@@ -87,6 +87,12 @@ class CompareForm(forms.Form):
     vantage_point = forms.CharField(
         max_length=50, required=False, help_text="a vantage point's name (default: all)"
     )
+    server_version = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="only runs whose server reported this version (or a part of it, e.g. "
+        "'XRootD v5.6'); every run shows the version it saw",
+    )
     since = forms.DateField(
         required=False, help_text=f"first day (default: {DEFAULT_DAYS} days before until)"
     )
@@ -155,6 +161,7 @@ class CompareForm(forms.Form):
             "bucket": data.get("bucket") or "day",
             "parameters": {f: data.get(f) for f in PARAMETER_FIELDS},
             "vantage_point": data.get("vantage_point") or None,
+            "server_version": data.get("server_version") or None,
         }
 
 
@@ -202,7 +209,8 @@ def _chosen(form: CompareForm, data: dict[str, Any] | None) -> dict[str, Any]:
         "site": set(form.data.getlist("site")),
         "protocol": set(form.data.getlist("protocol")),
         **{
-            k: form.data.get(k, "") for k in ("metric", "vantage_point", "bucket", "since", "until")
+            k: form.data.get(k, "")
+            for k in ("metric", "vantage_point", "server_version", "bucket", "since", "until")
         },
         **{f: form.data.get(f, "") for f in PARAMETER_FIELDS},
     }

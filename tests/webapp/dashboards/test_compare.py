@@ -95,6 +95,33 @@ def test_median_and_quartiles_per_day_as_percentile_cont() -> None:
     assert series["q3"] == [7.0, 32.5]
 
 
+def test_server_version_narrows_to_the_runs_after_an_upgrade_and_each_run_shows_it() -> None:
+    endpoint = EndpointFactory()
+    run(endpoint, DAY - timedelta(days=2), throughput_mbps=100.0, server_version="XRootD v5.5.3")
+    run(endpoint, DAY - timedelta(days=1), throughput_mbps=40.0, server_version="XRootD v5.6.1")
+    run(endpoint, DAY, throughput_mbps=44.0, server_version="XRootD v5.6.1")
+    upgraded = data([endpoint], server_version="v5.6")
+    assert series_of(upgraded, endpoint)["median"] == [40.0, 44.0]
+    assert upgraded["server_version"] == "v5.6"
+    everything = data([endpoint], since=DAY - timedelta(days=5))
+    assert [r["server_version"] for r in everything["runs"]] == [
+        "XRootD v5.5.3",
+        "XRootD v5.6.1",
+        "XRootD v5.6.1",
+    ]
+
+
+def test_the_compare_api_takes_server_version() -> None:
+    endpoint = EndpointFactory()
+    run(endpoint, DAY, throughput_mbps=10.0, server_version="dCache 9.2")
+    run(endpoint, DAY, throughput_mbps=30.0, server_version="dCache 10.0")
+    api = api_client("viewer")
+    query = f"endpoint={endpoint.pk}&since={DAY}&until={DAY}&server_version=dCache%2010"
+    answer = api.get(f"/api/v1/compare/?{query}")
+    assert answer.status_code == 200, answer.content
+    assert [r["value"] for r in answer.json()["runs"]] == [30.0]
+
+
 def test_failed_runs_are_failures_not_values() -> None:
     endpoint = EndpointFactory()
     run(endpoint, DAY, throughput_mbps=10.0)
