@@ -15,7 +15,9 @@ from typing import Any
 
 from celery import Celery
 from celery.beat import PersistentScheduler
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
+
+from workers.engine.credentials import remove_stale_run_dirs
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
@@ -41,3 +43,10 @@ def _let_pool_processes_start_clients(**kwargs: Any) -> None:
     process = multiprocessing.current_process()
     process.daemon = False
     process._config["authkey"] = AuthenticationString(process.authkey)
+
+
+@worker_init.connect
+def _remove_credentials_of_killed_workers(**kwargs: Any) -> None:
+    # A worker killed with kill -9 mid-run left its runs' private folders (their 0600
+    # credential files) behind; every run also removes leftovers before it starts.
+    remove_stale_run_dirs()

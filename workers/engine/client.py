@@ -241,6 +241,8 @@ class Client:
         self.result.add_phase("open", started, ended)
         self.result.open_s += ended - started
         self._latencies("open").append(int((ended - started) * 1e9))
+        for phase, seconds in file.open_phases.items():
+            self.result.open_phases_s[phase] = self.result.open_phases_s.get(phase, 0.0) + seconds
         if remote:
             self._served_by(file.served_by)
             self.opened.append(file)

@@ -27,6 +27,8 @@ class ClientResult:
     client: int
     served_by: list[str] = field(default_factory=list)
     open_s: float = 0.0
+    # The part of open_s spent connecting and in the TLS handshake, where the backend tells.
+    open_phases_s: dict[str, float] = field(default_factory=dict)
     ttfb_s: float | None = None
     read_s: float = 0.0
     copy_s: float = 0.0
@@ -69,6 +71,7 @@ class ClientResult:
             "status": "ok" if self.ok else str(self.error.error_class if self.error else ""),
             "served_by": self.served_by,
             "open_s": round(self.open_s, 6),
+            "open_phases_s": {k: round(v, 6) for k, v in self.open_phases_s.items()},
             "ttfb_s": None if self.ttfb_s is None else round(self.ttfb_s, 6),
             "read_s": round(self.read_s, 6),
             "copy_s": round(self.copy_s, 6),

@@ -97,6 +97,7 @@ class RunResult:
             "file_sizes": self.file_sizes,
             "wall_s": round(self.wall_s, 6),
             "open_s": _median([c.open_s for c in clients if c.open_s]),
+            "open_phases_s": _open_phases(clients),
             "ttfb_s": _median([c.ttfb_s for c in clients if c.ttfb_s is not None]),
             "throughput_mbps": round(bytes_read / self.wall_s / 1e6, 3) if self.wall_s else 0.0,
             "client_throughput_mbps": _median([c.throughput_mbps for c in ok]),
@@ -113,6 +114,15 @@ class RunResult:
             "errors": errors,
             "clients": [c.to_json() for c in clients],
         }
+
+
+def _open_phases(clients: list[ClientResult]) -> dict[str, float | None]:
+    """Per step of the open (connect, tls), the median over the clients that timed it."""
+    names = sorted({name for c in clients for name in c.open_phases_s})
+    return {
+        name: _median([c.open_phases_s[name] for c in clients if name in c.open_phases_s])
+        for name in names
+    }
 
 
 def _median(values: list[float]) -> float | None:

@@ -66,6 +66,8 @@ class RemoteFile(abc.ABC):
     size: int
     served_by: str
     bytes_wire: int
+    # Steps of the open the backend can time apart (HTTP: "connect", "tls"), in seconds.
+    open_phases: dict[str, float] = {}  # noqa: RUF012 (replaced, never changed in place)
 
     @abc.abstractmethod
     def read(self, offset: int, size: int) -> bytes:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 import anyio.to_thread
 import httpcore
@@ -196,7 +196,11 @@ class HttpFile(RemoteFile):
     def _probe(self, url: httpx.URL) -> tuple[httpx.URL, int]:
         """Open the file on the server with a one-byte GET: (the URL that answered, size)."""
         ranges = "bytes=0-0"
-        response = _send(self._client, _request(self._client, "GET", url, self._deadline, ranges))
+        request = _request(self._client, "GET", url, self._deadline, ranges)
+        trace = _ConnectionTrace()
+        request.extensions["trace"] = trace
+        response = _send(self._client, request)
+        self.open_phases = trace.phases
         answered = response.url
         size = _size_from_probe(response, answered, ranges)
         if size == 0:
@@ -300,6 +304,31 @@ def http_url(url: str) -> str:
 def served_by(url: httpx.URL) -> str:
     host = f"[{url.host}]" if ":" in url.host else url.host
     return f"{host}:{url.port or _DEFAULT_PORTS.get(url.scheme, 0)}"
+
+
+class _ConnectionTrace:
+    """Times the steps of an open that httpcore reports: TCP connect and TLS handshake (the
+    rest of the open, the request with its authorization, is the server's)."""
+
+    STEPS: ClassVar[dict[str, str]] = {
+        "connection.connect_tcp": "connect",
+        "connection.start_tls": "tls",
+    }
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._started: dict[str, float] = {}
+
+    def __call__(self, event: str, info: dict[str, object]) -> None:
+        step, _, stage = event.rpartition(".")
+        name = self.STEPS.get(step)
+        if name is None:
+            return
+        if stage == "started":
+            self._started[name] = time.perf_counter()
+        elif stage == "complete" and name in self._started:
+            took = time.perf_counter() - self._started.pop(name)
+            self.phases[name] = self.phases.get(name, 0.0) + took
 
 
 def token_may_go(origin: httpx.URL, target: httpx.URL) -> bool:
