@@ -89,13 +89,8 @@ class HttpBackend(Backend):
         with ClientConfig.of(url, options).client() as client:
             request = _request(client, "HEAD", http_url(url), options.deadline)
             response = _send(client, request, f"HEAD {url}")
+            tls = _tls_of(response)
             response.close()
-        tls = None
-        stream = response.extensions.get("network_stream")
-        ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
-        if ssl_object is not None:
-            cipher = ssl_object.cipher()
-            tls = {"version": ssl_object.version(), "cipher": cipher[0] if cipher else None}
         return Negotiated(server_version=response.headers.get("Server"), tls=tls)
 
     def stat_size(self, url: str, options: OpenOptions) -> int:
@@ -329,6 +324,16 @@ class _ConnectionTrace:
         elif stage == "complete" and name in self._started:
             took = time.perf_counter() - self._started.pop(name)
             self.phases[name] = self.phases.get(name, 0.0) + took
+
+
+def _tls_of(response: httpx.Response) -> dict[str, str | None] | None:
+    """The TLS version and cipher of the connection that answered (None: plain http)."""
+    stream = response.extensions.get("network_stream")
+    ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
+    if ssl_object is None:
+        return None
+    cipher = ssl_object.cipher()
+    return {"version": ssl_object.version(), "cipher": cipher[0] if cipher else None}
 
 
 def token_may_go(origin: httpx.URL, target: httpx.URL) -> bool:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from XRootD import client as xrd
 from XRootD.client.flags import HostTypes, OpenFlags, QueryCode
 
+from workers.engine.backends import xroot_tls
 from workers.engine.backends.base import (
     AsyncRecorder,
     Backend,
@@ -43,6 +44,7 @@ _TLS_HINT = (
     "the server's certificate did not verify against X509_CERT_DIR "
     "(an unknown CA, an expired certificate or a host name mismatch)"
 )
+DEFAULT_PORT = 1094
 # Redirectors behind redirectors a preflight follows (global, regional, site: three).
 MAX_REDIRECTOR_LEVELS = 4
 
@@ -209,10 +211,10 @@ class XRootDBackend(Backend):
         if status.ok and answer:
             text = answer.decode(errors="replace").strip()
             version = None if text in ("", "version") else f"XRootD {text}"
-        uses_tls = urlsplit(url).scheme.lower() in ("roots", "xroots")
-        if uses_tls or options.access.auth == AuthMethod.TOKEN:
-            return Negotiated(version, {"version": None, "cipher": None})
-        return Negotiated(version, None)
+        if not _wants_tls(url, options):
+            return Negotiated(version, None)
+        tls = _negotiate_tls(url, options) or {"version": None, "cipher": None}
+        return Negotiated(version, tls)
 
     def check_egress(self, url: str, options: OpenOptions) -> None:
         """The URL's host, and, when it is a redirector, the servers it would send us to."""
@@ -224,9 +226,11 @@ class XRootDBackend(Backend):
         client_url = self._client_url(url, options)
         fs = xrd.FileSystem(_root_of(client_url))
         status, info = fs.stat(_path_of(client_url), timeout=options.deadline.timeout_s())
-        if not status.ok:
-            raise status_error(status, f"stat {url}")
-        return int(info.size)
+        if status.ok:
+            return int(info.size)
+        if status.code == _TLS_CODE and _wants_tls(url, options):
+            _negotiate_tls(url, options)  # raises with OpenSSL's reason, which XrdCl hides
+        raise status_error(status, f"stat {url}")
 
     def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
         client_url = with_user(url, options.user)
@@ -304,6 +308,23 @@ def _locate(fs: Any, url: str, deadline: Deadline) -> list[tuple[str, bool]]:
     if not locations:
         raise ProbeError(ErrorClass.NOT_FOUND, f"{what}: no server has the file")
     return [(normalize_server(str(loc.address)), bool(loc.is_manager)) for loc in locations]
+
+
+def _wants_tls(url: str, options: OpenOptions) -> bool:
+    """roots:// asks for TLS, and so does ztn (a token goes only over TLS)."""
+    scheme = urlsplit(url).scheme.lower()
+    return scheme in ("roots", "xroots") or options.access.auth == AuthMethod.TOKEN
+
+
+def _negotiate_tls(url: str, options: OpenOptions) -> dict[str, str | None] | None:
+    parts = urlsplit(url)
+    return xroot_tls.negotiate(
+        parts.hostname or "",
+        parts.port or DEFAULT_PORT,
+        ca_dir=options.access.ca_dir,
+        egress=options.egress,
+        timeout_s=options.deadline.timeout_s(),
+    )
 
 
 def _server_name(data_server: str | None, url: str) -> str:
