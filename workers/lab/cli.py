@@ -1,11 +1,13 @@
-"""`lab up|down|status`: the command line of the lab, shared by `python -m workers.lab` and
-`python manage.py lab` (which only supplies the default dir and its output streams)."""
+"""`lab up|down|status|token|proxy`: the command line of the lab, shared by
+`python -m workers.lab` and `python manage.py lab` (which only supplies the default dir and
+its output streams)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -14,6 +16,7 @@ from pathlib import Path
 from workers.lab.endpoints import LabEndpoint
 from workers.lab.errors import LabError
 from workers.lab.files import TextSink, parse_size, size_label
+from workers.lab.issuer import DEFAULT_SCOPE, LAB_AUDIENCE
 from workers.lab.lab import Lab
 from workers.lab.ports import BLOCK_SIZE, FIRST_PORT
 from workers.lab.profiles import PROFILES
@@ -23,7 +26,9 @@ DEFAULT_BASE_PORT = 21000
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
-LAB_ACTIONS = ("up", "down", "status")
+LAB_ACTIONS = ("up", "down", "status", "token", "proxy")
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def add_lab_arguments(
@@ -54,6 +59,26 @@ def add_lab_arguments(
         help="test file size like 4k, 16M, 1G; repeat for several (default 1M, 16M, 256M)",
     )
     parser.add_argument("--json", action="store_true", help="print the endpoints as JSON")
+    credentials = parser.add_argument_group("token and proxy")
+    credentials.add_argument(
+        "--scope", default=DEFAULT_SCOPE, help=f"token scope (default {DEFAULT_SCOPE})"
+    )
+    credentials.add_argument(
+        "--audience", default=LAB_AUDIENCE, help=f"token audience (default {LAB_AUDIENCE})"
+    )
+    credentials.add_argument(
+        "--lifetime",
+        type=duration_option,
+        default=3600,
+        metavar="DURATION",
+        help="token lifetime like 30s, 20m, 1h (default 1h)",
+    )
+    credentials.add_argument(
+        "--expired", action="store_true", help="a token or proxy that ended an hour ago"
+    )
+    credentials.add_argument(
+        "--rogue", action="store_true", help="a proxy from a CA the lab does not trust"
+    )
 
 
 def base_port_option(text: str) -> int:
@@ -76,6 +101,15 @@ def size_option(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def duration_option(text: str) -> int:
+    match = _DURATION.match(text)
+    if not match or int(match[1]) < 1:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: give seconds or a number with s, m, h, d (20m)"
+        )
+    return int(match[1]) * _SECONDS[match[2]]
+
+
 def run_lab_command(options: Mapping[str, object], out: TextSink, err: TextSink) -> int:
     """Run one parsed `lab` command; returns the exit status."""
     action = str(options["action"])
@@ -85,6 +119,12 @@ def run_lab_command(options: Mapping[str, object], out: TextSink, err: TextSink)
         lab = Lab(Path(str(options["dir"])))
         if action == "down":
             return _down(lab, out)
+        if action == "token":
+            return _token(lab, options, out)
+        if action == "proxy":
+            path = lab.write_proxy(expired=bool(options["expired"]), rogue=bool(options["rogue"]))
+            out.write(f"{path}\n")
+            return EXIT_OK
         return _status(lab, bool(options["json"]), out, err)
     except LabError as exc:
         err.write(f"lab {action}: {exc}\n")
@@ -109,6 +149,17 @@ def _up(lab: Lab, as_json: bool, out: TextSink, err: TextSink) -> int:
     took = time.monotonic() - started
     err.write(f"lab up in {lab.state_dir} after {took:.1f} s\n")
     return _status(lab, as_json, out, err)
+
+
+def _token(lab: Lab, options: Mapping[str, object], out: TextSink) -> int:
+    token = lab.mint_token(
+        scope=str(options["scope"]),
+        audience=str(options["audience"]),
+        lifetime_s=int(str(options["lifetime"])),
+        expired=bool(options["expired"]),
+    )
+    out.write(token + "\n")
+    return EXIT_OK
 
 
 def _down(lab: Lab, out: TextSink) -> int:
@@ -145,15 +196,24 @@ def _status_text(lab: Lab, endpoints: Sequence[LabEndpoint]) -> str:
     lines = [
         f"lab in {lab.state_dir}: profile {state['profile']}, ports {first}-{last}, "
         f"up since {state['started_at']}",
+        f"CA dir (X509_CERT_DIR): {state['ca_dir']}",
+        f"token issuer: {state['issuer']} (audience {LAB_AUDIENCE})",
         "",
         *_table(
-            ("endpoint", "site", "role", "RTT", "URL"),
-            [(e.name, e.site, e.role, f"{e.rtt_ms:g} ms", e.url) for e in endpoints],
+            ("endpoint", "site", "role", "RTT", "auth", "URL"),
+            [
+                (e.name, e.site, e.role, f"{e.rtt_ms:g} ms", _auth_label(e), e.url)
+                for e in endpoints
+            ],
         ),
         "",
         *_table(("file", "size", "adler32", "served by"), _file_rows(endpoints)),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _auth_label(endpoint: LabEndpoint) -> str:
+    return endpoint.auth + (", TLS" if endpoint.tls else "")
 
 
 def _file_rows(endpoints: Sequence[LabEndpoint]) -> list[tuple[str, ...]]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
 
 from workers.lab.files import LabFile
 from workers.lab.paths import LabPaths
@@ -11,8 +13,12 @@ from workers.lab.ports import PortLayout
 from workers.lab.profiles import Profile
 
 HOST = "127.0.0.1"
+# XrdSecgsi's client checks the server certificate's CN (not its SAN) against the URL's host.
+GSI_HOST = "localhost"
 RELAYED_SITES = ("local", "near", "far")
 FED_SERVERS = ("fed-a", "fed-b")
+Auth = Literal["none", "token", "x509"]
+AUTH_KINDS: tuple[Auth, ...] = ("none", "token", "x509")
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,10 @@ class LabEndpoint:
     `file_url(path)` is `url + path` for every protocol: root URLs end in "/" (giving the
     "//" of an absolute XRootD path), the GridFTP URL ends in the data dir (GridFTP paths are
     absolute on the server) and the file URL is the data dir itself.
+
+    `auth` is what a client must present: nothing, a bearer token (WLCG profile, from the
+    lab's issuer) or an X.509 proxy of the lab's CA. `tls` says whether the connection is
+    encrypted; `ca_dir` is the lab's CA dir (X509_CERT_DIR), the same for every endpoint.
     """
 
     name: str
@@ -31,6 +41,9 @@ class LabEndpoint:
     url: str
     rtt_ms: float
     files: tuple[LabFile, ...]
+    tls: bool = False
+    auth: Auth = "none"
+    ca_dir: str = ""
 
     def file_url(self, path: str) -> str:
         return self.url + "/" + path.lstrip("/")
@@ -44,6 +57,9 @@ class LabEndpoint:
             "url": self.url,
             "rtt_ms": self.rtt_ms,
             "files": [f.to_json() for f in self.files],
+            "tls": self.tls,
+            "auth": self.auth,
+            "ca_dir": self.ca_dir,
         }
 
     @classmethod
@@ -58,7 +74,17 @@ class LabEndpoint:
             url=str(data["url"]),
             rtt_ms=float(str(data["rtt_ms"])),
             files=tuple(LabFile.from_json(f) for f in files),
+            tls=data.get("tls") is True,
+            auth=_auth(data.get("auth", "none")),
+            ca_dir=str(data.get("ca_dir", "")),
         )
+
+
+def _auth(value: object) -> Auth:
+    for kind in AUTH_KINDS:
+        if value == kind:
+            return kind
+    raise ValueError(f"unknown auth {value!r}: one of {', '.join(AUTH_KINDS)}")
 
 
 def build_endpoints(
@@ -67,8 +93,22 @@ def build_endpoints(
     paths: LabPaths,
     shared: Sequence[LabFile],
     own: Mapping[str, Sequence[LabFile]],
+    *,
+    ca_dir: Path,
 ) -> list[LabEndpoint]:
     """Every endpoint; `own` holds the files only fed-a or fed-b has (listed first there)."""
+    endpoints = _anonymous_endpoints(layout, profile, paths, shared, own)
+    endpoints += _authenticated_endpoints(layout, profile, tuple(shared))
+    return [replace(endpoint, ca_dir=str(ca_dir)) for endpoint in endpoints]
+
+
+def _anonymous_endpoints(
+    layout: PortLayout,
+    profile: Profile,
+    paths: LabPaths,
+    shared: Sequence[LabFile],
+    own: Mapping[str, Sequence[LabFile]],
+) -> list[LabEndpoint]:
     endpoints = []
     files = tuple(shared)
     for site in RELAYED_SITES:
@@ -101,6 +141,46 @@ def build_endpoints(
         LabEndpoint("xcache-root", "xcache", "root", "cache", _root(layout, "xcache"), 0.0, files)
     )
     return endpoints
+
+
+def _authenticated_endpoints(
+    layout: PortLayout, profile: Profile, files: tuple[LabFile, ...]
+) -> list[LabEndpoint]:
+    """Per site a token site (roots, https) and a GSI site (root with gsi, https with a client
+    certificate): each serves xroot and HTTP on one port."""
+    endpoints = []
+    for site in RELAYED_SITES:
+        rtt = profile.rtt_ms[site]
+        token, gsi = layout.port(f"{site}-token"), layout.port(f"{site}-gsi")
+        endpoints += [
+            LabEndpoint(
+                f"{site}-roots", site, "roots", "data", f"roots://{HOST}:{token}/", rtt, files,
+                tls=True, auth="token",
+            ),
+            LabEndpoint(
+                f"{site}-https", site, "https", "data", f"https://{HOST}:{token}", rtt, files,
+                tls=True, auth="token",
+            ),
+            LabEndpoint(
+                f"{site}-gsi-root", site, "root", "data", f"root://{GSI_HOST}:{gsi}/", rtt, files,
+                tls=False, auth="x509",
+            ),
+            LabEndpoint(
+                f"{site}-gsi-https", site, "https", "data", f"https://{GSI_HOST}:{gsi}", rtt,
+                files, tls=True, auth="x509",
+            ),
+        ]  # fmt: skip
+    davs = f"davs://{HOST}:{layout.port('local-token')}"
+    rtt = profile.rtt_ms["local"]
+    endpoints.append(
+        LabEndpoint("local-davs", "local", "davs", "data", davs, rtt, files, tls=True, auth="token")
+    )
+    return endpoints
+
+
+def issuer_url(layout: PortLayout) -> str:
+    """The `iss` of the lab's tokens, and where its issuer answers."""
+    return f"https://{HOST}:{layout.port('issuer')}"
 
 
 def _root(layout: PortLayout, server: str) -> str:

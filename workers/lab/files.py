@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-
-from workers.engine import units
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -28,6 +27,8 @@ TEST_FILE_DIR = "/fedprobe"
 _CHUNK = 4 * MiB
 _SHOW_PROGRESS_FROM = 64 * MiB
 _LABELS = (("G", GiB), ("M", MiB), ("k", KiB))
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_MULTIPLIER = {"": 1, "k": KiB, "m": MiB, "g": GiB, "t": 1024 * GiB}
 
 
 class TextSink(Protocol):
@@ -54,11 +55,10 @@ class LabFile:
 
 def parse_size(text: str) -> int:
     """Bytes from "4096", "4k", "16M", "1G" or "16MiB" (binary units), at least 1."""
-    try:
-        size = units.parse_size(text)
-    except ValueError:
-        message = f"invalid size {text!r}: give bytes or a number with k, M, G (16M)"
-        raise ValueError(message) from None
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"invalid size {text!r}: give bytes or a number with k, M, G (16M)")
+    size = int(match[1]) * _MULTIPLIER[match[2].lower()]
     if size < 1:
         raise ValueError(f"invalid size {text!r}: a test file needs at least 1 byte")
     return size

@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from workers.lab import processes, servers
-from workers.lab.endpoints import FED_SERVERS, LabEndpoint, build_endpoints
+from workers.lab.credentials import LabCredentials
+from workers.lab.endpoints import FED_SERVERS, LabEndpoint, build_endpoints, issuer_url
 from workers.lab.errors import LabError
 from workers.lab.files import (
     DEFAULT_FILE_SIZES,
@@ -30,13 +31,14 @@ from workers.lab.files import (
     ensure_files,
     lab_file_path,
 )
+from workers.lab.issuer import DEFAULT_SCOPE, LAB_AUDIENCE
 from workers.lab.launch import Launcher
 from workers.lab.paths import LabPaths
 from workers.lab.ports import PortLayout, check_ports_free
 from workers.lab.profiles import PROFILES
 from workers.lab.relay import MODES, control
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 FED_FILE_SIZE = 4 * MiB
 # A UNIX socket path longer than this does not fit in sockaddr_un.
 _MAX_SOCKET_PATH = 107
@@ -75,9 +77,16 @@ class Lab:
             raise LabError(f"lab already running in {self.state_dir}")
         check_ports_free(self.layout)
         self._prepare_dirs()
+        credentials = LabCredentials(self.paths, issuer_url(self.layout))
+        credentials.ensure(servers.server_user_ids() if servers.runs_as_root() else None)
         shared, own = self._ensure_files()
         launcher = Launcher(
-            self.paths, self.layout, self.profile, shared[0], {s: own[s][0] for s in FED_SERVERS}
+            self.paths,
+            self.layout,
+            self.profile,
+            shared[0],
+            {s: own[s][0] for s in FED_SERVERS},
+            credentials=credentials,
         )
         try:
             launcher.launch()
@@ -85,8 +94,10 @@ class Lab:
             processes.stop(launcher.started.values(), self._marker)
             self._forget_processes()
             raise
-        endpoints = build_endpoints(self.layout, self.profile, self.paths, shared, own)
-        self._write_state(launcher, endpoints)
+        endpoints = build_endpoints(
+            self.layout, self.profile, self.paths, shared, own, ca_dir=self.ca_dir()
+        )
+        self._write_state(launcher, endpoints, credentials)
 
     def down(self) -> None:
         """Stop what `up` started (SIGTERM, wait, SIGKILL); nothing to do is fine."""
@@ -151,6 +162,55 @@ class Lab:
             f"site {site!r} has no data dir: use one of {', '.join(_SHARED_DATA_SITES)}, "
             f"{', '.join(FED_SERVERS)}"
         )
+
+    # -- credentials for the authenticated endpoints ---------------------------------------
+
+    def ca_dir(self) -> Path:
+        """The lab CA's dir (X509_CERT_DIR): `<hash>.0`, `<hash>.signing_policy`, the CA."""
+        return self._credentials_dir().pki.lab.ca_dir
+
+    def ca_file(self) -> Path:
+        """The lab CA's certificate, for clients that take a file (httpx `verify`)."""
+        return self._credentials_dir().pki.lab.ca_cert
+
+    def rogue_ca_dir(self) -> Path:
+        """A CA the lab's servers do not trust (and that does not trust them)."""
+        return self._credentials_dir().pki.rogue.ca_dir
+
+    def issuer_url(self) -> str:
+        """The running lab's token issuer: the `iss` of its tokens, and where it answers."""
+        return str(self.state()["issuer"])
+
+    def mint_token(
+        self,
+        scope: str = DEFAULT_SCOPE,
+        audience: str = LAB_AUDIENCE,
+        lifetime_s: float = 3600,
+        expired: bool = False,
+    ) -> str:
+        """A token of the lab's issuer (WLCG profile, ES256). An expired one ended an hour ago."""
+        return self._credentials().mint_token(scope, audience, lifetime_s, expired)
+
+    def write_proxy(
+        self, path: Path | None = None, expired: bool = False, rogue: bool = False
+    ) -> Path:
+        """An X.509 proxy of the lab user (0600): from the rogue CA if `rogue`. By default in
+        the lab's pki/ dir, never where clients look unasked (/tmp/x509up_u<uid>)."""
+        return self._credentials_dir().write_proxy(path, expired=expired, rogue=rogue)
+
+    def oauth_client(self, short: bool = False) -> dict[str, str]:
+        """One of the issuer's clients: token_url, client_id, client_secret, scope, audience.
+        Its tokens live 20 minutes, or 30 seconds if `short`."""
+        return self._credentials().oauth_client(short)
+
+    def _credentials(self) -> LabCredentials:
+        return LabCredentials(self.paths, self.issuer_url())
+
+    def _credentials_dir(self) -> LabCredentials:
+        """The credentials on disk, for what needs no running issuer."""
+        return LabCredentials(self.paths, issuer_url(self.layout))
+
+    # -- relays -----------------------------------------------------------------------------
 
     def set_relay_mode(self, relay: str, mode: str, cut_after: int | None = None) -> None:
         if mode not in MODES:
@@ -231,7 +291,9 @@ class Lab:
                 _link(self.paths.data / lab_file.path.lstrip("/"), root / lab_file.path.lstrip("/"))
         return shared, own
 
-    def _write_state(self, launcher: Launcher, endpoints: list[LabEndpoint]) -> None:
+    def _write_state(
+        self, launcher: Launcher, endpoints: list[LabEndpoint], credentials: LabCredentials
+    ) -> None:
         state = {
             "version": STATE_VERSION,
             "state_dir": str(self.state_dir),
@@ -241,6 +303,9 @@ class Lab:
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "processes": launcher.started,
             "relays": sorted(launcher.relay_names),
+            "ca_dir": str(self.ca_dir()),
+            "rogue_ca_dir": str(self.rogue_ca_dir()),
+            "issuer": credentials.issuer,
             "endpoints": [endpoint.to_json() for endpoint in endpoints],
         }
         partial = self.paths.state.with_name("state.json.partial")

@@ -17,9 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workers.lab import readiness, servers
+from workers.lab.credentials import LabCredentials
+from workers.lab.endpoints import GSI_HOST
 from workers.lab.errors import LabError
 from workers.lab.files import LabFile
+from workers.lab.issuer import LAB_AUDIENCE, IssuerConfig, seed_scitokens_cache
 from workers.lab.paths import LabPaths
+from workers.lab.pki import dn_of
 from workers.lab.ports import PortLayout
 from workers.lab.processes import exit_status, is_alive, spawn
 from workers.lab.profiles import Profile
@@ -28,6 +32,10 @@ from workers.lab.relay import RelaySpec
 from workers.lab.servers import ServerProcess
 
 READY_TIMEOUT_S = 60.0
+# The public ports of a site: anonymous xroot, anonymous HTTP, the token site, the GSI site.
+SITE_SERVICES = ("root", "http", "token", "gsi")
+SITES = ("local", "near", "far")
+_PROBE_TOKEN_LIFETIME_S = 2 * READY_TIMEOUT_S
 _POLL_S = 0.02
 _LOG_TAIL_LINES = 20
 _COMPLAINT = re.compile(r"error|fail|unable|invalid|denied|refus|cannot|not be|warning", re.I)
@@ -46,15 +54,15 @@ def relay_specs(layout: PortLayout, profile: Profile) -> list[RelaySpec]:
     """A relay in front of each public port of each site with an RTT; none for 0 ms."""
     return [
         RelaySpec(
-            name=f"{site}-{protocol}",
-            listen_port=layout.port(f"{site}-{protocol}"),
+            name=f"{site}-{service}",
+            listen_port=layout.port(f"{site}-{service}"),
             target_host=readiness.LOOPBACK,
-            target_port=layout.port(f"{site}-{protocol}-backend"),
+            target_port=layout.port(f"{site}-{service}-backend"),
             rtt_ms=rtt,
         )
         for site, rtt in profile.rtt_ms.items()
         if rtt > 0
-        for protocol in ("root", "http")
+        for service in SITE_SERVICES
     ]
 
 
@@ -68,9 +76,12 @@ class Launcher:
         profile: Profile,
         probe_file: LabFile,
         fed_files: Mapping[str, LabFile],
+        *,
+        credentials: LabCredentials,
     ) -> None:
         self.paths, self.layout, self.profile = paths, layout, profile
         self.probe_file, self.fed_files = probe_file, fed_files
+        self.credentials = credentials
         self.started: dict[str, int] = {}
         self.processes: dict[str, ServerProcess] = {}
         self.marker = f"{paths.run}/"
@@ -80,8 +91,12 @@ class Launcher:
     def launch(self) -> None:
         self.write_configs()
         manager = self.start(servers.cmsd(self.paths, "redirector", self.config("redirector")))
-        for site in ("local", "near", "far"):
+        for site in SITES:
             self.start(servers.xrootd(self.paths, site, self.config(site)))
+            token = f"{site}-token"
+            self.start(servers.token_xrootd(self.paths, token, self.config(token)))
+            self.start(servers.xrootd(self.paths, f"{site}-gsi", self.config(f"{site}-gsi")))
+        self.start(servers.issuer(self.paths))
         self.start(servers.gridftp(self.paths, self.port("local-ftp"), self.layout.ftp_data))
         self.start(servers.relays(self.paths))
         self.wait([Readiness((manager,), (readiness.tcp_listens(self.port("redirector-cmsd")),))])
@@ -120,13 +135,47 @@ class Launcher:
         (self.paths.run / "gridftp.conf").write_text("# options are on the command line\n")
         relays = {"relays": [spec.to_json() for spec in self.relays]}
         self.paths.relay_config.write_text(json.dumps(relays, indent=2) + "\n")
+        self.write_trust()
+
+    def write_trust(self) -> None:
+        """What the token and GSI sites trust, the issuer's config, and the readiness checks'
+        own token and proxy."""
+        paths, credentials = self.paths, self.credentials
+        user_dn = dn_of(credentials.authority.user_cert)
+        for path, text in (
+            (paths.scitokens_config, servers.scitokens_config(credentials.issuer, LAB_AUDIENCE)),
+            (paths.token_authdb, servers.token_authdb()),
+            (paths.gsi_authdb, servers.gsi_authdb()),
+            (paths.gridmap, servers.gridmap(user_dn)),
+        ):
+            path.write_text(text)
+            path.chmod(0o644)
+        owner = servers.server_user_ids() if servers.runs_as_root() else None
+        jwks = credentials.signing_key().jwks()
+        seed_scitokens_cache(paths.token_cache, credentials.issuer, jwks, owner)
+        tls = credentials.server_tls()
+        IssuerConfig(
+            issuer=credentials.issuer,
+            port=self.port("issuer"),
+            host_cert=str(tls.cert),
+            host_key=str(tls.key),
+            signing_key=str(paths.signing_key),
+            clients=str(paths.oauth_clients),
+            ready_file=str(paths.issuer_ready),
+        ).write(paths.issuer_config)
+        token = credentials.mint_token(lifetime_s=_PROBE_TOKEN_LIFETIME_S)
+        credentials.write_token(paths.probe_token, token)
+        credentials.write_proxy(paths.probe_proxy)
 
     def config_texts(self) -> dict[str, str]:
         paths, port = self.paths, self.port
-        texts = {
-            site: servers.data_server_config(paths, *self.site_ports(site))
-            for site in ("local", "near", "far")
-        }
+        texts = {site: servers.data_server_config(paths, *self.site_ports(site)) for site in SITES}
+        tls = self.credentials.server_tls()
+        for site in SITES:
+            texts[f"{site}-token"] = servers.token_server_config(
+                paths, self.backend(site, "token"), tls
+            )
+            texts[f"{site}-gsi"] = servers.gsi_server_config(paths, self.backend(site, "gsi"), tls)
         texts["redirector"] = servers.manager_config(
             paths, port("redirector-root"), port("redirector-cmsd")
         )
@@ -138,9 +187,16 @@ class Launcher:
         return texts
 
     def site_ports(self, site: str) -> tuple[int, int]:
-        """Where a site's xrootd listens: behind its relays, or on the public ports."""
+        """Where a site's anonymous xrootd listens (xroot, HTTP)."""
+        return self.backend(site, "root"), self.backend(site, "http")
+
+    def backend(self, site: str, service: str) -> int:
+        """Where a site's server listens: behind its relay, or on the public port."""
         suffix = "-backend" if self.profile.rtt_ms[site] > 0 else ""
-        return self.port(f"{site}-root{suffix}"), self.port(f"{site}-http{suffix}")
+        return self.port(f"{site}-{service}{suffix}")
+
+    def initialized(self, instance: str) -> Probe:
+        return readiness.initialized(self.paths.server_log(instance, "xrootd"), "xrootd")
 
     def readiness(self) -> list[Readiness]:
         probe = self.probe_file
@@ -149,14 +205,18 @@ class Launcher:
                 ("relays",), (readiness.relays_answer(self.paths.relay_control, self.relay_names),)
             ),
             Readiness(("gridftp",), (readiness.ftp_banner(self.port("local-ftp")),)),
+            self.issuer_readiness(),
         ]
-        for site in ("local", "near", "far"):
+        for site in SITES:
+            checks += self.authenticated_readiness(site)
+        for site in SITES:
             root, http = self.site_ports(site)
             relayed = ("relays",) if self.profile.rtt_ms[site] > 0 else ()
             checks.append(
                 Readiness(
                     (f"xrootd-{site}", *relayed),
                     (
+                        self.initialized(site),
                         readiness.tcp_listens(root),
                         readiness.tcp_listens(http),
                         readiness.xrootd_stat(self.port(f"{site}-root"), probe.path, probe.size),
@@ -169,6 +229,8 @@ class Launcher:
                 Readiness(
                     (f"xrootd-{server}", f"cmsd-{server}", "xrootd-redirector", "cmsd-redirector"),
                     (
+                        self.initialized(server),
+                        self.initialized("redirector"),
                         readiness.tcp_listens(self.port(f"{server}-root")),
                         readiness.tcp_listens(self.port("redirector-root")),
                         readiness.xrootd_stat(self.port(f"{server}-root"), own.path, own.size),
@@ -178,11 +240,79 @@ class Launcher:
             )
         return checks
 
+    def issuer_readiness(self) -> Readiness:
+        client = self.credentials.oauth_client()
+        tls = readiness.tls_context(self.credentials.authority.ca_cert)
+        return Readiness(
+            ("issuer",),
+            (
+                readiness.path_exists(self.paths.issuer_ready),
+                readiness.issuer_grants(
+                    client["token_url"], tls, client["client_id"], client["client_secret"]
+                ),
+            ),
+        )
+
+    def authenticated_readiness(self, site: str) -> list[Readiness]:
+        """A token reads through the token site's roots and https, a proxy through the GSI
+        site's root (gsi) and https: TLS, the issuer's keys and the grid-mapfile all work."""
+        probe, paths = self.probe_file, self.paths
+        ca_dir = self.credentials.authority.ca_dir
+        ca_file = self.credentials.authority.ca_cert
+        relayed = ("relays",) if self.profile.rtt_ms[site] > 0 else ()
+        token, gsi = self.port(f"{site}-token"), self.port(f"{site}-gsi")
+        bearer = {"Authorization": f"Bearer {paths.probe_token.read_text().strip()}"}
+        token_env = {
+            "BEARER_TOKEN_FILE": str(paths.probe_token),
+            "X509_CERT_DIR": str(ca_dir),
+            "XrdSecPROTOCOL": "ztn",
+        }
+        gsi_env = {
+            "X509_USER_PROXY": str(paths.probe_proxy),
+            "X509_CERT_DIR": str(ca_dir),
+            "XrdSecPROTOCOL": "gsi",
+        }
+        return [
+            Readiness(
+                (f"xrootd-{site}-token", *relayed),
+                (
+                    self.initialized(f"{site}-token"),
+                    readiness.tcp_listens(self.backend(site, "token")),
+                    readiness.xrootd_stat(
+                        token, probe.path, probe.size, scheme="roots", env=token_env
+                    ),
+                    readiness.http_head(
+                        token,
+                        probe.path,
+                        probe.size,
+                        tls=readiness.tls_context(ca_file),
+                        headers=bearer,
+                    ),
+                ),
+            ),
+            Readiness(
+                (f"xrootd-{site}-gsi", *relayed),
+                (
+                    self.initialized(f"{site}-gsi"),
+                    readiness.tcp_listens(self.backend(site, "gsi")),
+                    readiness.xrootd_stat(gsi, probe.path, probe.size, host=GSI_HOST, env=gsi_env),
+                    readiness.http_head(
+                        gsi,
+                        probe.path,
+                        probe.size,
+                        tls=readiness.tls_context(ca_file, paths.probe_proxy),
+                        host=GSI_HOST,
+                    ),
+                ),
+            ),
+        ]
+
     def xcache_readiness(self) -> Readiness:
         probe = self.probe_file
         return Readiness(
             ("xrootd-xcache", "xrootd-far", "relays"),
             (
+                self.initialized("xcache"),
                 readiness.tcp_listens(self.port("xcache-root")),
                 readiness.xrootd_stat(self.port("xcache-root"), probe.path, probe.size),
             ),
@@ -193,7 +323,7 @@ class Launcher:
         return {spec.name for spec in self.relays}
 
     def start(self, process: ServerProcess) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("XRD_")}
+        env = readiness.client_env(dict(process.env))
         env["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")])
         )

@@ -69,6 +69,71 @@ class LabPaths:
     def relay_config(self) -> Path:
         return self.run / "relays.json"
 
+    @property
+    def pki(self) -> Path:
+        """Secrets, mode 0700: CA and user keys, the issuer's signing key, client secrets,
+        proxies and tokens. Kept across `up`s, like `certs`."""
+        return self.root / "pki"
+
+    @property
+    def certs(self) -> Path:
+        """What the servers read: the CA dirs, host certificates, host keys (nobody's, 0400)."""
+        return self.root / "certs"
+
+    @property
+    def signing_key(self) -> Path:
+        """The token issuer's EC key."""
+        return self.pki / "issuer-key.pem"
+
+    @property
+    def oauth_clients(self) -> Path:
+        return self.pki / "clients.json"
+
+    @property
+    def probe_token(self) -> Path:
+        """The token readiness checks use."""
+        return self.pki / "readiness-token"
+
+    @property
+    def probe_proxy(self) -> Path:
+        """The X.509 proxy readiness checks use."""
+        return self.pki / "readiness-proxy"
+
+    def proxy(self, *, expired: bool = False, rogue: bool = False) -> Path:
+        """Where `lab proxy` writes (never /tmp/x509up_u<uid>, which clients find unasked)."""
+        return self.pki / ("x509up" + "-rogue" * rogue + "-expired" * expired)
+
+    @property
+    def token_cache(self) -> Path:
+        """$XDG_CACHE_HOME of the token sites' xrootds: the SciTokens key cache."""
+        return self.home / "xdg-cache"
+
+    @property
+    def issuer_config(self) -> Path:
+        return self.run / "issuer.json"
+
+    @property
+    def issuer_ready(self) -> Path:
+        """The issuer writes its pid here once it listens."""
+        return self.run / "issuer.pid"
+
+    @property
+    def scitokens_config(self) -> Path:
+        return self.run / "scitokens.cfg"
+
+    @property
+    def token_authdb(self) -> Path:
+        """acc.authdb of the token sites: requests without a token get nothing."""
+        return self.run / "token.authdb"
+
+    @property
+    def gsi_authdb(self) -> Path:
+        return self.run / "gsi.authdb"
+
+    @property
+    def gridmap(self) -> Path:
+        return self.run / "grid-mapfile"
+
     def config(self, name: str) -> Path:
         return self.run / f"{name}.cfg"
 

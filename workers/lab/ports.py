@@ -9,6 +9,14 @@
     B+12 local-root-backend   B+13 local-http-backend   xrootd of a relayed site
     B+14 near-root-backend    B+15 near-http-backend
     B+16 far-root-backend     B+17 far-http-backend
+    B+18 local-token       B+19 local-gsi          authenticated sites: xrootd, roots, http
+    B+20 near-token        B+21 near-gsi           and https on one port (token: ztn and
+    B+22 far-token         B+23 far-gsi            bearer tokens; gsi: X.509 proxies)
+    B+24 local-token-backend  B+25 local-gsi-backend  their xrootds when relayed
+    B+26 near-token-backend   B+27 near-gsi-backend
+    B+28 far-token-backend    B+29 far-gsi-backend
+    B+30 issuer            the lab's OAuth2 token issuer (HTTPS)
+    B+31                   free
     B+32 .. B+63           GridFTP data ports
 
 The cmsd of fed-a and fed-b listen on no fixed port (cmsd servers use an ephemeral one).
@@ -45,6 +53,19 @@ _OFFSETS = {
     "near-http-backend": 15,
     "far-root-backend": 16,
     "far-http-backend": 17,
+    "local-token": 18,
+    "local-gsi": 19,
+    "near-token": 20,
+    "near-gsi": 21,
+    "far-token": 22,
+    "far-gsi": 23,
+    "local-token-backend": 24,
+    "local-gsi-backend": 25,
+    "near-token-backend": 26,
+    "near-gsi-backend": 27,
+    "far-token-backend": 28,
+    "far-gsi-backend": 29,
+    "issuer": 30,
 }
 _FTP_DATA = (32, 63)
 

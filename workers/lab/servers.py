@@ -11,7 +11,8 @@ import grp
 import os
 import pwd
 import sys
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from workers.lab.paths import LabPaths
@@ -22,6 +23,8 @@ TEST_FILE_EXPORT = "/fedprobe"
 FED_EXPORT = "/fed"
 # The manager serves once both data servers have subscribed, and clients that come earlier
 # retry after 1 s: the defaults hold them 10 s (conwait) and the service 90 s (startup).
+# The name the GSI sites' grid-mapfile gives the lab user (acc.authdb grants it the files).
+GSI_USER = "labuser"
 MANAGER_DELAYS = ("cms.delay servers 2 startup 1 service 1 suspend 1", "cms.conwait 1")
 
 
@@ -32,6 +35,8 @@ class ServerProcess:
     name: str
     argv: tuple[str, ...]
     logs: tuple[Path, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    """Variables set for this process on top of the lab's environment."""
 
 
 def runs_as_root() -> bool:
@@ -43,8 +48,16 @@ def server_user_ids() -> tuple[int, int]:
     return user.pw_uid, user.pw_gid
 
 
-def xrootd(paths: LabPaths, instance: str, config: Path) -> ServerProcess:
-    return _xrd_program("xrootd", paths, instance, config)
+def xrootd(
+    paths: LabPaths, instance: str, config: Path, env: Mapping[str, str] | None = None
+) -> ServerProcess:
+    process = _xrd_program("xrootd", paths, instance, config)
+    return replace(process, env=tuple((env or {}).items()))
+
+
+def token_xrootd(paths: LabPaths, instance: str, config: Path) -> ServerProcess:
+    """scitokens-cpp finds its key cache under $XDG_CACHE_HOME (of user nobody, once -R)."""
+    return xrootd(paths, instance, config, {"XDG_CACHE_HOME": str(paths.token_cache)})
 
 
 def cmsd(paths: LabPaths, instance: str, config: Path) -> ServerProcess:
@@ -93,6 +106,11 @@ def relays(paths: LabPaths) -> ServerProcess:
     return ServerProcess("relays", argv, (paths.output("relays"),))
 
 
+def issuer(paths: LabPaths) -> ServerProcess:
+    argv = (sys.executable, "-m", "workers.lab.issuer", "--config", str(paths.issuer_config))
+    return ServerProcess("issuer", argv, (paths.output("issuer"),))
+
+
 def relay_ready_file(paths: LabPaths) -> Path:
     """The relay process writes its pid here once every relay listens."""
     return paths.run / "relays.pid"
@@ -107,6 +125,89 @@ def data_server_config(paths: LabPaths, root_port: int, http_port: int) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         f"oss.localroot {paths.data}",
     )
+
+
+@dataclass(frozen=True)
+class Tls:
+    """The host certificate and key xrootd serves TLS with, and the CA dir it trusts."""
+
+    cert: Path
+    key: Path
+    ca_dir: Path
+
+    def lines(self) -> tuple[str, ...]:
+        # Makes roots:// and https possible; plain root:// stays plain unless the
+        # authentication protocol (ztn) needs TLS. XrdHttp takes cert, key and CA from here.
+        return (f"xrd.tls {self.cert} {self.key}", f"xrd.tlsca certdir {self.ca_dir}")
+
+
+def token_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
+    """root, roots, http and https on one port; only bearer tokens open anything."""
+    return _config(
+        paths,
+        "all.role server",
+        f"xrd.port {port}",
+        "xrd.protocol XrdHttp libXrdHttp.so",  # no port: shares the xrootd port
+        *tls.lines(),
+        "xrootd.seclib libXrdSec.so",
+        "sec.protocol ztn",
+        "ofs.authorize 1",
+        f"acc.authdb {paths.token_authdb}",
+        f"ofs.authlib ++ libXrdAccSciTokens.so config={paths.scitokens_config}",
+        "http.header2cgi Authorization authz",
+        f"all.export {TEST_FILE_EXPORT} r/o",
+        f"oss.localroot {paths.data}",
+    )
+
+
+def gsi_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
+    """root (gsi) and https (client certificates) on one port; the lab user's proxies read."""
+    gsi = (
+        f"-certdir:{tls.ca_dir} -cert:{tls.cert} -key:{tls.key} -ca:2 -crl:1 "
+        # -crldir defaults to /etc/grid-security/certificates, whatever -certdir says.
+        f"-crldir:{tls.ca_dir} -gridmap:{paths.gridmap} -gmapopt:11 -vomsat:0 -dlgpxy:0"
+    )
+    return _config(
+        paths,
+        "all.role server",
+        f"xrd.port {port}",
+        "xrd.protocol XrdHttp libXrdHttp.so",
+        *tls.lines(),
+        "xrootd.seclib libXrdSec.so",
+        f"sec.protocol gsi {gsi}",
+        "ofs.authorize 1",
+        f"acc.authdb {paths.gsi_authdb}",
+        f"http.gridmap {paths.gridmap}",
+        f"all.export {TEST_FILE_EXPORT} r/o",
+        f"oss.localroot {paths.data}",
+    )
+
+
+def scitokens_config(issuer: str, audience: str) -> str:
+    """Tokens of the lab's issuer for `audience`; their scopes name paths from / (base_path),
+    so storage.read:/fedprobe opens the test files. Requests without a token pass through to
+    acc.authdb, which grants them nothing."""
+    return (
+        "[Global]\n"
+        f"audience = {audience}\n"
+        "onmissing = passthrough\n"
+        "\n"
+        "[Issuer fedprobe-lab]\n"
+        f"issuer = {issuer}\n"
+        "base_path = /\n"
+    )
+
+
+def token_authdb() -> str:
+    return "# fedprobe lab: requests without a token may do nothing (no rule grants them)\n"
+
+
+def gsi_authdb() -> str:
+    return f"u {GSI_USER} {TEST_FILE_EXPORT} lr\n"
+
+
+def gridmap(dn: str) -> str:
+    return f'"{dn}" {GSI_USER}\n'
 
 
 def manager_config(paths: LabPaths, root_port: int, cmsd_port: int) -> str:

@@ -30,6 +30,11 @@ pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[3]
 FILE = "/fedprobe/file-4M"
+SITES = ("local", "near", "far")
+AUTHENTICATED_KINDS = {"roots": "roots", "https": "https", "gsi-root": "root", "gsi-https": "https"}
+AUTHENTICATED = {f"{site}-{kind}" for site in SITES for kind in AUTHENTICATED_KINDS} | {
+    "local-davs"
+}
 ENDPOINTS = {
     "local-root": ("local", "root", "data"),
     "local-http": ("local", "http", "data"),
@@ -43,8 +48,18 @@ ENDPOINTS = {
     "fed-a-root": ("fed-a", "root", "data"),
     "fed-b-root": ("fed-b", "root", "data"),
     "xcache-root": ("xcache", "root", "cache"),
+    **{
+        f"{site}-{kind}": (site, protocol, "data")
+        for site in SITES
+        for kind, protocol in AUTHENTICATED_KINDS.items()
+    },
+    "local-davs": ("local", "davs", "data"),
 }
-ROOT_ENDPOINTS = [name for name, (_, protocol, _) in ENDPOINTS.items() if protocol == "root"]
+ROOT_ENDPOINTS = [
+    name
+    for name, (_, protocol, _) in ENDPOINTS.items()
+    if protocol == "root" and name not in AUTHENTICATED
+]
 
 
 def on_disk(lab: Lab, path: str, site: str = "local") -> bytes:
@@ -169,9 +184,11 @@ def test_every_endpoint_is_listed_with_the_contract_fields(lab: Lab) -> None:
     assert {n: (e.site, e.protocol, e.role) for n, e in listed.items()} == ENDPOINTS
     for endpoint in listed.values():
         assert set(endpoint.to_json()) == {
-            "name", "site", "protocol", "role", "url", "rtt_ms", "files"
+            "name", "site", "protocol", "role", "url", "rtt_ms", "files", "tls", "auth", "ca_dir"
         }  # fmt: skip
         assert FILE in {f.path for f in endpoint.files}
+        assert endpoint.ca_dir == str(lab.ca_dir())
+        assert (endpoint.auth == "none") == (endpoint.name not in AUTHENTICATED)
     assert listed["fed-a-root"].files[0].path == "/fed/a-4M"
     assert listed["fed-b-root"].files[0].path == "/fed/b-4M"
     assert {"/fed/a-4M", "/fed/b-4M"} <= {f.path for f in listed["redirector-root"].files}
@@ -296,7 +313,9 @@ def test_a_file_dropped_in_a_data_dir_is_served(lab: Lab) -> None:
 
 
 def test_only_sites_with_an_rtt_have_relays(lab: Lab) -> None:
-    assert set(lab.relay_stats()) == {"near-root", "near-http", "far-root", "far-http"}
+    assert set(lab.relay_stats()) == {
+        f"{site}-{service}" for site in SITES[1:] for service in ("root", "http", "token", "gsi")
+    }
 
 
 @pytest.mark.parametrize("name", ["near-http", "far-http"])
@@ -398,7 +417,7 @@ def test_cli_up_twice_then_down_twice_leaves_no_lab_process(lab_dir: Path) -> No
     options = ["--dir", str(lab_dir), "--base-port", str(free_base_port()), "--file-size", "64k"]
     assert run_cli("up", *options, via="manage").returncode == 0
     pids = [int(p.read_text()) for p in (lab_dir / "run" / "pids").glob("*.pid")]
-    assert len(pids) == 12
+    assert len(pids) == 19
 
     again = run_cli("up", *options)
     assert again.returncode == 1
@@ -412,7 +431,7 @@ def test_cli_up_twice_then_down_twice_leaves_no_lab_process(lab_dir: Path) -> No
 
     stopped = run_cli("down", "--dir", str(lab_dir), via="manage")
     assert stopped.returncode == 0
-    assert "stopped (11 processes)" in stopped.stdout
+    assert "stopped (18 processes)" in stopped.stdout
     assert [pid for pid in pids if runs(pid)] == []
     assert not Lab(lab_dir).running_processes()
 

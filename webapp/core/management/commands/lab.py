@@ -1,4 +1,4 @@
-"""`manage.py lab up|down|status|register`: the lab federation (see workers.lab.cli)."""
+"""`manage.py lab up|down|status|token|proxy|register`: the lab federation (see workers.lab.cli)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from workers.lab.cli import LAB_ACTIONS, add_lab_arguments, run_lab_command
 class Command(BaseCommand):
     help = (
         "Start, stop or show the lab federation (real servers on loopback behind relays), "
+        "print a token of its issuer or write an X.509 proxy of its CA, "
         "or register its endpoints in the database."
     )
 
