@@ -173,6 +173,20 @@ class Credential:
         raise InvalidParams("credential", f"{scheme}:// takes no X.509 proxy")
 
 
+def describe(credential: Credential | None) -> str:
+    """What a credential is, for an error message: never the secret."""
+    if credential is None:
+        return "no credential"
+    info = credential.info()
+    if credential.kind == CredentialKind.X509_PROXY:
+        return f"an X.509 proxy of {info.subject}, issued by {info.issuer}"
+    if info.issuer is None:
+        return "an opaque token"
+    audience = ", ".join(info.audience) or "no audience"
+    scopes = " ".join(info.scopes) or "no scope"
+    return f"a token of {info.issuer} for {audience}, scope {scopes}"
+
+
 def token_info(token: str) -> CredentialInfo:
     """The claims of a JWT (decoded, not verified); an opaque token has none to show."""
     parts = token.split(".")

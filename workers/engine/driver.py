@@ -28,6 +28,7 @@ from workers.engine.credentials import (
     Access,
     AuthMethod,
     Credential,
+    describe,
     remove_stale_run_dirs,
     run_secrets,
 )
@@ -94,7 +95,10 @@ def run_probe(
         with run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access:
             _plan_and_execute(shared, credential, access, result, on_progress, should_cancel)
     except ProbeError as exc:
-        result.run_error = (exc.error_class, exc.message)
+        message = exc.message
+        if exc.error_class == ErrorClass.AUTH and "expire" not in message:
+            message += f" (presented {describe(credential)})"
+        result.run_error = (exc.error_class, message)
         return result
     if params.egress is not None and backend_for(scheme).egress_after_run:
         check_served_by(result, params.egress)
