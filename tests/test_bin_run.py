@@ -96,14 +96,24 @@ def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
         _wait(lambda: _get(f"{web}/healthz") == {"status": "ok"}, UP_TIMEOUT_S, "web up", log, run)
         token = _token(env)
         campaigns = _get(f"{web}/api/v1/campaigns/", token)["results"]  # type: ignore[index]
-        launched = _post(f"{web}/api/v1/campaigns/{campaigns[0]['id']}/launch/", token)
+        example = next(c for c in campaigns if c["name"] == AUTH_EXAMPLE)
+        launched = _post(f"{web}/api/v1/campaigns/{example['id']}/launch/", token)
         assert launched["runs"]  # type: ignore[index]
+        runs_url = f"{web}/api/v1/runs/?campaign={example['id']}&limit=100"
 
-        def some_succeeded() -> bool:
-            runs = _get(f"{web}/api/v1/runs/?status=succeeded", token)
-            return bool(runs["count"])  # type: ignore[index]
+        def all_ended() -> bool:
+            runs = _get(runs_url, token)["results"]  # type: ignore[index]
+            return all(r["status"] not in ("queued", "running") for r in runs)
 
-        _wait(some_succeeded, 120, "a run measured by bin/run's worker", log, run)
+        _wait(all_ended, 240, "the example campaign measured by bin/run's worker", log, run)
+        runs = _get(runs_url, token)["results"]  # type: ignore[index]
+        # The lab's authenticated doors, with the credentials the lab registered for them.
+        assert {(r["status"], r["auth"]) for r in runs} == {
+            ("succeeded", "none"),
+            ("succeeded", "token"),
+            ("succeeded", "gsi"),
+            ("succeeded", "x509"),
+        }, runs
     finally:
         os.killpg(run.pid, signal.SIGTERM)  # as a terminal's Ctrl-C: the whole group
         exit_code = run.wait(timeout=90)
@@ -111,6 +121,9 @@ def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
     assert exit_code in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
     assert _survivors(tmp_path) == []
     assert _survivors(lab_dir) == []
+
+
+AUTH_EXAMPLE = "Lab example: what TLS and authentication cost at the near site"
 
 
 def _token(env: dict[str, str]) -> str:

@@ -7,6 +7,7 @@ example campaign on the lab's sites. Safe to run again: it only adds what is mis
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -14,11 +15,21 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
 from webapp.campaigns.models import Campaign
-from webapp.sites.models import Endpoint
+from webapp.sites.models import Endpoint, VantagePoint
 from webapp.sites.services import lab_register, vantage_point_local
 from workers.lab import Lab
 
 EXAMPLE = "Lab example: direct vs copy at the near site"
+AUTH_EXAMPLE = "Lab example: what TLS and authentication cost at the near site"
+# The near site's doors: anonymous, a WLCG token (roots, https), an X.509 proxy (gsi, https).
+AUTH_ENDPOINTS = (
+    "lab-near-root",
+    "lab-near-roots",
+    "lab-near-gsi-root",
+    "lab-near-http",
+    "lab-near-https",
+    "lab-near-gsi-https",
+)
 ADMIN = "admin"
 
 
@@ -32,21 +43,46 @@ class Command(BaseCommand):
             registered = lab_register(lab=lab)
             self.stdout.write(f"lab: {registered.endpoints} endpoints registered")
         self._admin()
-        endpoints = list(Endpoint.objects.filter(name__in=["lab-near-root", "lab-near-http"]))
-        if endpoints and not Campaign.objects.filter(name=EXAMPLE).exists():
-            campaign = Campaign.objects.create(
-                name=EXAMPLE,
-                description="Paper 000's question on the lab: read in place, or copy first?",
-                owner=User.objects.get(username=ADMIN),
-                methods=["direct", "copy"],
-                patterns=["sequential", "random"],
-                read_sizes=[4096, 1024 * 1024],
-                fractions=[0.01],
-                clients=[1, 4],
-            )
-            campaign.endpoints.set(endpoints)
-            campaign.vantage_points.set([vantage_point])
-            self.stdout.write(f"example campaign: {campaign.name} ({campaign.matrix_size()} runs)")
+        self._example(
+            EXAMPLE,
+            ["lab-near-root", "lab-near-http"],
+            vantage_point,
+            description="Paper 000's question on the lab: read in place, or copy first?",
+            methods=["direct", "copy"],
+            patterns=["sequential", "random"],
+            read_sizes=[4096, 1024 * 1024],
+            fractions=[0.01],
+            clients=[1, 4],
+        )
+        self._example(
+            AUTH_EXAMPLE,
+            AUTH_ENDPOINTS,
+            vantage_point,
+            description="The same site through each of its doors: plain, with a WLCG token "
+            "over TLS, with an X.509 proxy (the lab registers the credentials).",
+            methods=["direct"],
+            patterns=["random", "sequential"],
+            read_sizes=[4096, 1024 * 1024],
+            fractions=[0.01],
+            clients=[1],
+        )
+
+    def _example(
+        self,
+        name: str,
+        endpoint_names: Sequence[str],
+        vantage_point: VantagePoint,
+        **fields: Any,
+    ) -> None:
+        endpoints = list(Endpoint.objects.filter(name__in=endpoint_names))
+        if not endpoints or Campaign.objects.filter(name=name).exists():
+            return
+        campaign = Campaign.objects.create(
+            name=name, owner=User.objects.get(username=ADMIN), **fields
+        )
+        campaign.endpoints.set(endpoints)
+        campaign.vantage_points.set([vantage_point])
+        self.stdout.write(f"example campaign: {campaign.name} ({campaign.matrix_size()} runs)")
 
     def _admin(self) -> None:
         password_file = settings.VAR_DIR / "admin-password"
