@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from workers.lab.errors import LabError
 from workers.lab.issuer import (
     DEFAULT_CLIENT_ID,
     DEFAULT_SCOPE,
@@ -85,6 +86,8 @@ class LabCredentials:
         self, path: Path | None = None, *, expired: bool = False, rogue: bool = False
     ) -> Path:
         authority = self.pki.rogue if rogue else self.pki.lab
+        if not authority.user_cert.exists():
+            raise LabError(f"no lab PKI in {self.paths.root}: run `lab up` there first")
         target = path or self.paths.proxy(expired=expired, rogue=rogue)
         return authority.write_proxy(target, expired=expired)
 
