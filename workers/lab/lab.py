@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from workers.lab import processes, servers
 from workers.lab.credentials import LabCredentials
@@ -213,9 +214,18 @@ class Lab:
     # -- relays -----------------------------------------------------------------------------
 
     def set_relay_mode(self, relay: str, mode: str, cut_after: int | None = None) -> None:
+        """`relay` is a relay's name or an endpoint's: endpoints that share a port (near-roots
+        and near-https are near-token's) share its relay."""
         if mode not in MODES:
             raise LabError(f"unknown relay mode {mode!r}: choose one of {', '.join(MODES)}")
+        relay = self.relay_of(relay)
         self._relay_request({"op": "mode", "relay": relay, "mode": mode, "cut_after": cut_after})
+
+    def relay_of(self, endpoint: str) -> str:
+        """The relay in front of an endpoint (or the name itself, when it names no endpoint)."""
+        relays = self.state().get("endpoint_relays", {})
+        assert isinstance(relays, dict)
+        return str(relays.get(endpoint, endpoint))
 
     def relay_stats(self) -> dict[str, dict[str, object]]:
         relays = self._relay_request({"op": "stats"})["relays"]
@@ -303,6 +313,7 @@ class Lab:
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "processes": launcher.started,
             "relays": sorted(launcher.relay_names),
+            "endpoint_relays": _endpoint_relays(launcher, endpoints),
             "ca_dir": str(self.ca_dir()),
             "rogue_ca_dir": str(self.rogue_ca_dir()),
             "issuer": credentials.issuer,
@@ -318,6 +329,15 @@ class Lab:
             pid_file.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.paths.relay_control.unlink(missing_ok=True)
+
+
+def _endpoint_relays(launcher: Launcher, endpoints: list[LabEndpoint]) -> dict[str, str]:
+    by_port = {spec.listen_port: spec.name for spec in launcher.relays}
+    return {
+        endpoint.name: by_port[port]
+        for endpoint in endpoints
+        if (port := urlsplit(endpoint.url).port) in by_port
+    }
 
 
 def _link(source: Path, target: Path) -> None:

@@ -547,3 +547,17 @@ def test_the_pki_is_made_once_and_kept(tmp_path: Path) -> None:
     pki.rogue.user_cert.unlink()
     assert pki.ensure(None)
     assert pki.lab.host_cert.read_bytes() == host  # only the rogue CA was made again
+
+
+def test_endpoints_that_share_a_port_share_its_relay(lab: Lab) -> None:
+    assert lab.relay_of("near-roots") == lab.relay_of("near-https") == "near-token"
+    assert lab.relay_of("far-gsi-root") == lab.relay_of("far-gsi-https") == "far-gsi"
+    url = lab.endpoint("near-https").file_url(FILE)
+    lab.set_relay_mode("near-https", "cut", cut_after=0)
+    try:
+        with pytest.raises(httpx.TransportError):
+            https_get(url, lab_tls(lab), lab.mint_token())
+        assert lab.relay_stats()["near-token"]["mode"] == "cut"
+    finally:
+        lab.set_relay_mode("near-token", "normal")
+    assert https_get(url, lab_tls(lab), lab.mint_token()).status_code == 206
