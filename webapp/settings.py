@@ -289,6 +289,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MethodEnum": [m.value for m in Method],
         "PatternEnum": [p.value for p in Pattern],
+        "CredentialKindEnum": "webapp.sites.credentials.KIND_CHOICES",
     },
 }
 
@@ -329,6 +330,17 @@ FEDPROBE_FILE_ROOTS = env_list("FEDPROBE_FILE_ROOTS", [str(FEDPROBE_LAB_DIR / "d
 FEDPROBE_EGRESS_ALLOW = env_networks(
     "FEDPROBE_EGRESS_ALLOW", [] if PRODUCTION else ["127.0.0.0/8", "::1/128"]
 )
+# The CA folder (hashed OpenSSL layout) workers verify TLS servers against, always: the
+# grid's /etc/grid-security/certificates (IGTF trust anchors, kept fresh by fetch-crl) in
+# production. Unset, the engine uses that folder when the host has it, else the system
+# store; the embedded mode uses LOCAL_CA_DIR when `lab register` made it: the host's CAs
+# plus the lab's, so that both real sites and the lab's TLS sites verify.
+LOCAL_CA_DIR = VAR_DIR / "ca"  # webapp.sites.services.local_ca_dir()
+FEDPROBE_CA_DIR = env_str("FEDPROBE_CA_DIR", "") or (
+    str(LOCAL_CA_DIR) if not PRODUCTION and LOCAL_CA_DIR.is_dir() else None
+)
+if FEDPROBE_CA_DIR is not None and not Path(FEDPROBE_CA_DIR).is_dir():
+    raise ImproperlyConfigured(f"FEDPROBE_CA_DIR={FEDPROBE_CA_DIR!r} is not a folder")
 # The most runs one launch of a campaign may create.
 FEDPROBE_MAX_MATRIX = env_int("FEDPROBE_MAX_MATRIX", 1000)
 # Schedules (webapp/campaigns/schedules.py; docs/workers.md): a slot missed by up to this

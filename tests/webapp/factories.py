@@ -1,8 +1,16 @@
-"""factory_boy factories for the web application's models."""
+"""factory_boy factories for the web application's models, and credentials to store."""
 
 from __future__ import annotations
 
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+
 import factory
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
@@ -85,3 +93,53 @@ class RunFactory(factory.django.DjangoModelFactory):
     read_size = 65536
     fraction = 0.1
     clients = 2
+
+
+def jwt(**claims: object) -> str:
+    """A JWT with these claims (decodable, not verifiable: its signature is made up)."""
+
+    def part(data: dict[str, object]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'ES256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJlLXMzY3JldA"
+
+
+def proxy_pem(*, lifetime: timedelta = timedelta(hours=12), subject: str = "fedprobe user") -> str:
+    """An X.509 proxy file's text (self-signed: only its form matters): certificate, key."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(hours=1))
+        .not_valid_after(now + lifetime)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    return (cert.public_bytes(serialization.Encoding.PEM) + key_pem).decode()
+
+
+def proxy_key(pem: str) -> str:
+    """The base64 body of a proxy's private key: what must never be shown."""
+    body = pem.split("PRIVATE KEY-----", 1)[1].split("-----END", 1)[0]
+    return "".join(body.split())[:48]
+
+
+def oauth_client(
+    *, token_url: str = "https://iam.example.org/token", secret: str = "cl1ent-s3cret-v4lue"
+) -> dict[str, str]:
+    return {
+        "token_url": token_url,
+        "client_id": "fedprobe-probe",
+        "client_secret": secret,
+        "scope": "storage.read:/",
+        "audience": "https://wlcg.cern.ch/jwt/v1/any",
+    }

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import MatrixPreview, campaign_preview, campaign_preview_draft
 from webapp.campaigns.validation import (
@@ -18,6 +21,12 @@ from webapp.campaigns.validation import (
     fraction_in_bounds,
 )
 from webapp.dashboards.run_detail import RunChartsSerializer
+from webapp.sites.credentials import (
+    KIND_CHOICES,
+    CredentialInfo,
+    credential_change,
+    credential_check,
+)
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine import InvalidParams
 from workers.engine.urls import check_url
@@ -41,9 +50,39 @@ class TestFileSerializer(serializers.ModelSerializer[TestFile]):
         fields = ["id", "path", "size", "adler32", "is_default", "url"]
 
 
+class CredentialInfoSerializer(serializers.Serializer[CredentialInfo]):
+    """What may be shown of an endpoint's credential (webapp.sites.credentials)."""
+
+    kind = serializers.ChoiceField(choices=KIND_CHOICES)
+    issuer = serializers.CharField(
+        required=False, allow_null=True, help_text="an oauth client's: its token URL's origin"
+    )
+    subject = serializers.CharField(required=False, allow_null=True)
+    audience = serializers.ListField(child=serializers.CharField(), required=False)
+    scopes = serializers.ListField(child=serializers.CharField(), required=False)
+    expires_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="a token's or proxy's; null for an oauth client"
+    )
+    token_url = serializers.CharField(required=False, help_text="an oauth client's")
+    client_id = serializers.CharField(required=False, help_text="an oauth client's")
+    problem = serializers.CharField(
+        required=False, help_text="why the stored credential does not parse"
+    )
+
+
 class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
+    """An endpoint; its credential is write-only. A PATCH of credential_kind and credential
+    replaces it (credential alone: one of the stored kind; credential_kind none: removed)."""
+
     files = TestFileSerializer(many=True, read_only=True)
+    credential = CredentialField(
+        required=False,
+        allow_blank=True,
+        help_text="write-only: a bearer token, an X.509 proxy's PEM text, or for oauth-client "
+        "a JSON object {token_url, client_id, client_secret, scope, audience}",
+    )
     has_credential = serializers.SerializerMethodField()
+    credential_info = serializers.SerializerMethodField()
 
     class Meta:
         model = Endpoint
@@ -55,14 +94,20 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "base_url",
             "role",
             "enabled",
+            "credential_kind",
             "credential",
             "has_credential",
+            "credential_info",
             "files",
             "created_at",
         ]
 
     def get_has_credential(self, endpoint: Endpoint) -> bool:
         return bool(endpoint.credential)
+
+    @extend_schema_field(CredentialInfoSerializer)
+    def get_credential_info(self, endpoint: Endpoint) -> CredentialInfo:
+        return endpoint.credential_info()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         protocol = attrs.get("protocol", getattr(self.instance, "protocol", None))
@@ -75,6 +120,17 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             raise serializers.ValidationError(
                 {"base_url": f"scheme {scheme!r} does not match protocol {protocol!r}"}
             )
+        kind, text = credential_change(
+            stored_kind=getattr(self.instance, "credential_kind", "none"),
+            stored=getattr(self.instance, "credential", ""),
+            kind=attrs.get("credential_kind"),
+            text=attrs.get("credential"),
+        )
+        try:
+            attrs["credential"] = credential_check(kind=kind, text=text, protocol=scheme)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from None
+        attrs["credential_kind"] = kind
         return attrs
 
 

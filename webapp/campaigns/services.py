@@ -23,16 +23,19 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
+from webapp.sites.credentials import endpoint_run_credential
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import (
     EgressPolicy,
     InvalidParams,
     Method,
     Pattern,
+    ProbeError,
     Progress,
     RunParams,
     run_probe,
 )
+from workers.engine.credentials import resolve_ca_dir
 from workers.engine.params import needed_bytes
 
 log = logging.getLogger(__name__)
@@ -162,8 +165,15 @@ def run_files(run: Run) -> list[TestFile]:
 
 
 def run_params(run: Run) -> RunParams:
-    """The engine's parameters for a run."""
+    """The engine's parameters for a run, with the endpoint's credential (an oauth client's:
+    a token from this process's cache) and the CA folder servers are verified against.
+
+    Raises InvalidParams for a stored credential that does not parse, and ProbeError when
+    an oauth client's issuer gives no token.
+    """
     files = run_files(run)
+    egress = EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW)
+    ca_dir = resolve_ca_dir(settings.FEDPROBE_CA_DIR)
     return RunParams(
         urls=tuple(f.url for f in files),
         method=Method(run.method),
@@ -181,7 +191,11 @@ def run_params(run: Run) -> RunParams:
         seed=run.pk,
         adler32=tuple((f.url, f.adler32) for f in files if f.adler32),
         file_roots=tuple(settings.FEDPROBE_FILE_ROOTS),
-        egress=EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW),
+        egress=egress,
+        credential=endpoint_run_credential(
+            run.endpoint, egress=egress, ca_dir=ca_dir, valid_for_s=float(run.deadline_s or 0)
+        ),
+        ca_dir=ca_dir,
     )
 
 
@@ -218,6 +232,10 @@ def run_execute(*, run_id: int, worker: str) -> None:
             )
         except InvalidParams as exc:
             run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}")
+            return
+        except ProbeError as exc:
+            # The oauth client's issuer gave no token: no client was started.
+            run_fail(run_id=run.pk, message=exc.message, error_class=str(exc.error_class))
             return
         except Exception as exc:
             # A bug or a broken worker host: say so now rather than let the reaper call it lost.

@@ -6,8 +6,11 @@ from typing import Any
 
 from django import forms
 
+from webapp.sites.credentials import credential_change, oauth_client_fields
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
+from workers.engine.credentials import CredentialKind
 from workers.engine.errors import InvalidParams
+from workers.engine.oauth import OAuthClient
 from workers.engine.urls import check_url
 
 
@@ -17,40 +20,146 @@ class SiteForm(forms.ModelForm):  # type: ignore[type-arg]
         fields = ["name", "tier", "storage_system", "location"]
 
 
+class SecretTextarea(forms.Textarea):
+    """A textarea that never renders a value: neither the stored credential nor one typed
+    into a form that came back with an error."""
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        return super().get_context(name, None, attrs)
+
+
+def _secret_textarea() -> SecretTextarea:
+    return SecretTextarea(
+        attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false", "class": "secret"}
+    )
+
+
 class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
-    """The credential is write-only: never rendered, kept when left empty, removed on request."""
+    """The credential is write-only: never rendered, kept when left empty, removed on request.
+
+    Its kind decides what is read: the `credential` text for a token or an X.509 proxy, the
+    oauth_* fields for an OAuth client (its secret, too, kept when left empty). The rule on
+    what a kind, a credential and a protocol allow is the model's (Endpoint.clean).
+    """
 
     credential = forms.CharField(
         required=False,
-        strip=True,
-        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="A bearer token or X.509 proxy, stored encrypted. Leave empty to keep the "
-        "stored one.",
+        strip=False,
+        widget=_secret_textarea(),
+        help_text="A bearer token, or an X.509 proxy file's text (PEM: certificates and key); "
+        "stored encrypted, never shown. Leave empty to keep the stored one.",
     )
     clear_credential = forms.BooleanField(
-        required=False, label="Clear the stored credential", help_text="Remove it."
+        required=False,
+        label="Clear the stored credential",
+        help_text="Remove it: the endpoint is then measured anonymously.",
     )
+    oauth_token_url = forms.URLField(
+        required=False,
+        label="Token URL",
+        assume_scheme="https",
+        help_text="The issuer's token endpoint (https://), asked with the client-credentials "
+        "grant before each run.",
+    )
+    oauth_client_id = forms.CharField(required=False, label="Client id")
+    oauth_client_secret = forms.CharField(
+        required=False,
+        label="Client secret",
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored encrypted, never shown. Leave empty to keep the stored one.",
+    )
+    oauth_scope = forms.CharField(
+        required=False,
+        label="Scope",
+        help_text="Space-separated, e.g. storage.read:/ (WLCG token profile).",
+    )
+    oauth_audience = forms.CharField(
+        required=False, label="Audience", help_text="e.g. https://wlcg.cern.ch/jwt/v1/any"
+    )
+
+    OAUTH_FIELDS = ("token_url", "client_id", "client_secret", "scope", "audience")
 
     class Meta:
         model = Endpoint
-        # `credential` is not a model field here: save() decides whether to change it.
-        fields = ["site", "name", "protocol", "base_url", "role", "enabled"]
+        # `credential` is not a model field here: clean() decides whether to change it.
+        fields = ["site", "name", "protocol", "base_url", "role", "enabled", "credential_kind"]
+        labels = {"credential_kind": "Credential kind"}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # What is stored before this form changes the instance (the page shows it).
+        self.stored_kind = self.instance.credential_kind
+        self.stored_credential = self.instance.credential or ""
+        self.stored_info = self.instance.credential_info()
+        stored_client = oauth_client_fields(kind=self.stored_kind, text=self.stored_credential)
+        for name, value in stored_client.items():
+            self.initial.setdefault(f"oauth_{name}", value)
+        # A request without it (not a browser's) keeps the stored kind, as the API does.
+        self.fields["credential_kind"].required = False
+
+    def endpoint_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in self._meta.fields if name != "credential_kind"]
+
+    def credential_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in ("credential_kind", "credential", "clear_credential")]
+
+    def oauth_fields(self) -> list[forms.BoundField]:
+        return [self[f"oauth_{name}"] for name in self.OAUTH_FIELDS]
 
     def clean(self) -> dict[str, Any]:
         super().clean()
-        if self.cleaned_data.get("credential") and self.cleaned_data.get("clear_credential"):
-            self.add_error("credential", "give a new credential or clear it, not both")
+        change = self._credential_change()
+        # A change already refused keeps what is stored, so that nothing else is said of it.
+        kind, text = change or (self.stored_kind, self.stored_credential)
+        # Endpoint.clean (which the model form runs next) validates and normalizes them.
+        self.cleaned_data["credential_kind"] = kind
+        self.instance.credential = text
         return self.cleaned_data
 
-    def save(self, commit: bool = True) -> Endpoint:
-        endpoint: Endpoint = super().save(commit=False)
-        if self.cleaned_data.get("clear_credential"):
-            endpoint.credential = ""
-        elif self.cleaned_data.get("credential"):
-            endpoint.credential = self.cleaned_data["credential"]
-        if commit:
-            endpoint.save()
-        return endpoint
+    def _credential_change(self) -> tuple[str, str] | None:
+        data = self.cleaned_data
+        kind = data.get("credential_kind") or None  # not given: the stored one
+        typed = data.get("credential") or ""
+        if data.get("clear_credential"):
+            if typed or data.get("oauth_client_secret"):
+                self.add_error("credential", "give a new credential or clear it, not both")
+                return None
+            return CredentialKind.NONE, ""
+        if (kind or self.stored_kind) == CredentialKind.OAUTH_CLIENT:
+            return self._oauth_client_change(typed)
+        return credential_change(
+            stored_kind=self.stored_kind,
+            stored=self.stored_credential,
+            kind=kind,
+            text=typed if typed.strip() else None,
+        )
+
+    def _oauth_client_change(self, typed: str) -> tuple[str, str] | None:
+        """The oauth client of the oauth_* fields (the stored secret when none is given),
+        with what is wrong named by its field."""
+        if typed.strip():
+            self.add_error("credential", "an OAuth client is given in its own fields below")
+            return None
+        data = self.cleaned_data
+        fields = {name: (data.get(f"oauth_{name}") or "").strip() for name in self.OAUTH_FIELDS}
+        if not fields["client_secret"] and self.stored_kind == CredentialKind.OAUTH_CLIENT:
+            fields["client_secret"] = _stored_secret(self.stored_credential)
+        client = OAuthClient(**fields)
+        try:
+            client.validate()
+        except InvalidParams as exc:
+            field = next((n for n in self.OAUTH_FIELDS if exc.message.startswith(n)), "token_url")
+            self.add_error(f"oauth_{field}", exc.message)
+            return None
+        return CredentialKind.OAUTH_CLIENT, client.to_json()
+
+
+def _stored_secret(stored: str) -> str:
+    try:
+        return OAuthClient.from_json(stored).client_secret
+    except InvalidParams:
+        return ""
 
 
 class TestFileForm(forms.ModelForm):  # type: ignore[type-arg]

@@ -11,6 +11,7 @@ from django.db import models
 from django.urls import reverse
 
 from webapp.accounts.crypto import EncryptedTextField
+from webapp.sites.credentials import KIND_CHOICES, CredentialInfo, credential_check, credential_info
 from workers.engine.egress import literal_refusal
 from workers.engine.errors import InvalidParams
 from workers.engine.urls import SCHEMES, check_url
@@ -65,6 +66,7 @@ class Endpoint(models.Model):
 
     class Protocol(models.TextChoices):
         ROOT = "root", "root (XRootD)"
+        ROOTS = "roots", "roots (XRootD over TLS)"
         HTTP = "http", "http"
         HTTPS = "https", "https"
         DAVS = "davs", "davs (WebDAV)"
@@ -83,7 +85,9 @@ class Endpoint(models.Model):
     base_url = models.CharField(max_length=500, validators=[validate_base_url_egress])
     role = models.CharField(max_length=12, choices=Role.choices, default=Role.DATA)
     enabled = models.BooleanField(default=True)
-    # A bearer token or X.509 proxy, encrypted at rest with FEDPROBE_CREDENTIAL_KEY.
+    # What the endpoint is presented (webapp.sites.credentials): a bearer token, an oauth
+    # client's JSON or an X.509 proxy, encrypted at rest with FEDPROBE_CREDENTIAL_KEY.
+    credential_kind = models.CharField(max_length=12, choices=KIND_CHOICES, default="none")
     credential = EncryptedTextField(blank=True)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -101,24 +105,40 @@ class Endpoint(models.Model):
         return reverse("sites:endpoint-detail", args=[self.pk])
 
     def clean(self) -> None:
-        """The base URL must be one the engine accepts, in the endpoint's protocol."""
-        if not self.base_url or not self.protocol:
-            return  # the field's own "required" error says it
+        """The base URL must be one the engine accepts, in the endpoint's protocol, and the
+        credential one of its kind that the protocol can carry (normalized here)."""
+        errors: dict[str, str] = {}
         try:
-            scheme = check_url(f"{self.base_url.rstrip('/')}/probe", field="base_url")
-        except InvalidParams as exc:
-            raise ValidationError({"base_url": exc.message}) from None
-        if scheme != self.protocol:
-            raise ValidationError(
-                {"base_url": f"scheme {scheme!r} does not match protocol {self.protocol!r}"}
+            self.credential = credential_check(
+                kind=self.credential_kind, text=self.credential or "", protocol=self.protocol
             )
+        except ValidationError as exc:
+            errors.update({field: messages[0] for field, messages in exc.message_dict.items()})
+        if self.base_url and self.protocol:  # else the field's own "required" error says it
+            try:
+                scheme = check_url(f"{self.base_url.rstrip('/')}/probe", field="base_url")
+            except InvalidParams as exc:
+                errors["base_url"] = exc.message
+            else:
+                if scheme != self.protocol:
+                    errors["base_url"] = (
+                        f"scheme {scheme!r} does not match protocol {self.protocol!r}"
+                    )
+        if errors:
+            raise ValidationError(errors)
 
     def file_url(self, path: str) -> str:
-        """The URL of `path` on this endpoint (root:// paths get the double slash)."""
+        """The URL of `path` on this endpoint (root:// and roots:// paths get the double
+        slash)."""
         base = self.base_url.rstrip("/")
-        if self.protocol == self.Protocol.ROOT:
+        if self.protocol in (self.Protocol.ROOT, self.Protocol.ROOTS):
             return f"{base}//{path.lstrip('/')}"
         return f"{base}/{path.lstrip('/')}"
+
+    def credential_info(self) -> CredentialInfo:
+        """What may be shown of the credential: its kind, and the claims, subject, issuer and
+        expiry it carries (an oauth client: its issuer, client id, scope and audience)."""
+        return credential_info(kind=self.credential_kind, text=self.credential or "")
 
     @property
     def default_file(self) -> TestFile | None:

@@ -3,19 +3,36 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import ProtectedError
 
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import run_params
+from webapp.sites.credentials import ca_dir_merge, trusted_ca_sources
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
-from workers.engine import InvalidParams, Method, Pattern, RunParams, RunStatus, run_probe
+from workers.engine import (
+    InvalidParams,
+    Method,
+    Pattern,
+    ProbeError,
+    RunParams,
+    RunStatus,
+    run_probe,
+)
+from workers.engine.credentials import Credential, CredentialKind, scope_covers
+from workers.engine.oauth import OAuthClient
 from workers.engine.urls import GRIDFTP_SCHEMES
 from workers.lab import Lab
 
 LOCAL_VANTAGE_POINT = "local"
+# In VAR_DIR: the host's CA folder and the lab's CA, merged (settings.LOCAL_CA_DIR).
+LOCAL_CA_FOLDER = "ca"
 # A connection test reads one small block from the web host: it answers within this.
 CONNECTION_TIMEOUT_S = 10
 CONNECTION_READ_SIZE = 4096
@@ -38,11 +55,19 @@ def vantage_point_local() -> VantagePoint:
     return vantage_point
 
 
+def local_ca_dir() -> Path:
+    """The embedded mode's CA folder (settings.LOCAL_CA_DIR): made by `lab register`."""
+    return Path(settings.VAR_DIR) / LOCAL_CA_FOLDER
+
+
 @transaction.atomic
-def lab_register(*, lab: Lab) -> Registered:
+def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
     """Record the running lab's sites, endpoints and test files (idempotent).
 
-    Each endpoint's largest file is its default test file.
+    Each endpoint's largest file is its default test file. Authenticated endpoints get the
+    lab's credentials: an oauth client of its issuer where a token is asked for, a fresh
+    proxy of its CA where an X.509 proxy is. With `ca_dir`, that folder is made the CA
+    folder of this host plus the lab's CA (settings.LOCAL_CA_DIR: the embedded mode's).
     """
     sites, endpoints, files = set(), 0, 0
     for lab_endpoint in lab.endpoints():
@@ -51,6 +76,7 @@ def lab_register(*, lab: Lab) -> Registered:
             defaults={"tier": "lab", "storage_system": "xrootd", "location": "loopback"},
         )
         sites.add(site.pk)
+        kind, credential = _lab_credential(lab, lab_endpoint.auth)
         endpoint, _ = Endpoint.objects.update_or_create(
             name=f"lab-{lab_endpoint.name}",
             defaults={
@@ -59,6 +85,8 @@ def lab_register(*, lab: Lab) -> Registered:
                 "base_url": lab_endpoint.url,
                 "role": lab_endpoint.role,
                 "enabled": True,
+                "credential_kind": kind,
+                "credential": credential,
             },
         )
         endpoints += 1
@@ -75,7 +103,20 @@ def lab_register(*, lab: Lab) -> Registered:
             )
             files += 1
     vantage_point_local()
+    if ca_dir is not None:
+        ca_dir_merge(target=ca_dir, sources=[trusted_ca_sources(), lab.ca_dir()])
     return Registered(len(sites), endpoints, files)
+
+
+def _lab_credential(lab: Lab, auth: str) -> tuple[str, str]:
+    """The credential kind and text a lab endpoint asking for `auth` is given."""
+    if auth == "token":
+        client = OAuthClient.from_json(json.dumps(lab.oauth_client()))
+        return CredentialKind.OAUTH_CLIENT, client.to_json()
+    if auth == "x509":
+        proxy = lab.write_proxy()
+        return CredentialKind.X509_PROXY, Credential.x509_proxy(proxy.read_text()).secret
+    return CredentialKind.NONE, ""
 
 
 def endpoint_set_enabled(*, endpoint: Endpoint, enabled: bool) -> None:
@@ -108,7 +149,8 @@ def endpoint_file_remove(*, test_file: TestFile) -> bool:
 
 @dataclass(frozen=True)
 class ConnectionCheck:
-    """What a connection test found: timings and the serving host, or why it failed."""
+    """What a connection test found: timings, the serving host and what was negotiated, or
+    why it failed; and what was seen before trying (a token's scopes not covering the file)."""
 
     ok: bool
     url: str = ""
@@ -117,14 +159,21 @@ class ConnectionCheck:
     served_by: tuple[str, ...] = ()
     error_class: str = ""
     message: str = ""
+    warnings: tuple[str, ...] = ()
+    auth: str = ""
+    tls_version: str = ""
+    tls_cipher: str = ""
+    server_version: str = ""
 
 
 def endpoint_test_connection(*, endpoint: Endpoint) -> ConnectionCheck:
     """Read one small block of the endpoint's default test file from this host.
 
-    The parameters are built as a run's are (URL, checksums, file roots and whatever
-    policy run_params applies), then cut down to one client, one read and a short timeout.
-    Copy-only protocols (GridFTP) copy the smallest test file instead.
+    The parameters are built as a run's are (URL, checksums, file roots, credential, CA
+    folder and whatever policy run_params applies), then cut down to one client, one read
+    and a short timeout. Copy-only protocols (GridFTP) copy the smallest test file instead.
+    The engine runs the preflight and the client in processes of their own: nothing of the
+    credential stays in the web process's environment.
     """
     copy_only = endpoint.protocol in GRIDFTP_SCHEMES
     test_file = _smallest_file(endpoint) if copy_only else endpoint.default_file
@@ -136,10 +185,39 @@ def endpoint_test_connection(*, endpoint: Endpoint) -> ConnectionCheck:
         )
     try:
         params = _connection_params(endpoint, test_file, copy_only)
-        result = run_probe(params).to_json()
     except InvalidParams as exc:
         return ConnectionCheck(ok=False, url=test_file.url, error_class="invalid", message=str(exc))
-    return _connection_check(test_file.url, result)
+    except ProbeError as exc:
+        return ConnectionCheck(
+            ok=False, url=test_file.url, error_class=str(exc.error_class), message=exc.message
+        )
+    warnings = _scope_warnings(params, test_file.url)
+    try:
+        result = run_probe(params).to_json()
+    except InvalidParams as exc:
+        return ConnectionCheck(
+            ok=False, url=test_file.url, error_class="invalid", message=str(exc), warnings=warnings
+        )
+    return _connection_check(test_file.url, result, warnings)
+
+
+def _scope_warnings(params: RunParams, url: str) -> tuple[str, ...]:
+    """A token whose WLCG scopes do not cover reading the file's path is refused by the
+    endpoint: say so before trying (an opaque token, or one without scopes, tells nothing)."""
+    credential = params.credential
+    if credential is None or credential.kind != CredentialKind.TOKEN:
+        return ()
+    try:
+        scopes = credential.info().scopes
+    except InvalidParams:
+        return ()
+    path = "/" + urlsplit(url).path.lstrip("/")
+    if not scopes or scope_covers(scopes, path):
+        return ()
+    return (
+        f"the token's scopes ({' '.join(scopes)}) do not cover reading {path}: "
+        f"it needs storage.read:{path} or a scope above it",
+    )
 
 
 def _smallest_file(endpoint: Endpoint) -> TestFile | None:
@@ -162,11 +240,15 @@ def _connection_params(endpoint: Endpoint, test_file: TestFile, copy_only: bool)
     return dataclasses.replace(run_params(probe), seed=1)
 
 
-def _connection_check(url: str, result: dict[str, object]) -> ConnectionCheck:
+def _connection_check(
+    url: str, result: dict[str, object], warnings: tuple[str, ...]
+) -> ConnectionCheck:
     errors = result.get("errors") or []
     assert isinstance(errors, list)
     served_by = result.get("served_by") or []
     assert isinstance(served_by, list)
+    tls = result.get("tls") or {}
+    assert isinstance(tls, dict)
     if result["status"] == RunStatus.SUCCEEDED:
         return ConnectionCheck(
             ok=True,
@@ -174,10 +256,19 @@ def _connection_check(url: str, result: dict[str, object]) -> ConnectionCheck:
             open_s=_seconds(result.get("open_s")),
             ttfb_s=_seconds(result.get("ttfb_s")),
             served_by=tuple(str(s) for s in served_by),
+            warnings=warnings,
+            auth=str(result.get("auth") or ""),
+            tls_version=str(tls.get("version") or ""),
+            tls_cipher=str(tls.get("cipher") or ""),
+            server_version=str(result.get("server_version") or ""),
         )
     first = errors[0] if errors else {"class": str(result["status"]), "message": ""}
     return ConnectionCheck(
-        ok=False, url=url, error_class=str(first["class"]), message=str(first["message"])
+        ok=False,
+        url=url,
+        error_class=str(first["class"]),
+        message=str(first["message"]),
+        warnings=warnings,
     )
 
 

@@ -17,11 +17,13 @@ from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse, reverse_lazy
+from django.utils import timezone
 from django.views.generic import CreateView, DetailView, ListView, UpdateView, View
 
 from webapp.accounts.roles import can_edit
 from webapp.campaigns.selectors import run_list
 from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
+from webapp.sites.credentials import credential_summary
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from webapp.sites.services import (
@@ -114,6 +116,7 @@ class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         context["files"] = endpoint.files.order_by("path")
         context["runs"] = run_list().filter(endpoint=endpoint)[:RECENT_RUNS]
         context["can_edit"] = can_edit(self.request.user, endpoint)
+        context["credential"] = credential_summary(endpoint.credential_info(), now=timezone.now())
         if context["can_edit"] and "file_form" not in context:
             context["file_form"] = TestFileForm(endpoint=endpoint)
         return context
@@ -139,6 +142,13 @@ class EndpointUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  #
     form_class = EndpointForm
     model = Endpoint
     success_message = "Endpoint %(name)s was saved."
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        # What is stored, not what a refused form put on the instance.
+        stored = context["form"].stored_info
+        context["stored_credential"] = credential_summary(stored, now=timezone.now())
+        return context
 
 
 class EndpointActionView(OperatorRequiredMixin, View):

@@ -268,6 +268,7 @@ def test_endpoint_credential_is_accepted_encrypted_and_never_shown(operator: API
         "name": "secure",
         "protocol": "https",
         "base_url": "https://se.example.org:443/",
+        "credential_kind": "token",
         "credential": "bearer-s3cret",
     }
     created = operator.post("/api/v1/endpoints/", body, format="json")

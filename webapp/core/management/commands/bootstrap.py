@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand
 
 from webapp.campaigns.models import Campaign
 from webapp.sites.models import Endpoint, VantagePoint
-from webapp.sites.services import lab_register, vantage_point_local
+from webapp.sites.services import lab_register, local_ca_dir, vantage_point_local
 from workers.lab import Lab
 
 EXAMPLE = "Lab example: direct vs copy at the near site"
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         vantage_point = vantage_point_local()
         lab = Lab(settings.FEDPROBE_LAB_DIR)
         if lab.is_running():
-            registered = lab_register(lab=lab)
+            registered = lab_register(lab=lab, ca_dir=local_ca_dir())
             self.stdout.write(f"lab: {registered.endpoints} endpoints registered")
         self._admin()
         self._example(

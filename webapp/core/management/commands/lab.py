@@ -35,14 +35,15 @@ class Command(BaseCommand):
             sys.exit(status)
 
     def register(self, lab_dir: Path) -> None:
-        from webapp.sites.services import lab_register
+        from webapp.sites.services import lab_register, local_ca_dir
 
         lab = Lab(lab_dir)
         try:
-            registered = lab_register(lab=lab)
+            registered = lab_register(lab=lab, ca_dir=local_ca_dir())
         except LabError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
             f"registered the lab in {lab_dir}: {registered.sites} sites, "
-            f"{registered.endpoints} endpoints, {registered.files} test files"
+            f"{registered.endpoints} endpoints, {registered.files} test files; "
+            f"CA folder {local_ca_dir()} (the host's CAs and the lab's)"
         )
