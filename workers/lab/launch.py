@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,10 +37,15 @@ READY_TIMEOUT_S = 60.0
 SITE_SERVICES = ("root", "http", "token", "gsi")
 SITES = ("local", "near", "far")
 _PROBE_TOKEN_LIFETIME_S = 2 * READY_TIMEOUT_S
+_CHECKS_AT_ONCE = 32
 _POLL_S = 0.02
 _LOG_TAIL_LINES = 20
 _COMPLAINT = re.compile(r"error|fail|unable|invalid|denied|refus|cannot|not be|warning", re.I)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+Check = Future[str | None]
+"""A readiness check under way: its failure message, or None once ready."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,7 @@ class Launcher:
         self.marker = f"{paths.run}/"
         self.deadline = time.monotonic() + READY_TIMEOUT_S
         self.relays = relay_specs(layout, profile)
+        self.given_up = threading.Event()
 
     def launch(self) -> None:
         self.write_configs()
@@ -109,11 +116,18 @@ class Launcher:
         )
         for instance in ("redirector", *self.fed):
             self.start(servers.xrootd(self.paths, instance, self.config(instance)))
-        self.wait(self.readiness())
-        # XCache's client, once refused by the far site, waits out XrdCl's connection
-        # window: it starts when the far site answers through its relay.
-        self.start(servers.xrootd(self.paths, "xcache", self.config("xcache")))
-        self.wait([self.xcache_readiness()])
+        with ThreadPoolExecutor(max_workers=_CHECKS_AT_ONCE) as pool:
+            try:
+                # The authenticated sites take the most round trips (TLS, then ztn or gsi):
+                # their checks run on while XCache starts.
+                authenticated = self.begin(pool, self.authenticated_readiness())
+                self.finish(self.begin(pool, self.readiness()))
+                # XCache's client, once refused by the far site, waits out XrdCl's connection
+                # window: it starts when the far site answers through its relay.
+                self.start(servers.xrootd(self.paths, "xcache", self.config("xcache")))
+                self.finish([*self.begin(pool, [self.xcache_readiness()]), *authenticated])
+            finally:
+                self.given_up.set()  # checks still running after a failure stop polling
 
     @property
     def fed(self) -> list[str]:
@@ -208,8 +222,6 @@ class Launcher:
             self.issuer_readiness(),
         ]
         for site in SITES:
-            checks += self.authenticated_readiness(site)
-        for site in SITES:
             root, http = self.site_ports(site)
             relayed = ("relays",) if self.profile.rtt_ms[site] > 0 else ()
             checks.append(
@@ -253,59 +265,79 @@ class Launcher:
             ),
         )
 
-    def authenticated_readiness(self, site: str) -> list[Readiness]:
-        """A token reads through the token site's roots and https, a proxy through the GSI
-        site's root (gsi) and https: TLS, the issuer's keys and the grid-mapfile all work."""
-        probe, paths = self.probe_file, self.paths
-        ca_dir = self.credentials.authority.ca_dir
-        ca_file = self.credentials.authority.ca_cert
-        relayed = ("relays",) if self.profile.rtt_ms[site] > 0 else ()
-        token, gsi = self.port(f"{site}-token"), self.port(f"{site}-gsi")
+    def authenticated_readiness(self) -> list[Readiness]:
+        """At each site a token reads through the token site's roots and https, a proxy
+        through the GSI site's root (gsi) and https: TLS, the issuer's keys and the
+        grid-mapfile all work. Four checks per site, so that they run side by side."""
+        return [
+            check
+            for site in SITES
+            for check in (*self.token_readiness(site), *self.gsi_readiness(site))
+        ]
+
+    def token_readiness(self, site: str) -> tuple[Readiness, Readiness]:
+        probe, paths, authority = self.probe_file, self.paths, self.credentials.authority
+        port, names = self.port(f"{site}-token"), self.site_servers(site, "token")
         bearer = {"Authorization": f"Bearer {paths.probe_token.read_text().strip()}"}
-        token_env = {
+        env = {
             "BEARER_TOKEN_FILE": str(paths.probe_token),
-            "X509_CERT_DIR": str(ca_dir),
+            "X509_CERT_DIR": str(authority.ca_dir),
             "XrdSecPROTOCOL": "ztn",
         }
-        gsi_env = {
+        tls = readiness.tls_context(authority.ca_cert)
+        return (
+            Readiness(
+                names,
+                (
+                    *self.listens(site, "token"),
+                    readiness.xrootd_stat(port, probe.path, probe.size, scheme="roots", env=env),
+                ),
+            ),
+            Readiness(
+                names,
+                (
+                    *self.listens(site, "token"),
+                    readiness.http_head(port, probe.path, probe.size, tls=tls, headers=bearer),
+                ),
+            ),
+        )
+
+    def gsi_readiness(self, site: str) -> tuple[Readiness, Readiness]:
+        probe, paths, authority = self.probe_file, self.paths, self.credentials.authority
+        port, names = self.port(f"{site}-gsi"), self.site_servers(site, "gsi")
+        env = {
             "X509_USER_PROXY": str(paths.probe_proxy),
-            "X509_CERT_DIR": str(ca_dir),
+            "X509_CERT_DIR": str(authority.ca_dir),
             "XrdSecPROTOCOL": "gsi",
         }
-        return [
+        tls = readiness.tls_context(authority.ca_cert, paths.probe_proxy)
+        return (
             Readiness(
-                (f"xrootd-{site}-token", *relayed),
+                names,
                 (
-                    self.initialized(f"{site}-token"),
-                    readiness.tcp_listens(self.backend(site, "token")),
-                    readiness.xrootd_stat(
-                        token, probe.path, probe.size, scheme="roots", env=token_env
-                    ),
-                    readiness.http_head(
-                        token,
-                        probe.path,
-                        probe.size,
-                        tls=readiness.tls_context(ca_file),
-                        headers=bearer,
-                    ),
+                    *self.listens(site, "gsi"),
+                    readiness.xrootd_stat(port, probe.path, probe.size, host=GSI_HOST, env=env),
                 ),
             ),
             Readiness(
-                (f"xrootd-{site}-gsi", *relayed),
+                names,
                 (
-                    self.initialized(f"{site}-gsi"),
-                    readiness.tcp_listens(self.backend(site, "gsi")),
-                    readiness.xrootd_stat(gsi, probe.path, probe.size, host=GSI_HOST, env=gsi_env),
-                    readiness.http_head(
-                        gsi,
-                        probe.path,
-                        probe.size,
-                        tls=readiness.tls_context(ca_file, paths.probe_proxy),
-                        host=GSI_HOST,
-                    ),
+                    *self.listens(site, "gsi"),
+                    readiness.http_head(port, probe.path, probe.size, tls=tls, host=GSI_HOST),
                 ),
             ),
-        ]
+        )
+
+    def site_servers(self, site: str, service: str) -> tuple[str, ...]:
+        relayed = ("relays",) if self.profile.rtt_ms[site] > 0 else ()
+        return (f"xrootd-{site}-{service}", *relayed)
+
+    def listens(self, site: str, service: str) -> tuple[Probe, Probe]:
+        """The site's xrootd has started and listens (behind its relay, if any)."""
+        return (
+            self.initialized(f"{site}-{service}"),
+            readiness.tcp_listens(self.backend(site, service)),
+        )
 
     def xcache_readiness(self) -> Readiness:
         probe = self.probe_file
@@ -334,13 +366,21 @@ class Launcher:
 
     def wait(self, checks: Sequence[Readiness]) -> None:
         with ThreadPoolExecutor(max_workers=len(checks)) as pool:
-            failures = [f for f in pool.map(self.wait_one, checks) if f is not None]
+            self.finish(self.begin(pool, checks))
+
+    def begin(self, pool: ThreadPoolExecutor, checks: Sequence[Readiness]) -> list[Check]:
+        return [pool.submit(self.wait_one, check) for check in checks]
+
+    def finish(self, checks: Sequence[Check]) -> None:
+        failures = [failure for check in checks if (failure := check.result()) is not None]
         if failures:
             raise LabError("\n".join(failures))
 
     def wait_one(self, check: Readiness) -> str | None:
         for probe in check.probes:
             while (reason := probe()) is not None:
+                if self.given_up.is_set():
+                    return f"{check.servers[0]}: not checked further"
                 if (dead := self.dead_server(check.servers)) is not None:
                     return dead
                 if time.monotonic() > self.deadline:

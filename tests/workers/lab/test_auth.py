@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import ssl
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -23,9 +25,10 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from workers.lab import Lab
+from workers.lab import Lab, LabError, servers
 from workers.lab.issuer import LAB_AUDIENCE, SigningKey, b64url_decode, decode_claims, mint_token
 from workers.lab.pki import USER_DN, LabPki, subject_hash
+from workers.lab.ports import free_base_port
 
 pytestmark = pytest.mark.lab
 
@@ -561,3 +564,24 @@ def test_endpoints_that_share_a_port_share_its_relay(lab: Lab) -> None:
     finally:
         lab.set_relay_mode("near-token", "normal")
     assert https_get(url, lab_tls(lab), lab.mint_token()).status_code == 206
+
+
+def test_a_gsi_site_that_fails_to_start_stops_the_lab_and_shows_its_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: Any) -> str:
+        return real(*args).replace("-cert:", "-cert:/nonexistent")
+
+    real = servers.gsi_server_config
+    monkeypatch.setattr(servers, "gsi_server_config", broken)
+    folder = Path(tempfile.mkdtemp(prefix="fedprobe-broken-lab-", dir="/tmp"))
+    failing = Lab(folder, base_port=free_base_port(), file_sizes=[64 * 1024])
+    failing.progress = None
+    try:
+        with pytest.raises(LabError, match=r"xrootd-(local|near|far)-gsi exited") as caught:
+            failing.up()
+        assert "/nonexistent" in str(caught.value)
+        assert failing.running_processes() == {}
+    finally:
+        failing.down()
+        shutil.rmtree(folder, ignore_errors=True)
