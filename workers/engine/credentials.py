@@ -408,6 +408,8 @@ def _private_folder(base: Path) -> Path:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Is the process running? A zombie (killed, its parent gone, not reaped yet: common in
+    containers whose init does not reap) is not."""
     if pid == os.getpid():
         return True
     try:
@@ -416,7 +418,11 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:  # alive, another user's
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: a signal answered, so it runs
+    return stat[stat.rindex(")") + 2 :].split()[0] not in ("Z", "X")
 
 
 def _b64url(text: str) -> bytes:
