@@ -5,7 +5,7 @@ FROM python:3.11-slim-bookworm
 # The lab's servers and the copy tools the engine calls (the list of bin/setup).
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        xrootd-server xrootd-client xrootd-plugins xrootd-server-plugins \
+        xrootd-server xrootd-client xrootd-plugins xrootd-server-plugins xrootd-scitokens-plugins openssl \
         globus-gridftp-server-progs globus-gass-copy-progs fio \
     && rm -rf /var/lib/apt/lists/*
 
