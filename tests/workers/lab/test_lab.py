@@ -13,6 +13,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -411,6 +412,30 @@ def test_a_server_that_fails_to_start_stops_the_others_and_shows_its_log(
     assert "may not be less than 1073741824" in str(caught.value)
     assert failing.running_processes() == {}
     assert not failing.is_running()
+
+
+def test_an_xrootd_killed_by_a_signal_as_it_starts_is_started_once_more(
+    lab_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crashed = lab_dir / "crashed-once"
+
+    def xrootd(*args: Any) -> servers.ServerProcess:
+        process = real_xrootd(*args)
+        if process.name != "xrootd-xcache":
+            return process
+        # As xrootd 5.5.3 now and then does: a SIGSEGV before it has written a line.
+        script = f'[ -e {crashed} ] || {{ touch {crashed}; kill -SEGV $$; }}; exec "$@"'
+        return replace(process, argv=("sh", "-c", script, "sh", *process.argv))
+
+    real_xrootd = servers.xrootd
+    monkeypatch.setattr(servers, "xrootd", xrootd)
+    restarting = Lab(lab_dir, base_port=free_base_port(), file_sizes=[64 * 1024])
+    restarting.progress = None
+    restarting.up()
+    assert crashed.exists()
+    output = (lab_dir / "logs" / "xrootd-xcache.out").read_text()
+    assert "killed by signal 11, started again" in output
+    assert restarting.is_running()
 
 
 def test_cli_up_twice_then_down_twice_leaves_no_lab_process(lab_dir: Path) -> None:
