@@ -41,7 +41,7 @@ def endpoint(lab: Lab, name: str, kind: str, credential: str) -> Endpoint:
     site, _ = Site.objects.get_or_create(name=f"creds-{lab_endpoint.site}")
     made = Endpoint.objects.create(
         site=site,
-        name=f"creds-{name}",
+        name=f"creds-{name}-{Endpoint.objects.count()}",
         protocol=lab_endpoint.protocol,
         base_url=lab_endpoint.url,
         credential_kind=kind,
@@ -138,7 +138,10 @@ def test_each_credential_kind_measures_and_no_secret_leaves_its_private_file(
         return not unfinished.exists()
 
     wait_until(all_ended, 180, "the credential runs", worker)
-    ended = {run.endpoint.name: run for run in Run.objects.filter(pk__in=[r.pk for r in runs])}
+    ended = {
+        run.endpoint.name.rsplit("-", 1)[0]: run
+        for run in Run.objects.filter(pk__in=[r.pk for r in runs])
+    }
     assert {name: (run.status, run.auth) for name, run in ended.items()} == {
         "creds-local-roots": ("succeeded", "token"),
         "creds-local-https": ("succeeded", "token"),
@@ -233,3 +236,80 @@ def test_an_oauth_client_schedule_runs_across_its_tokens_expiry(
     assert [(r.status, r.auth) for r in runs] == [("succeeded", "token")] * 3, [
         r.errors for r in runs
     ]
+
+
+def test_refusals_through_a_worker_end_with_their_class_and_reason(
+    lab: Lab, start_celery_worker: Any, worker_env: dict[str, str]
+) -> None:
+    token = lab.mint_token()
+    roots = lab.endpoint("local-roots").url
+    cases = {
+        "no-credential": (endpoint(lab, "local-roots", "none", ""), "auth", "no credential"),
+        "expired": (
+            endpoint(lab, "local-https", "token", lab.mint_token(expired=True)),
+            "auth",
+            "token expired at",
+        ),
+        "wrong-scope": (
+            renamed(endpoint(lab, "local-roots", "token", lab.mint_token(scope="storage.read:/x"))),
+            "auth",
+            "permission denied",
+        ),
+        "wrong-audience": (
+            renamed(endpoint(lab, "local-https", "token", lab.mint_token(audience="https://x"))),
+            "auth",
+            "403",
+        ),
+        "rogue-proxy": (
+            endpoint(lab, "local-gsi-root", "x509-proxy", lab.write_proxy(rogue=True).read_text()),
+            "auth",
+            "under the CA CN=rogue lab CA",
+        ),
+        "name-mismatch": (
+            renamed(
+                endpoint(lab, "local-roots", "token", token),
+                roots.replace("127.0.0.1", "127.0.0.2"),
+            ),
+            "tls",
+            "name mismatch",
+        ),
+    }
+    runs = campaign_launch(
+        campaign=campaign("refusals", [e for e, _, _ in cases.values()], "refusals", clients=[1]),
+        trigger="api",
+    )
+    rogue_runs = campaign_launch(
+        campaign=campaign("rogue-ca", [cases["name-mismatch"][0]], "rogue-ca", clients=[1]),
+        trigger="api",
+    )
+    workers = [
+        start_celery_worker("refusals", env=worker_env),
+        start_celery_worker(
+            "rogue-ca", env={**worker_env, "FEDPROBE_CA_DIR": str(lab.rogue_ca_dir())}
+        ),
+    ]
+    ids = [r.pk for r in [*runs, *rogue_runs]]
+    wait_until(
+        lambda: not Run.objects.filter(pk__in=ids, status__in=UNFINISHED).exists(),
+        120,
+        "the refused runs",
+        *workers,
+    )
+    by_endpoint = {r.endpoint_id: r for r in Run.objects.filter(pk__in=[r.pk for r in runs])}
+    for case, (made, error_class, reason) in cases.items():
+        run = by_endpoint[made.pk]
+        assert run.status == "failed", (case, run.status)
+        first = run.errors[0]
+        assert (first["class"], first["client"]) == (error_class, None), (case, first)
+        assert reason in first["message"], (case, first["message"])
+    (unknown_ca,) = Run.objects.filter(pk__in=[r.pk for r in rogue_runs])
+    assert unknown_ca.errors[0]["class"] == "tls"
+    assert "unknown CA" in unknown_ca.errors[0]["message"]
+
+
+def renamed(made: Endpoint, base_url: str | None = None) -> Endpoint:
+    """The endpoint under a name of its own (several cases use the same lab endpoint)."""
+    made.name = f"{made.name}-{made.pk}"
+    made.base_url = base_url or made.base_url
+    made.save()
+    return made

@@ -179,12 +179,19 @@ def describe(credential: Credential | None) -> str:
         return "no credential"
     info = credential.info()
     if credential.kind == CredentialKind.X509_PROXY:
-        return f"an X.509 proxy of {info.subject}, issued by {info.issuer}"
+        return f"an X.509 proxy of {info.subject}, under the CA {_root_issuer(credential.secret)}"
     if info.issuer is None:
         return "an opaque token"
     audience = ", ".join(info.audience) or "no audience"
     scopes = " ".join(info.scopes) or "no scope"
     return f"a token of {info.issuer} for {audience}, scope {scopes}"
+
+
+def _root_issuer(pem: str) -> str:
+    """The issuer of the last certificate of a proxy file: the CA that signed the user's."""
+    from cryptography import x509
+
+    return x509.load_pem_x509_certificates(pem.encode())[-1].issuer.rfc4514_string()
 
 
 def token_info(token: str) -> CredentialInfo:
