@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import run_params
@@ -142,6 +144,22 @@ def test_connection_to_an_authenticated_lab_endpoint_succeeds_with_its_credentia
         assert check.tls_version.startswith("TLS")
     for variable in ("BEARER_TOKEN_FILE", "X509_USER_PROXY", "BEARER_TOKEN"):
         assert variable not in os.environ  # the web process holds nothing of it
+
+
+def test_the_endpoint_page_shows_what_the_connection_negotiated_and_no_secret(
+    registered: Any, operator: Client
+) -> None:
+    endpoint = lab_endpoint("near-https")
+    page = operator.post(f"/endpoints/{endpoint.pk}/test/").content.decode()
+    assert "Connection test: ok" in page
+    assert "<dt>Authentication</dt><dd>token</dd>" in page
+    assert re.search(r"<dt>TLS</dt><dd>TLSv1\.[23], \S+", page)
+    assert registered.oauth_client()["client_secret"] not in page
+    token = TOKEN_CACHE.token(
+        OAuthClient.from_json(endpoint.credential), egress=None, ca_dir=str(local_ca_dir())
+    )
+    for part in token.secret.split("."):
+        assert part not in page
 
 
 def test_a_token_whose_scope_misses_the_file_is_pointed_out_before_trying(
