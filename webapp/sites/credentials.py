@@ -237,8 +237,9 @@ def ca_dir_merge(*, target: Path, sources: list[Path]) -> CaFolder:
     wanted: dict[str, Path] = {}
     for source in sources:
         for entry in sorted(source.iterdir()) if source.is_dir() else []:
-            if _HASHED.match(entry.name):
-                wanted[_free_name(wanted, entry.name)] = entry.absolute()
+            name = _free_name(wanted, entry.name) if _HASHED.match(entry.name) else None
+            if name is not None:
+                wanted[name] = entry.absolute()
     target.mkdir(parents=True, exist_ok=True)
     for present in target.iterdir():
         if present.name not in wanted or not _links_to(present, wanted[present.name]):
@@ -253,12 +254,17 @@ def ca_dir_merge(*, target: Path, sources: list[Path]) -> CaFolder:
     return CaFolder(target, len(wanted), tuple(sources))
 
 
-def _free_name(taken: dict[str, Path], name: str) -> str:
-    stem, _, suffix = name.partition(".")
-    if name not in taken or not suffix.lstrip("r").isdigit():
+def _free_name(taken: dict[str, Path], name: str) -> str | None:
+    """`name`, or the next free `<hash>.N` / `<hash>.rN` for a certificate or CRL whose name
+    is taken; None for another entry whose name is taken (the first one's stays)."""
+    if name not in taken:
         return name
-    prefix = "r" if suffix.startswith("r") else ""
-    index = int(suffix.lstrip("r"))
+    stem, _, suffix = name.partition(".")
+    number = suffix.removeprefix("r")
+    if not number.isdigit():
+        return None
+    prefix = suffix[: len(suffix) - len(number)]
+    index = int(number)
     while f"{stem}.{prefix}{index}" in taken:
         index += 1
     return f"{stem}.{prefix}{index}"

@@ -18,6 +18,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse, reverse_lazy
 from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.generic import CreateView, DetailView, ListView, UpdateView, View
 
 from webapp.accounts.roles import can_edit
@@ -122,6 +124,11 @@ class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         return context
 
 
+# What the endpoint form's POST holds that Django's error reports must not show.
+SENSITIVE_FIELDS = sensitive_post_parameters("credential", "oauth_client_secret")
+
+
+@method_decorator(SENSITIVE_FIELDS, name="dispatch")
 class EndpointCreateView(OwnedCreateView):
     """/endpoints/new/?site=ID starts with that site chosen."""
 
@@ -137,6 +144,7 @@ class EndpointCreateView(OwnedCreateView):
         return initial
 
 
+@method_decorator(SENSITIVE_FIELDS, name="dispatch")
 class EndpointUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  # type: ignore[type-arg]
     template_name = "sites/endpoint_form.html"
     form_class = EndpointForm

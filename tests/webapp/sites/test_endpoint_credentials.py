@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +28,7 @@ from tests.webapp.factories import (
     proxy_key,
     proxy_pem,
 )
-from webapp.sites.credentials import credential_change, expiry_note
+from webapp.sites.credentials import ca_dir_merge, credential_change, expiry_note
 from webapp.sites.models import Endpoint
 
 pytestmark = pytest.mark.django_db
@@ -532,3 +534,34 @@ def test_the_openapi_schema_has_the_credential_write_only_and_no_secret(
         "oauth-client",
         "x509-proxy",
     ]
+
+
+# -- the CA folder -----------------------------------------------------------------------------
+
+
+def test_the_merged_ca_folder_numbers_hash_collisions_and_drops_what_is_gone(
+    tmp_path: Path,
+) -> None:
+    host, lab, target = tmp_path / "host", tmp_path / "lab", tmp_path / "ca"
+    for folder, names in [
+        (host, ["1234abcd.0", "1234abcd.r0", "1234abcd.signing_policy", "README"]),
+        (lab, ["1234abcd.0", "1234abcd.signing_policy", "cafe0001.0", "cafe0001.signing_policy"]),
+    ]:
+        folder.mkdir()
+        for name in names:
+            (folder / name).write_text(f"{folder.name} {name}")
+    merged = ca_dir_merge(target=target, sources=[host, lab])
+    links = {p.name: os.readlink(p) for p in target.iterdir()}
+    assert links == {
+        "1234abcd.0": str(host / "1234abcd.0"),
+        "1234abcd.1": str(lab / "1234abcd.0"),  # same hash: the next number
+        "1234abcd.r0": str(host / "1234abcd.r0"),
+        "1234abcd.signing_policy": str(host / "1234abcd.signing_policy"),  # the first stays
+        "cafe0001.0": str(lab / "cafe0001.0"),
+        "cafe0001.signing_policy": str(lab / "cafe0001.signing_policy"),
+    }
+    assert merged.entries == len(links)
+    (lab / "cafe0001.0").unlink()
+    (lab / "cafe0001.signing_policy").unlink()
+    ca_dir_merge(target=target, sources=[host, lab])
+    assert not any(p.name.startswith("cafe0001") for p in target.iterdir())
