@@ -147,6 +147,14 @@ def test_a_credential_that_does_not_fit_its_kind_or_protocol_names_the_field(
         assert secret not in json.dumps(errors)
 
 
+def test_root_and_roots_paths_get_the_double_slash() -> None:
+    for protocol in ("root", "roots"):
+        endpoint = Endpoint(protocol=protocol, base_url=f"{protocol}://se.example.org:1094/")
+        assert endpoint.file_url("/data/f") == f"{protocol}://se.example.org:1094//data/f"
+    https = Endpoint(protocol="https", base_url="https://se.example.org/")
+    assert https.file_url("/data/f") == "https://se.example.org/data/f"
+
+
 def test_a_kind_alone_keeps_a_credential_of_that_kind_and_none_drops_it() -> None:
     def change(kind: str | None, text: str | None) -> tuple[str, str]:
         return credential_change(stored_kind="token", stored="t", kind=kind, text=text)
