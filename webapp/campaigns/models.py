@@ -216,11 +216,16 @@ class Run(models.Model):
     served_by = models.JSONField(default=list, blank=True)
     # What the run negotiated (the run JSON's auth, tls and server_version), for every run
     # that got as far as its preflight: "got slower after the upgrade" is a filter away.
+    # db_default: rows written in bulk without them (synthetic history) are valid too.
     auth = models.CharField(
-        max_length=8, blank=True, choices=[(a.value, a.value) for a in AuthMethod]
+        max_length=8,
+        blank=True,
+        default="",
+        db_default="",
+        choices=[(a.value, a.value) for a in AuthMethod],
     )
     tls = models.JSONField(null=True, blank=True, help_text='{"version", "cipher"}, or null')
-    server_version = models.CharField(max_length=200, blank=True)
+    server_version = models.CharField(max_length=200, blank=True, default="", db_default="")
     errors = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True, help_text="the run JSON without clients")
 

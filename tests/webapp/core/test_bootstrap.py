@@ -10,12 +10,13 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from webapp.campaigns.models import Campaign
+from webapp.core.management.commands.bootstrap import AUTH_EXAMPLE, EXAMPLE
 from webapp.sites.models import Endpoint, VantagePoint
 
 pytestmark = pytest.mark.django_db
 
 
-def test_bootstrap_registers_the_lab_an_admin_and_an_example_campaign(
+def test_bootstrap_registers_the_lab_an_admin_and_the_example_campaigns(
     lab: Any, settings: Any, tmp_path: Any
 ) -> None:
     settings.FEDPROBE_LAB_DIR = lab.state_dir
@@ -26,8 +27,18 @@ def test_bootstrap_registers_the_lab_an_admin_and_an_example_campaign(
     assert password in out.getvalue()
     assert (tmp_path / "admin-password").stat().st_mode & 0o077 == 0
     assert User.objects.get(username="admin").check_password(password)
-    campaign = Campaign.objects.get()
-    assert campaign.matrix_size() > 0
+    examples = {c.name: c for c in Campaign.objects.all()}
+    assert set(examples) == {EXAMPLE, AUTH_EXAMPLE}
+    assert all(campaign.matrix_size() > 0 for campaign in examples.values())
+    doors = examples[AUTH_EXAMPLE].endpoints.all()
+    assert {(e.protocol, e.credential_kind) for e in doors} == {
+        ("root", "none"),
+        ("http", "none"),
+        ("roots", "oauth-client"),
+        ("https", "oauth-client"),
+        ("root", "x509-proxy"),
+        ("https", "x509-proxy"),
+    }
     assert Endpoint.objects.filter(name="lab-near-root", files__is_default=True).exists()
     assert VantagePoint.objects.filter(name="local").exists()
 
@@ -35,4 +46,4 @@ def test_bootstrap_registers_the_lab_an_admin_and_an_example_campaign(
     call_command("bootstrap", stdout=again)
     assert password not in again.getvalue()
     assert User.objects.get(username="admin").check_password(password)
-    assert Campaign.objects.count() == 1
+    assert Campaign.objects.count() == 2
