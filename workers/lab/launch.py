@@ -99,15 +99,9 @@ class Launcher:
 
     def launch(self) -> None:
         self.write_configs()
+        # The federation first: a data server's cmsd whose login the manager drops (seen
+        # when they log in amid a dozen other servers starting) tries again only ~10 s later.
         manager = self.start(servers.cmsd(self.paths, "redirector", self.config("redirector")))
-        for site in SITES:
-            self.start(servers.xrootd(self.paths, site, self.config(site)))
-            token = f"{site}-token"
-            self.start(servers.token_xrootd(self.paths, token, self.config(token)))
-            self.start(servers.xrootd(self.paths, f"{site}-gsi", self.config(f"{site}-gsi")))
-        self.start(servers.issuer(self.paths))
-        self.start(servers.gridftp(self.paths, self.port("local-ftp"), self.layout.ftp_data))
-        self.start(servers.relays(self.paths))
         self.wait([Readiness((manager,), (readiness.tcp_listens(self.port("redirector-cmsd")),))])
         fed_cmsds = [self.start(servers.cmsd(self.paths, s, self.config(s))) for s in self.fed]
         self.wait(
@@ -118,6 +112,14 @@ class Launcher:
         )
         for instance in ("redirector", *self.fed):
             self.start(servers.xrootd(self.paths, instance, self.config(instance)))
+        for site in SITES:
+            self.start(servers.xrootd(self.paths, site, self.config(site)))
+            token = f"{site}-token"
+            self.start(servers.token_xrootd(self.paths, token, self.config(token)))
+            self.start(servers.xrootd(self.paths, f"{site}-gsi", self.config(f"{site}-gsi")))
+        self.start(servers.issuer(self.paths))
+        self.start(servers.gridftp(self.paths, self.port("local-ftp"), self.layout.ftp_data))
+        self.start(servers.relays(self.paths))
         with ThreadPoolExecutor(max_workers=_CHECKS_AT_ONCE) as pool:
             try:
                 # The authenticated sites take the most round trips (TLS, then ztn or gsi):

@@ -256,6 +256,9 @@ def _config(paths: LabPaths, *lines: str) -> str:
         f"xrd.allow host {LOOPBACK}",
         "xrd.allow host localhost",
         "xrd.allow host [::1]",
+        # No reverse DNS for clients (and cmsd peers): each lookup is a DNS query that a busy
+        # VM may lose, and cmsd drops a data server's login while it waits (seen, ~10 s).
+        "xrd.network nodnr",
         f"all.adminpath {paths.admin}",
         f"all.pidpath {paths.xrd_pids}",
     )
