@@ -14,10 +14,20 @@ if TYPE_CHECKING:
     from workers.lab.endpoints import LabEndpoint
     from workers.lab.errors import LabError
     from workers.lab.files import LabFile, parse_size
+    from workers.lab.issuer import LAB_AUDIENCE
     from workers.lab.lab import Lab
     from workers.lab.profiles import PROFILES, Profile
 
-__all__ = ["PROFILES", "Lab", "LabEndpoint", "LabError", "LabFile", "Profile", "parse_size"]
+__all__ = [
+    "LAB_AUDIENCE",
+    "PROFILES",
+    "Lab",
+    "LabEndpoint",
+    "LabError",
+    "LabFile",
+    "Profile",
+    "parse_size",
+]
 
 _HOMES = {
     "PROFILES": "workers.lab.profiles",
@@ -27,6 +37,7 @@ _HOMES = {
     "LabError": "workers.lab.errors",
     "LabFile": "workers.lab.files",
     "parse_size": "workers.lab.files",
+    "LAB_AUDIENCE": "workers.lab.issuer",
 }
 
 

@@ -99,8 +99,9 @@ class Launcher:
 
     def launch(self) -> None:
         self.write_configs()
-        # The federation first: a data server's cmsd whose login the manager drops (seen
-        # when they log in amid a dozen other servers starting) tries again only ~10 s later.
+        # The federation first, so its cmsds log in before the other servers load the machine:
+        # a data server whose login the manager drops tries again only ~9 s later (that still
+        # happens now and then: docs/lab.md).
         manager = self.start(servers.cmsd(self.paths, "redirector", self.config("redirector")))
         self.wait([Readiness((manager,), (readiness.tcp_listens(self.port("redirector-cmsd")),))])
         fed_cmsds = [self.start(servers.cmsd(self.paths, s, self.config(s))) for s in self.fed]

@@ -464,3 +464,20 @@ def test_cli_up_twice_then_down_twice_leaves_no_lab_process(lab_dir: Path) -> No
     assert (idle.returncode, idle.stdout) == (0, f"no lab running in {lab_dir}\n")
     status = run_cli("status", "--dir", str(lab_dir))
     assert (status.returncode, status.stderr) == (1, f"no lab running in {lab_dir}\n")
+
+
+def test_the_lab_imports_nothing_of_the_engine_django_celery_or_the_web_app() -> None:
+    modules = sorted(
+        p.stem for p in (ROOT / "workers" / "lab").glob("*.py") if not p.stem.startswith("__")
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(f'workers.lab.{{name}}')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('django', 'celery', 'kombu', 'rest_framework', 'webapp') "
+        "or m.startswith('workers.engine')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]"
