@@ -1,6 +1,8 @@
 """Fixtures for web application tests; the engine's relay fixture is shared with them."""
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.cache import cache
@@ -17,3 +19,18 @@ def _fresh_throttle_counts() -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def registered(lab: Any, settings: Any, tmp_path: Path) -> Iterator[Any]:
+    """The lab registered, its CA merged with the host's in the test's own VAR_DIR, which
+    runs verify servers against (as `lab register` arranges for the embedded mode)."""
+    from webapp.sites.credentials import TOKEN_CACHE
+    from webapp.sites.services import lab_register, local_ca_dir
+
+    settings.VAR_DIR = tmp_path
+    lab_register(lab=lab, ca_dir=local_ca_dir())
+    settings.FEDPROBE_CA_DIR = str(local_ca_dir())
+    TOKEN_CACHE.forget()
+    yield lab
+    TOKEN_CACHE.forget()

@@ -5,7 +5,6 @@ starts, and the message that queues a run holds its id only."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,22 +14,10 @@ from tests.servers import celery_sends_to
 from tests.webapp.factories import CampaignFactory, TestFileFactory, jwt
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import campaign_launch, run_execute
-from webapp.sites.credentials import TOKEN_CACHE
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register, local_ca_dir
 from workers.engine.oauth import OAuthClient
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def registered(lab: Any, settings: Any, tmp_path: Path) -> Any:
-    settings.VAR_DIR = tmp_path
-    lab_register(lab=lab, ca_dir=local_ca_dir())
-    settings.FEDPROBE_CA_DIR = str(local_ca_dir())
-    TOKEN_CACHE.forget()
-    yield lab
-    TOKEN_CACHE.forget()
 
 
 def launch_one(endpoint: Endpoint) -> Run:

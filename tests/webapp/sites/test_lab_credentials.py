@@ -25,18 +25,6 @@ from workers.engine.oauth import OAuthClient
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def registered(lab: Any, settings: Any, tmp_path: Path) -> Any:
-    """The lab registered, its CA merged with the host's in the test's own VAR_DIR, which
-    runs verify servers against (as `lab register` arranges for the embedded mode)."""
-    settings.VAR_DIR = tmp_path
-    lab_register(lab=lab, ca_dir=local_ca_dir())
-    settings.FEDPROBE_CA_DIR = str(local_ca_dir())
-    TOKEN_CACHE.forget()
-    yield lab
-    TOKEN_CACHE.forget()
-
-
 def lab_endpoint(name: str) -> Endpoint:
     return Endpoint.objects.get(name=f"lab-{name}")
 
