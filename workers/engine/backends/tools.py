@@ -10,6 +10,10 @@ from workers.engine.errors import ErrorClass, ProbeError
 
 # Phrases in copy tools' error output, checked in this order.
 _STDERR_CLASSES = (
+    (
+        ("tls error", "certificate verify failed", "unable to get local issuer"),
+        ErrorClass.TLS,
+    ),
     (("no such file", "not found", "does not exist", "3011"), ErrorClass.NOT_FOUND),
     (("permission denied", "not authorized", "unauthorized", "auth", "3010"), ErrorClass.AUTH),
     (("connection refused", "connect() failed", "unable to connect"), ErrorClass.REFUSED),
