@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,24 @@ def test_run_from_a_script_on_stdin_works(lab: Any) -> None:
         check=False,
     )
     assert done.stdout.strip() == "succeeded", done.stderr
+
+
+def test_manage_py_probe_verifies_against_the_workers_ca_folder(lab: Any, tmp_path: Path) -> None:
+    """Embedded mode: VAR_DIR/ca (made by `lab register`) is FEDPROBE_CA_DIR, for probe too."""
+    shutil.copytree(lab.ca_dir(), tmp_path / "ca", symlinks=True)
+    token = tmp_path / "token"
+    token.write_text(lab.mint_token())
+    url = lab.endpoint("local-roots").file_url("/fedprobe/file-1M")
+    env = dict(os.environ, FEDPROBE_LAB_DIR=str(lab.state_dir), FEDPROBE_VAR_DIR=str(tmp_path))
+    env.pop("FEDPROBE_CA_DIR", None)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "probe", url, "--token-file", str(token), "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    assert json.loads(done.stdout)["auth"] == "token"

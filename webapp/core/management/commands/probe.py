@@ -22,6 +22,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["adler32"] is None:
             options["adler32"] = lab_checksum(options["urls"])
+        if options["ca_dir"] is None:
+            # The workers' CA folder (in the embedded mode: the host's CAs and the lab's).
+            options["ca_dir"] = settings.FEDPROBE_CA_DIR
         try:
             params = params_from_options(options)
         except InvalidParams as exc:
