@@ -95,10 +95,7 @@ def run_probe(
         with run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access:
             _plan_and_execute(shared, credential, access, result, on_progress, should_cancel)
     except ProbeError as exc:
-        message = exc.message
-        if exc.error_class == ErrorClass.AUTH and "expire" not in message:
-            message += f" (presented {describe(credential)})"
-        result.run_error = (exc.error_class, message)
+        result.run_error = (exc.error_class, exc.message)
         return result
     if params.egress is not None and backend_for(scheme).egress_after_run:
         check_served_by(result, params.egress)
@@ -115,7 +112,10 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
 ) -> None:
     planned_at = time.time()
     preflight_s = min(PREFLIGHT_TIMEOUT_S, params.timeout_s or PREFLIGHT_TIMEOUT_S)
-    found = run_preflight(client_context(), params, access, Deadline.after(preflight_s))
+    try:
+        found = run_preflight(client_context(), params, access, Deadline.after(preflight_s))
+    except ProbeError as exc:
+        raise _explained(exc, credential, params.ca_dir) from None
     sizes, vector_limits = found.sizes, found.vector_limits
     result.file_sizes = sizes
     result.preflight_rtt_s = found.rtt_s
@@ -135,6 +135,16 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
         for spec in specs:
             if spec.scratch:
                 shutil.rmtree(spec.scratch, ignore_errors=True)
+
+
+def _explained(exc: ProbeError, credential: Credential | None, ca_dir: str | None) -> ProbeError:
+    """A refusal says what was presented; a certificate problem, what it was checked against."""
+    if exc.error_class == ErrorClass.AUTH:
+        return ProbeError(exc.error_class, f"{exc.message} (presented {describe(credential)})")
+    if exc.error_class == ErrorClass.TLS:
+        store = f"the CA folder {ca_dir}" if ca_dir else "the system store"
+        return ProbeError(exc.error_class, f"{exc.message} (verified against {store})")
+    return exc
 
 
 def check_served_by(result: RunResult, egress: EgressPolicy) -> None:
