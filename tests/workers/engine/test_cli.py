@@ -20,8 +20,11 @@ pytestmark = pytest.mark.lab
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def probe(lab: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, FEDPROBE_LAB_DIR=str(lab.state_dir))
+def probe(
+    lab: Any, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    inherited = {k: v for k, v in os.environ.items() if k != "FEDPROBE_CA_DIR"}
+    env = dict(inherited, FEDPROBE_LAB_DIR=str(lab.state_dir), **(env or {}))
     return subprocess.run(
         [sys.executable, "manage.py", "probe", *args],
         cwd=ROOT,
@@ -119,16 +122,8 @@ def test_manage_py_probe_verifies_against_the_workers_ca_folder(lab: Any, tmp_pa
     token = tmp_path / "token"
     token.write_text(lab.mint_token())
     url = lab.endpoint("local-roots").file_url("/fedprobe/file-1M")
-    env = dict(os.environ, FEDPROBE_LAB_DIR=str(lab.state_dir), FEDPROBE_VAR_DIR=str(tmp_path))
-    env.pop("FEDPROBE_CA_DIR", None)
-    done = subprocess.run(
-        [sys.executable, "manage.py", "probe", url, "--token-file", str(token), "--json"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = probe(
+        lab, url, "--token-file", str(token), "--json", env={"FEDPROBE_VAR_DIR": str(tmp_path)}
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
     assert json.loads(done.stdout)["auth"] == "token"
