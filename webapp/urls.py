@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from webapp.accounts.views import admin_login
 from webapp.core.views import healthz
 from webapp.dashboards.home import HomeView
 
@@ -11,6 +12,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("webapp.sites.urls")),
     path("", include("webapp.campaigns.urls")),
     path("", include("webapp.dashboards.urls")),
+    # Before the admin's own URLs: its login form is throttled like /accounts/login/.
+    path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
     path("accounts/", include("webapp.accounts.urls")),
     path("api/v1/", include("webapp.api.urls")),

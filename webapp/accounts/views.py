@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.models import AbstractUser
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -21,6 +21,13 @@ from webapp.accounts.throttles import LoginRateThrottle
 from webapp.core.views import ViewerRequiredMixin
 
 
+def _retry_after(response: HttpResponse, throttle: LoginRateThrottle) -> HttpResponse:
+    wait_s = throttle.wait()
+    if wait_s is not None:
+        response.headers["Retry-After"] = str(max(1, round(wait_s)))
+    return response
+
+
 class LoginView(auth_views.LoginView):
     """Django's login page, with login attempts throttled per client address."""
 
@@ -32,11 +39,21 @@ class LoginView(auth_views.LoginView):
         if throttle.allow_request(request, self):
             return super().post(request, *args, **kwargs)
         context = self.get_context_data(form=self.get_form_class()(request), throttled=True)
-        response = self.render_to_response(context, status=429)
-        wait_s = throttle.wait()
-        if wait_s is not None:
-            response.headers["Retry-After"] = str(max(1, round(wait_s)))
-        return response
+        return _retry_after(self.render_to_response(context, status=429), throttle)
+
+
+def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    """The admin's login page, its attempts counted with those of LoginView (same throttle)."""
+    if request.method == "POST":
+        throttle = LoginRateThrottle()
+        if not throttle.allow_request(request, None):
+            refused = HttpResponse(
+                "Too many login attempts from this address: try again later.",
+                status=429,
+                content_type="text/plain; charset=utf-8",
+            )
+            return _retry_after(refused, throttle)
+    return admin.site.login(request, extra_context)
 
 
 class AccountView(ViewerRequiredMixin, TemplateView):

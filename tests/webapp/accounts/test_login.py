@@ -76,3 +76,39 @@ def test_logout_signs_out(client: Client, alice: User) -> None:
     response = client.post("/accounts/logout/")
     assert response.status_code == 302
     assert "_auth_user_id" not in client.session
+
+
+@pytest.fixture
+def admin_alice(alice: User) -> User:
+    alice.is_staff = alice.is_superuser = True
+    alice.save()
+    return alice
+
+
+def test_too_many_admin_login_attempts_are_refused(client: Client, admin_alice: User) -> None:
+    for _ in range(2 * LOGIN_RATE):
+        client.post("/admin/login/", {"username": "alice", "password": "guess"})
+    response = client.post(
+        "/admin/login/", {"username": "alice", "password": "correct horse battery staple"}
+    )
+    assert response.status_code == 429
+    assert int(response.headers["Retry-After"]) > 0
+    assert "_auth_user_id" not in client.session
+
+
+def test_admin_and_page_logins_share_one_count(client: Client, admin_alice: User) -> None:
+    for _ in range(LOGIN_RATE):
+        client.post("/accounts/login/", {"username": "alice", "password": "guess"})
+    response = client.post(
+        "/admin/login/", {"username": "alice", "password": "correct horse battery staple"}
+    )
+    assert response.status_code == 429
+
+
+def test_admin_login_with_the_right_password_signs_in(client: Client, admin_alice: User) -> None:
+    response = client.post(
+        "/admin/login/?next=/admin/",
+        {"username": "alice", "password": "correct horse battery staple", "next": "/admin/"},
+    )
+    assert (response.status_code, response.headers["Location"]) == (302, "/admin/")
+    assert client.session["_auth_user_id"] == str(admin_alice.pk)
