@@ -28,6 +28,7 @@ import contextlib
 import random
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 
 from workers.lab.errors import LabError, PortTaken
 
@@ -101,17 +102,23 @@ class PortLayout:
 
 
 def port_is_free(port: int) -> bool:
-    """Could a server bind `port` on every interface (as xrootd does)?"""
+    """Could a server bind `port` on every interface (as xrootd does)?
+
+    Connections in TIME_WAIT do not count as taken. Servers set SO_REUSEADDR, which covers
+    the TIME_WAIT of connections they accepted, but not of a socket that did not set it: the
+    GridFTP server's data connections stay in TIME_WAIT for a minute after `lab down` and
+    refuse even a SO_REUSEADDR bind. The GridFTP server passes over such a port of its data
+    range, so the port is free as far as the lab is concerned.
+    """
     family, address = _wildcard()
     with socket.socket(family, socket.SOCK_STREAM) as probe:
-        # Servers set SO_REUSEADDR, so connections in TIME_WAIT do not count as taken.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6:
             probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         try:
             probe.bind((address, port))
         except OSError:
-            return False
+            return _only_time_wait(port)
     return True
 
 
@@ -139,3 +146,24 @@ def _wildcard() -> tuple[socket.AddressFamily, str]:
         with contextlib.suppress(OSError), socket.socket(socket.AF_INET6, socket.SOCK_STREAM):
             return socket.AF_INET6, "::"
     return socket.AF_INET, "0.0.0.0"
+
+
+_PROC_TCP_TABLES = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
+_TCP_TIME_WAIT = "06"
+
+
+def _only_time_wait(port: int) -> bool:
+    """Are all of this host's TCP sockets on local port `port` in TIME_WAIT?
+
+    False where the kernel's tables cannot be read: then the failed bind is all we know.
+    """
+    states = []
+    try:
+        for table in _PROC_TCP_TABLES:
+            for line in table.read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    states.append(fields[3])
+    except (OSError, IndexError, ValueError):
+        return False
+    return bool(states) and all(state == _TCP_TIME_WAIT for state in states)

@@ -24,8 +24,8 @@ from XRootD import client as xrd
 
 from workers.lab import PROFILES, Lab, LabError, parse_size, servers
 from workers.lab.errors import PortTaken
-from workers.lab.files import MiB, ensure_files
-from workers.lab.ports import free_base_port
+from workers.lab.files import MiB, ensure_files, lab_file_path
+from workers.lab.ports import free_base_port, port_is_free
 
 pytestmark = pytest.mark.lab
 
@@ -164,6 +164,25 @@ def test_a_taken_port_is_named_before_anything_starts(tmp_path: Path) -> None:
         with pytest.raises(PortTaken, match=f"port {base + 3} \\(near-http\\).*--base-port"):
             Lab(tmp_path / "lab", base_port=base).up()
     assert not (tmp_path / "lab" / "run").exists()
+
+
+def test_a_port_held_only_by_connections_in_time_wait_is_free() -> None:
+    port = free_base_port()
+    # Without SO_REUSEADDR, as the GridFTP server's data sockets: even a SO_REUSEADDR bind of
+    # the port fails while the connection it accepted is in TIME_WAIT.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = listener.accept()
+            accepted.close()  # the server closes first: its side goes to TIME_WAIT
+            client.recv(1)
+    assert port in _time_wait_ports()
+    assert port_is_free(port)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port + 1))
+        squatter.listen()
+        assert not port_is_free(port + 1)
 
 
 def test_a_lab_dir_the_servers_cannot_reach_is_refused(tmp_path: Path) -> None:
@@ -464,6 +483,42 @@ def test_cli_up_twice_then_down_twice_leaves_no_lab_process(lab_dir: Path) -> No
     assert (idle.returncode, idle.stdout) == (0, f"no lab running in {lab_dir}\n")
     status = run_cli("status", "--dir", str(lab_dir))
     assert (status.returncode, status.stderr) == (1, f"no lab running in {lab_dir}\n")
+
+
+def test_up_right_after_down_works_after_a_gridftp_copy(lab_dir: Path, tmp_path: Path) -> None:
+    """A GridFTP data connection leaves its port in TIME_WAIT for a minute after `down`."""
+    lab = Lab(lab_dir, base_port=free_base_port(), file_sizes=[64 * 1024])
+    lab.progress = None
+    lab.up()
+    endpoint = lab.endpoint("local-ftp")
+    copied = subprocess.run(
+        ["globus-url-copy", endpoint.file_url(lab_file_path(64 * 1024)), f"file://{tmp_path}/copy"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert copied.returncode == 0, copied.stderr
+    lab.down()
+    first, last = lab.layout.ftp_data
+    assert _time_wait_ports() & set(range(first, last + 1)), "no data port in TIME_WAIT"
+
+    lab.up()
+
+    assert lab.is_running()
+    again = subprocess.run(
+        ["globus-url-copy", endpoint.file_url(lab_file_path(64 * 1024)), f"file://{tmp_path}/again"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+
+
+def _time_wait_ports() -> set[int]:
+    """Local ports of this host's TCP connections in TIME_WAIT."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "06":
+                found.add(int(local.rsplit(":", 1)[1], 16))
+    return found
 
 
 def test_the_lab_imports_nothing_of_the_engine_django_celery_or_the_web_app() -> None:
