@@ -206,7 +206,11 @@ class Client:
     def _copy(self, target: FileTarget) -> Path:
         dest = Path(self.spec.scratch) / f"file-{target.index}"
         started = self.now()
-        copied = self.backend.copy_to_local(target.url, dest, self.options)
+        try:
+            copied = self.backend.copy_to_local(target.url, dest, self.options)
+        except ProbeError as exc:  # what a failed copy moved is still moved over the wire
+            self.result.bytes_wire += exc.bytes_received
+            raise
         ended = self.now()
         self.result.add_phase("copy", started, ended)
         self.result.copy_s += ended - started
@@ -296,6 +300,10 @@ class Client:
                     first_ns = ended
                 delivered += size
                 progress[slot] = delivered
+        except ProbeError as exc:
+            delivered += exc.bytes_received
+            progress[slot] = delivered
+            raise
         finally:
             self.delivered = delivered
         if adler32 is not None:
@@ -319,6 +327,10 @@ class Client:
                     first_ns = ended
                 delivered += n_bytes
                 progress[slot] = delivered
+        except ProbeError as exc:
+            delivered += exc.bytes_received
+            progress[slot] = delivered
+            raise
         finally:
             self.delivered = delivered
         return first_ns

@@ -26,10 +26,13 @@ class ErrorClass(StrEnum):
 class ProbeError(Exception):
     """A client's measurement failed against the endpoint (not a bug of ours)."""
 
-    def __init__(self, error_class: ErrorClass, message: str) -> None:
+    def __init__(self, error_class: ErrorClass, message: str, *, bytes_received: int = 0) -> None:
         super().__init__(message)
         self.error_class = error_class
         self.message = message
+        # Bytes of the failed request that did arrive (a body cut off or dripping past the
+        # deadline): they count as read, as the bytes of the requests before it do.
+        self.bytes_received = bytes_received
 
     def __str__(self) -> str:
         return f"{self.error_class}: {self.message}"

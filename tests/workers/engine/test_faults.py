@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 from pathlib import Path
@@ -163,3 +165,87 @@ def copy_tools_reading_from(port: str) -> list[int]:
         if is_copy and state != "Z":  # Z: dead, waiting to be reaped
             found.append(int(entry.name))
     return found
+
+
+class DripServer:
+    """An HTTP server that answers the open (HEAD, the one-byte GET) at once and then sends
+    every other range a few bytes at a time: a slow drip the deadline has to cut off."""
+
+    SIZE = MiB
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/drip"
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
+        self.thread.join()
+
+    def _serve(self) -> None:
+        self.listener.settimeout(0.05)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=self._talk, args=(conn,), daemon=True).start()
+
+    def _talk(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError), conn:
+            reader = conn.makefile("rb")
+            while not self.stop.is_set():
+                request = [line for line in iter(reader.readline, b"\r\n") if line]
+                if not request:
+                    return
+                method = request[0].split()[0]
+                ranges = next((r for r in request if r.lower().startswith(b"range:")), b"")
+                if method == b"HEAD":
+                    conn.sendall(self._head(200, f"Content-Length: {self.SIZE}"))
+                elif b"bytes=0-0" in ranges:
+                    conn.sendall(self._head(206, f"Content-Range: bytes 0-0/{self.SIZE}") + b"x")
+                else:
+                    self._drip(conn, ranges)
+
+    def _drip(self, conn: socket.socket, ranges: bytes) -> None:
+        first, last = (int(x) for x in ranges.split(b"=")[1].strip().split(b"-"))
+        header = f"Content-Range: bytes {first}-{last}/{self.SIZE}"
+        conn.sendall(self._head(206, header, length=last - first + 1))
+        while not self.stop.is_set():
+            conn.sendall(b"y" * 16)
+            time.sleep(0.05)
+
+    @staticmethod
+    def _head(status: int, header: str, length: int = 1) -> bytes:
+        lines = [f"HTTP/1.1 {status} X", header, "Connection: keep-alive"]
+        if not header.startswith("Content-Length"):
+            lines.append(f"Content-Length: {length if status == 206 else 0}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def test_a_slow_drip_is_cut_off_at_the_deadline_with_the_bytes_it_sent() -> None:
+    drip = DripServer()
+    try:
+        started = time.monotonic()
+        run = run_probe(
+            RunParams(urls=(drip.url,), read_size=MiB, fraction=1.0, timeout_s=3.0)
+        ).to_json()
+        elapsed = time.monotonic() - started
+    finally:
+        drip.close()
+    assert run["status"] == "timeout"
+    assert elapsed < 3.0 + KILL_GRACE_S + 2.0
+    (client,) = run["clients"]
+    message = client["error"]["message"]
+    assert "deadline passed after" in message
+    received = int(message.split("deadline passed after ")[1].split(" of ")[0])
+    assert received > 0
+    assert client["bytes_read"] == received  # what the endpoint sent before the cut counts
+    assert client["bytes_wire"] == received
+    assert run["bytes_read"] == received

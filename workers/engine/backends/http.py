@@ -600,7 +600,9 @@ def _stream_to_file(response: httpx.Response, dest: Path, deadline: Deadline, wh
                 copied += len(piece)
                 if time.time() > deadline.at:
                     raise ProbeError(
-                        ErrorClass.TIMEOUT, f"{what}: deadline passed after {copied} bytes"
+                        ErrorClass.TIMEOUT,
+                        f"{what}: deadline passed after {copied} bytes",
+                        bytes_received=copied,
                     )
     except httpx.TransportError as exc:
         raise _body_error(exc, response.url, None, copied, response) from exc
@@ -701,7 +703,7 @@ def _body_error(
     error_class = (
         ErrorClass.TIMEOUT if isinstance(exc, httpx.TimeoutException) else ErrorClass.SHORT_READ
     )
-    return ProbeError(error_class, f"{_what_range(url, ranges)}: {detail}")
+    return ProbeError(error_class, f"{_what_range(url, ranges)}: {detail}", bytes_received=received)
 
 
 def _deadline_error(
@@ -711,6 +713,7 @@ def _deadline_error(
     return ProbeError(
         ErrorClass.TIMEOUT,
         f"{_what_range(url, ranges)}: deadline passed after {received} of {expected} bytes",
+        bytes_received=received,
     )
 
 
