@@ -20,17 +20,29 @@ _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '
 _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
 
 
-def validate_base_url_egress(value: str) -> None:
-    """Refuse a base URL whose host is written as an address workers never connect to
-    (169.254.169.254, also as 2852039166 or ::ffff:169.254.169.254). Names are not resolved
-    here: DNS may answer the worker differently, and the worker's check decides."""
+def validate_base_url(value: str) -> None:
+    """Refuse a base URL no endpoint may have, whatever its protocol: one carrying a password
+    (it would be shown wherever the URL is; the credential is stored encrypted, never shown),
+    or a host written as an address workers never connect to (169.254.169.254, also as
+    2852039166 or ::ffff:169.254.169.254). Names are not resolved here: DNS may answer the
+    worker differently, and the worker's check decides."""
     try:
-        host = urlsplit(value).hostname
+        parts = urlsplit(value)
+        host, password = parts.hostname, parts.password
     except ValueError:
         return  # not a URL: clean() says so
+    if password is not None:
+        raise ValidationError(
+            "must not carry a password (user:password@): put secrets in the credential",
+            code="password",
+        )
     why = literal_refusal(host) if host else None
     if why is not None:
         raise ValidationError(f"refused by egress policy: {why}", code="egress")
+
+
+# The name the migrations refer to.
+validate_base_url_egress = validate_base_url
 
 
 class Site(models.Model):
@@ -82,7 +94,7 @@ class Endpoint(models.Model):
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="endpoints")
     name = models.CharField(max_length=100, unique=True, validators=[_NAME])
     protocol = models.CharField(max_length=10, choices=Protocol.choices)
-    base_url = models.CharField(max_length=500, validators=[validate_base_url_egress])
+    base_url = models.CharField(max_length=500, validators=[validate_base_url])
     role = models.CharField(max_length=12, choices=Role.choices, default=Role.DATA)
     enabled = models.BooleanField(default=True)
     # What the endpoint is presented (webapp.sites.credentials): a bearer token, an oauth

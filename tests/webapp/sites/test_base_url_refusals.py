@@ -1,0 +1,90 @@
+"""Base URLs refused when an endpoint is written (API and form alike, naming base_url): a
+password in the URL (the credential field is the place for secrets), and file:// paths
+outside FEDPROBE_FILE_ROOTS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.webapp.factories import SiteFactory
+from webapp.sites.forms import EndpointForm
+from webapp.sites.models import Endpoint
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api() -> APIClient:
+    user = User.objects.create_user("operator-user", password="x")
+    user.groups.add(Group.objects.get(name="operator"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+@pytest.fixture
+def file_root(settings: Any, tmp_path: Any) -> str:
+    root = tmp_path / "data"
+    root.mkdir()
+    settings.FEDPROBE_FILE_ROOTS = [str(root)]
+    return str(root)
+
+
+def _form(protocol: str, base_url: str, name: str = "e1") -> EndpointForm:
+    site = SiteFactory()
+    data = {"site": site.pk, "name": name, "protocol": protocol, "base_url": base_url}
+    return EndpointForm(data={**data, "role": "data", "enabled": True})
+
+
+PASSWORD_URLS = [
+    ("http", "http://user:s3cret@se.example.org/"),
+    ("https", "https://user:s3cret@se.example.org:8443/data/"),
+    ("root", "root://user:s3cret@se.example.org:1094/"),
+    ("davs", "davs://:s3cret@se.example.org/"),
+    ("gsiftp", "gsiftp://user:@se.example.org/"),
+]
+
+
+@pytest.mark.parametrize(("protocol", "base_url"), PASSWORD_URLS)
+def test_a_base_url_with_a_password_is_refused_naming_base_url(
+    api: APIClient, protocol: str, base_url: str
+) -> None:
+    body = {"site": SiteFactory().pk, "name": "e1", "protocol": protocol, "base_url": base_url}
+    answer = api.post("/api/v1/endpoints/", body, format="json")
+    assert answer.status_code == 400, answer.json()
+    message = answer.json()["base_url"][0]
+    assert "password" in message and "credential" in message
+    assert "s3cret" not in answer.content.decode()
+    assert not Endpoint.objects.exists()
+
+
+def test_changing_a_base_url_to_one_with_a_password_is_refused(api: APIClient) -> None:
+    body = {"site": SiteFactory().pk, "name": "e1", "protocol": "http", "base_url": "http://se/"}
+    created = api.post("/api/v1/endpoints/", body, format="json").json()
+    answer = api.patch(
+        f"/api/v1/endpoints/{created['id']}/", {"base_url": "http://u:pw@se/"}, format="json"
+    )
+    assert answer.status_code == 400
+    assert "base_url" in answer.json()
+    assert Endpoint.objects.get(pk=created["id"]).base_url == "http://se/"
+
+
+@pytest.mark.parametrize(("protocol", "base_url"), PASSWORD_URLS)
+def test_the_endpoint_form_refuses_a_password_on_base_url(protocol: str, base_url: str) -> None:
+    form = _form(protocol, base_url)
+    assert not form.is_valid()
+    assert "password" in form.errors["base_url"][0]
+    assert "s3cret" not in str(form.errors)
+
+
+@pytest.mark.parametrize("base_url", ["root://probe@se.example.org:1094/", "http://se:8000/"])
+def test_a_user_name_without_password_is_still_accepted(api: APIClient, base_url: str) -> None:
+    protocol = base_url.partition(":")[0]
+    body = {"site": SiteFactory().pk, "name": "e1", "protocol": protocol, "base_url": base_url}
+    answer = api.post("/api/v1/endpoints/", body, format="json")
+    assert answer.status_code == 201, answer.json()
