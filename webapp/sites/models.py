@@ -14,7 +14,7 @@ from webapp.accounts.crypto import EncryptedTextField
 from webapp.sites.credentials import KIND_CHOICES, CredentialInfo, credential_check, credential_info
 from workers.engine.egress import literal_refusal
 from workers.engine.errors import InvalidParams
-from workers.engine.urls import SCHEMES, check_url
+from workers.engine.urls import SCHEMES, check_file_roots, check_url
 
 _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
 _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
@@ -23,9 +23,10 @@ _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
 def validate_base_url(value: str) -> None:
     """Refuse a base URL no endpoint may have, whatever its protocol: one carrying a password
     (it would be shown wherever the URL is; the credential is stored encrypted, never shown),
-    or a host written as an address workers never connect to (169.254.169.254, also as
-    2852039166 or ::ffff:169.254.169.254). Names are not resolved here: DNS may answer the
-    worker differently, and the worker's check decides."""
+    a file:// path outside FEDPROBE_FILE_ROOTS (after resolving symlinks; workers check it again
+    before reading), or a host written as an address workers never connect to
+    (169.254.169.254, also as 2852039166 or ::ffff:169.254.169.254). Names are not resolved
+    here: DNS may answer the worker differently, and the worker's check decides."""
     try:
         parts = urlsplit(value)
         host, password = parts.hostname, parts.password
@@ -36,6 +37,11 @@ def validate_base_url(value: str) -> None:
             "must not carry a password (user:password@): put secrets in the credential",
             code="password",
         )
+    if parts.scheme.lower() == "file":
+        try:
+            check_file_roots(value, tuple(settings.FEDPROBE_FILE_ROOTS), field="base_url")
+        except InvalidParams as exc:
+            raise ValidationError(exc.message, code="file_roots") from None
     why = literal_refusal(host) if host else None
     if why is not None:
         raise ValidationError(f"refused by egress policy: {why}", code="egress")

@@ -88,3 +88,35 @@ def test_a_user_name_without_password_is_still_accepted(api: APIClient, base_url
     body = {"site": SiteFactory().pk, "name": "e1", "protocol": protocol, "base_url": base_url}
     answer = api.post("/api/v1/endpoints/", body, format="json")
     assert answer.status_code == 201, answer.json()
+
+
+OUTSIDE_ROOTS = ["file:///etc/", "file:///etc", "file://localhost/tmp/", "file:///"]
+
+
+@pytest.mark.parametrize("base_url", [*OUTSIDE_ROOTS, "DATA/../escape/"])
+def test_a_file_base_url_outside_the_file_roots_is_refused_naming_base_url(
+    api: APIClient, file_root: str, base_url: str
+) -> None:
+    base_url = base_url.replace("DATA", f"file://{file_root}")
+    body = {"site": SiteFactory().pk, "name": "e1", "protocol": "file", "base_url": base_url}
+    answer = api.post("/api/v1/endpoints/", body, format="json")
+    assert answer.status_code == 400, answer.json()
+    assert "base_url" in answer.json()
+    assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("base_url", [*OUTSIDE_ROOTS, "DATA/../escape/"])
+def test_the_endpoint_form_refuses_a_file_base_url_outside_the_file_roots(
+    file_root: str, base_url: str
+) -> None:
+    form = _form("file", base_url.replace("DATA", f"file://{file_root}"))
+    assert not form.is_valid()
+    assert "base_url" in form.errors
+
+
+def test_a_file_base_url_inside_the_file_roots_is_accepted(api: APIClient, file_root: str) -> None:
+    for name, base_url in [("e1", f"file://{file_root}"), ("e2", f"file://{file_root}/sub/")]:
+        body = {"site": SiteFactory().pk, "name": name, "protocol": "file", "base_url": base_url}
+        answer = api.post("/api/v1/endpoints/", body, format="json")
+        assert answer.status_code == 201, answer.json()
+    assert _form("file", f"file://{file_root}/", name="e3").is_valid()
