@@ -37,4 +37,5 @@ RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/fedprobe \
 USER fedprobe
 
 EXPOSE 8000
-CMD ["gunicorn", "webapp.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+CMD ["gunicorn", "webapp.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-", \
+     "--logger-class", "webapp.core.access_log.RedactingLogger"]

@@ -297,13 +297,27 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"redact_secrets": {"()": "webapp.core.redact.RedactSecretsFilter"}},
-    "formatters": {"plain": {"format": "{asctime} {levelname} {name}: {message}", "style": "{"}},
+    "formatters": {
+        "plain": {"format": "{asctime} {levelname} {name}: {message}", "style": "{"},
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        },
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "plain",
             "filters": ["redact_secrets"],
-        }
+        },
+        # runserver's access log: Django's own handler for it has no filter, and query
+        # strings (?token=...) would be written as they came.
+        "django.server": {
+            "class": "logging.StreamHandler",
+            "formatter": "django.server",
+            "filters": ["redact_secrets"],
+        },
     },
     "root": {
         "handlers": ["console"],
@@ -313,6 +327,7 @@ LOGGING = {
     },
     # SQL with its parameters (token keys among them) stays out of the logs even at DEBUG.
     "loggers": {
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
         "django.db.backends": {"level": "INFO"},
         # httpx logs every request at INFO: not from inside a measurement's read loop.
         "httpx": {"level": "WARNING"},

@@ -1,7 +1,9 @@
 """Secrets out of log lines: passwords in URLs, tokens in query strings and headers, PEM blocks.
 
 `redact(text)` for any message that may carry an endpoint URL or a server's answer;
-`RedactSecretsFilter` applies it to every record of the handlers in settings.LOGGING.
+`RedactSecretsFilter` applies it to every record of the handlers in settings.LOGGING
+(runserver's access log, the django.server logger, included); gunicorn's access log is
+redacted by webapp.core.access_log.
 Plain Python: the workers use it too.
 """
 
@@ -19,11 +21,13 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     # scheme://user:password@host
     (re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@"), rf"\1{HIDDEN}@"),
-    # ?authz=... (XRootD), access_token=... (WLCG tokens over HTTP), presigned URLs
+    # ?authz=... (XRootD), access_token=... (WLCG tokens over HTTP), presigned URLs: any
+    # parameter named like a secret, or ending so after "_", "-" or "." (client_secret,
+    # refresh_token, X-Amz-Signature, api_key)
     (
         re.compile(
-            r"(?i)([?&](?:authz|access_token|bearer_token|token|password|passwd|secret|"
-            r"signature|x-amz-signature|sig|key)=)[^&\s'\"]+"
+            r"(?i)([?&](?:[\w.~-]*[_.-])?(?:authz|token|password|passwd|pwd|secret|"
+            r"signature|sig|key|apikey|credential)=)[^&#\s'\"]+"
         ),
         rf"\1{HIDDEN}",
     ),
