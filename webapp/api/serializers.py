@@ -18,6 +18,7 @@ from webapp.campaigns.validation import (
     METHODS,
     PATTERNS,
     campaign_rule_errors,
+    distinct,
     fraction_in_bounds,
 )
 from webapp.dashboards.run_detail import RunChartsSerializer
@@ -142,8 +143,15 @@ class VantagePointSerializer(serializers.ModelSerializer[VantagePoint]):
         fields = ["id", "name", "location", "description", "queue"]
 
 
+class DistinctListField(serializers.ListField):
+    """A list whose repeated values count once (campaign.validation.distinct)."""
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        return distinct(super().to_internal_value(data))
+
+
 def _list_of(child: serializers.Field, **kwargs: Any) -> serializers.ListField:
-    return serializers.ListField(child=child, min_length=1, max_length=MAX_LIST, **kwargs)
+    return DistinctListField(child=child, min_length=1, max_length=MAX_LIST, **kwargs)
 
 
 def _bounded(name: str, **kwargs: Any) -> serializers.IntegerField:
@@ -223,6 +231,9 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        for name in ("endpoints", "test_files", "vantage_points"):
+            if name in attrs:
+                attrs[name] = distinct(attrs[name])
         errors = campaign_rule_errors(
             endpoints=attrs.get("endpoints") or [],
             test_files=attrs.get("test_files") or [],

@@ -22,6 +22,7 @@ from webapp.campaigns.validation import (
     METHODS,
     PATTERNS,
     campaign_rule_errors,
+    distinct,
     fraction_in_bounds,
 )
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
@@ -84,7 +85,8 @@ def _choice(choices: Sequence[str]) -> Callable[[str], str]:
 
 
 class ValueListField(forms.CharField):
-    """Comma-separated values, each parsed (and bounded) by `parse`, shown back by `show`."""
+    """Comma-separated values, each parsed (and bounded) by `parse`, shown back by `show`;
+    a value given twice counts once."""
 
     def __init__(
         self, *, parse: Callable[[str], Any], show: Callable[[Any], str] = str, **kwargs: Any
@@ -98,7 +100,7 @@ class ValueListField(forms.CharField):
         items = [item for item in items if item]
         if len(items) > MAX_LIST:
             raise forms.ValidationError(f"at most {MAX_LIST} values")
-        return [self.parse(item) for item in items]
+        return distinct(self.parse(item) for item in items)
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, list):

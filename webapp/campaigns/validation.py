@@ -6,7 +6,8 @@ same campaigns; the engine's own bounds (workers/engine/params.py) are the sourc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TypeVar
 
 from webapp.sites.models import Endpoint, TestFile
 from workers.engine.params import (
@@ -43,6 +44,15 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
     "deadline_s": (1, MAX_TIMEOUT_S),
 }
 FRACTION_ERROR = "each fraction must be in (0, 1]"
+
+
+_Value = TypeVar("_Value", bound=Hashable)
+
+
+def distinct(values: Iterable[_Value]) -> list[_Value]:
+    """The values without repeats, in their first order: a value given twice in a campaign's
+    list would measure the same run twice (clients 1, 1 is clients 1)."""
+    return list(dict.fromkeys(values))
 
 
 def fraction_in_bounds(value: float) -> bool:
