@@ -33,6 +33,7 @@ RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/fedprobe \
         --shell /usr/sbin/nologin fedprobe \
     && mkdir -p /var/lib/fedprobe/static /var/lib/fedprobe-lab \
     && chown -R fedprobe:fedprobe /var/lib/fedprobe \
+    && chmod 700 /var/lib/fedprobe \
     && chmod 755 /var/lib/fedprobe-lab
 USER fedprobe
 

@@ -7,6 +7,7 @@ DEBUG off, loopback-only hosts. Malformed values fail loudly at start-up.
 import importlib.util
 import os
 import re
+import stat
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -16,6 +17,29 @@ from workers.engine.params import Method, Pattern
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("FEDPROBE_VAR_DIR", BASE_DIR / "var"))
+
+
+# VAR_DIR holds the SQLite database (sessions, password hashes), the credential key, the
+# embedded broker's messages and bin/run's logs: this user's only, whatever the umask.
+def private_dir(path: Path) -> Path:
+    """A folder only its owner may enter (0700): made so, or tightened if it is ours."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _tighten(path, 0o700)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """A file only its owner may read (0600), made empty if missing (an empty file is a new
+    SQLite database, and the journal SQLite writes next to it takes its mode)."""
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    _tighten(path, 0o600)
+    return path
+
+
+def _tighten(path: Path, mode: int) -> None:
+    status = path.stat()
+    if stat.S_IMODE(status.st_mode) & ~mode and status.st_uid == os.getuid():
+        path.chmod(mode)
 
 
 def env_str(name: str, default: str) -> str:
@@ -212,12 +236,13 @@ def _database_from_url(url: str) -> dict[str, object]:
 
 
 _database_url = os.environ.get("DATABASE_URL")
-if not _database_url:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES = {
     "default": _database_from_url(_database_url)
     if _database_url
-    else {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "fedprobe.sqlite3"}
+    else {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": private_file(private_dir(VAR_DIR) / "fedprobe.sqlite3"),
+    }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # run_compare_idx carries the series metrics as non-key columns on PostgreSQL; SQLite (the
@@ -403,9 +428,9 @@ if _broker_url:
         "socket_timeout": 30,
     }
 else:
-    _broker_dir = VAR_DIR / "broker"
+    _broker_dir = private_dir(private_dir(VAR_DIR) / "broker")
     for _folder in ("queues", "control"):
-        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+        private_dir(_broker_dir / _folder)
     CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queues"),

@@ -65,7 +65,7 @@ def local_key(path: Path) -> str:
 
 
 def _create_key_file(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # VAR_DIR: private
     fd, partial = tempfile.mkstemp(dir=path.parent, prefix=".credential-key-")  # mode 0600
     try:
         with os.fdopen(fd, "wb") as out:
