@@ -16,6 +16,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -70,9 +71,18 @@ def lab_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
-    tmp_path: Path, lab_dir: Path
-) -> None:
+@dataclass
+class BinRun:
+    process: subprocess.Popen[bytes]
+    log: Path
+    web: str
+    env: dict[str, str]
+
+    def wait(self, condition: object, timeout_s: float, what: str) -> None:
+        _wait(condition, timeout_s, what, self.log, self.process)
+
+
+def _start(tmp_path: Path, lab_dir: Path) -> BinRun:
     port = free_port()
     env = {
         key: value
@@ -87,26 +97,51 @@ def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
     }
     log = tmp_path / "run.log"
     with log.open("wb") as out:
-        run = subprocess.Popen(
+        process = subprocess.Popen(
             ["bin/run"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-    web = f"http://127.0.0.1:{port}"
-    try:
-        _wait(lambda: _get(f"{web}/healthz") == {"status": "ok"}, UP_TIMEOUT_S, "web up", log, run)
-        token = _token(env)
-        campaigns = _get(f"{web}/api/v1/campaigns/", token)["results"]  # type: ignore[index]
-        example = next(c for c in campaigns if c["name"] == AUTH_EXAMPLE)
-        launched = _post(f"{web}/api/v1/campaigns/{example['id']}/launch/", token)
-        assert launched["runs"]  # type: ignore[index]
-        runs_url = f"{web}/api/v1/runs/?campaign={example['id']}&limit=100"
+    run = BinRun(process, log, f"http://127.0.0.1:{port}", env)
+    run.wait(lambda: _get(f"{run.web}/healthz") == {"status": "ok"}, UP_TIMEOUT_S, "web up")
+    return run
 
-        def all_ended() -> bool:
-            runs = _get(runs_url, token)["results"]  # type: ignore[index]
-            return all(r["status"] not in ("queued", "running") for r in runs)
 
-        _wait(all_ended, 240, "the example campaign measured by bin/run's worker", log, run)
+def _measure_the_auth_example(run: BinRun) -> list[dict[str, str]]:
+    token = _token(run.env)
+    campaigns = _get(f"{run.web}/api/v1/campaigns/", token)["results"]  # type: ignore[index]
+    example = next(c for c in campaigns if c["name"] == AUTH_EXAMPLE)
+    launched = _post(f"{run.web}/api/v1/campaigns/{example['id']}/launch/", token)
+    ids = set(launched["runs"])  # type: ignore[index]
+    assert ids
+    runs_url = f"{run.web}/api/v1/runs/?campaign={example['id']}&limit=100"
+
+    def launched_runs() -> list[dict[str, str]]:
         runs = _get(runs_url, token)["results"]  # type: ignore[index]
+        return [r for r in runs if r["id"] in ids]
+
+    def all_ended() -> bool:
+        return all(r["status"] not in ("queued", "running") for r in launched_runs())
+
+    run.wait(all_ended, 240, "the example campaign measured by bin/run's worker")
+    return launched_runs()
+
+
+def _ctrl_c(run: BinRun, tmp_path: Path, lab_dir: Path) -> None:
+    """Stops bin/run as a terminal's Ctrl-C does, and checks that nothing is left."""
+    os.killpg(run.process.pid, signal.SIGTERM)  # as a terminal's Ctrl-C: the whole group
+    exit_code = run.process.wait(timeout=90)
+    assert run.log.read_text().count("run: stopping") == 1
+    assert exit_code in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
+    assert _survivors(tmp_path) == []
+    assert _survivors(lab_dir) == []
+
+
+def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
+    tmp_path: Path, lab_dir: Path
+) -> None:
+    run = _start(tmp_path, lab_dir)
+    try:
+        runs = _measure_the_auth_example(run)
         # The lab's authenticated doors, with the credentials the lab registered for them.
         assert {(r["status"], r["auth"]) for r in runs} == {
             ("succeeded", "none"),
@@ -115,12 +150,65 @@ def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
             ("succeeded", "x509"),
         }, runs
     finally:
-        os.killpg(run.pid, signal.SIGTERM)  # as a terminal's Ctrl-C: the whole group
-        exit_code = run.wait(timeout=90)
-    assert "run: stopping" in log.read_text()
-    assert exit_code in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
-    assert _survivors(tmp_path) == []
-    assert _survivors(lab_dir) == []
+        _ctrl_c(run, tmp_path, lab_dir)
+
+
+def test_bin_run_starts_a_worker_that_died_again_and_it_measures(
+    tmp_path: Path, lab_dir: Path
+) -> None:
+    run = _start(tmp_path, lab_dir)
+    try:
+        (worker,) = _workers(tmp_path)
+        os.kill(worker, signal.SIGKILL)  # as the kernel's OOM killer would
+        run.wait(lambda: len(_workers(tmp_path) - {worker}) == 1, 60, "a new worker")
+        assert "run: worker exited (status 137); starting it again in 1 s" in run.log.read_text()
+        assert _session(worker) == [], "the dead worker's pool process is left"
+
+        runs = _measure_the_auth_example(run)
+        assert {r["status"] for r in runs} == {"succeeded"}, runs
+    finally:
+        _ctrl_c(run, tmp_path, lab_dir)
+
+
+def _workers(tmp_path: Path) -> set[int]:
+    """bin/run's Celery workers: each leads a session of its own (not its pool processes)."""
+    found = set()
+    for pid in _processes_of(tmp_path):
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if b"worker" in cmdline and os.getsid(pid) == pid:
+            found.add(pid)
+    return found
+
+
+def _session(sid: int) -> list[int]:
+    """Live processes of session `sid`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[3]) == sid and stat[0] != "Z":
+                found.append(int(proc.name))
+    return found
+
+
+def _processes_of(tmp_path: Path) -> list[int]:
+    """Live processes whose environment names this test's VAR_DIR."""
+    marker = f"FEDPROBE_VAR_DIR={tmp_path / 'var'}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (
+                proc.name.isdigit()
+                and marker in (proc / "environ").read_bytes().split(b"\0")
+                and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            ):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
 
 
 AUTH_EXAMPLE = "Lab example: what TLS and authentication cost at the near site"
