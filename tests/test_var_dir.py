@@ -5,11 +5,20 @@ the umask, as the embedded defaults make it."""
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import sqlite3
 import stat
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+
+import pytest
+
+from tests.servers import free_port
+from workers.lab.ports import free_base_port
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -66,3 +75,35 @@ def test_a_world_readable_var_dir_of_an_older_version_is_tightened(tmp_path: Pat
     (var / "fedprobe.sqlite3").chmod(0o644)
     manage(var, "migrate", "--noinput")
     assert_private(var)
+
+
+@pytest.mark.lab
+def test_bin_run_keeps_its_logs_and_database_private(tmp_path: Path) -> None:
+    var, lab_dir = tmp_path / "var", Path(tempfile.mkdtemp(prefix="fedprobe-var-lab-", dir="/tmp"))
+    lab_dir.chmod(0o755)  # the lab's servers may run as nobody
+    port = free_port()
+    env = embedded_env(var) | {
+        "FEDPROBE_PORT": str(port),
+        "FEDPROBE_LAB_DIR": str(lab_dir),
+        "FEDPROBE_LAB_BASE_PORT": str(free_base_port()),
+    }
+    log = tmp_path / "run.log"
+    with log.open("wb") as out:
+        run = subprocess.Popen(
+            ["bin/run"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, umask=0o022,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while "fedprobe is running" not in log.read_text():
+            assert run.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(1)
+        found = modes(var)
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)
+        run.wait(timeout=120)
+        shutil.rmtree(lab_dir, ignore_errors=True)
+    assert found["."] == "0o700", found
+    private = ("web.log", "worker.log", "beat.log", "fedprobe.sqlite3", "admin-password")
+    assert {name: found[name] for name in private} == dict.fromkeys(private, "0o600"), found
