@@ -28,6 +28,7 @@ from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import Method, Pattern, RunParams
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
+from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
 from workers.engine.urls import check_url
 
@@ -73,6 +74,8 @@ class ClientSpec:
     vector_limits: tuple[int, int] | None
     start_timeout_s: float
     access: Access = field(default_factory=Access)
+    # The process running the run: the client ends when it is gone.
+    run_pid: int = field(default_factory=os.getpid)
 
 
 # What a client sends its parent once it is prepared and waiting for the release.
@@ -85,6 +88,7 @@ def client_main(
     """Process entry point: prepare, say ready, wait for the release, measure, report."""
     # A process group of its own: the run can stop this client and any copy tool it runs.
     os.setpgid(0, 0)
+    die_with(spec.run_pid)
     spec.access.apply_environment()
     result = ClientResult(client=spec.client)
     try:

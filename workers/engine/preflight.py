@@ -9,6 +9,7 @@ library keeps per process (XrdCl's channels and their error state) outlives it.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import Method, Pattern, RunParams
-from workers.engine.processes import main_module_hidden
+from workers.engine.processes import die_with, main_module_hidden
 from workers.engine.urls import check_url
 
 # How long past its deadline a preflight may take to report before it is killed.
@@ -61,7 +62,7 @@ def run_preflight(
     receiver, sender = ctx.Pipe(duplex=False)
     process = ctx.Process(
         target=preflight_main,
-        args=(params, access, deadline, sender),
+        args=(params, access, deadline, sender, os.getpid()),
         name="fedprobe-preflight",
         daemon=True,
     )
@@ -87,8 +88,12 @@ def run_preflight(
     raise ProbeError(ErrorClass(name), message)
 
 
-def preflight_main(params: RunParams, access: Access, deadline: Deadline, sink: _Sink) -> None:
+def preflight_main(
+    params: RunParams, access: Access, deadline: Deadline, sink: _Sink, run_pid: int
+) -> None:
     """Process entry point: the answer is a Found or an (kind, class or field, message)."""
+    os.setpgid(0, 0)  # a group of its own, ended with the run's process (die_with)
+    die_with(run_pid)
     access.apply_environment()
     try:
         sink.send(preflight(params, access, deadline))

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
+import select
+import shutil
+import signal
 import sys
+import threading
+import time
 import types
 from collections.abc import Iterator
 from multiprocessing.context import ForkServerContext, SpawnContext
@@ -34,3 +40,52 @@ def client_context() -> ForkServerContext | SpawnContext:
         ctx.set_forkserver_preload(["workers.engine.client", "workers.engine.preflight"])
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def die_with(run_pid: int) -> None:
+    """End this process group (this process and any copy tool it runs) as soon as process
+    `run_pid`, the one running the run, is gone: a client or preflight whose worker was
+    killed must not go on measuring beside the next run.
+
+    Not PR_SET_PDEATHSIG: the parent is the fork server, which outlives the worker for as
+    long as its children hold the descriptor it watches. A thread waits on a pidfd of the
+    run's process (polling it where pidfds are missing); it costs the measurement nothing.
+    """
+    threading.Thread(target=_watch, args=(run_pid,), name="fedprobe-die-with", daemon=True).start()
+
+
+def _watch(run_pid: int) -> None:
+    try:
+        pidfd = os.pidfd_open(run_pid)
+    except ProcessLookupError:
+        _end_group()
+        return
+    except OSError:
+        while _alive(run_pid):
+            time.sleep(0.5)
+        _end_group()
+        return
+    select.select([pidfd], [], [])
+    _end_group()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _end_group() -> None:
+    os.killpg(os.getpgid(0), signal.SIGKILL)
+
+
+def tool_argv(argv: list[str]) -> list[str]:
+    """A copy tool's command line, killed too when its client dies (setpriv, util-linux)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return argv
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv]

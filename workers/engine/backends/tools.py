@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
 from workers.engine.deadline import Deadline
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.processes import tool_argv
 
 # Phrases in copy tools' error output, checked in this order.
 _STDERR_CLASSES = (
@@ -37,9 +39,11 @@ def run_copy_tool(
     Never through a shell. The tool stays in the client's process group, so a client
     killed by its run (deadline, cancel) takes its copy tool with it.
     """
+    if shutil.which(argv[0]) is None:
+        raise ProbeError(ErrorClass.SERVER_ERROR, f"{argv[0]} is not installed")
     try:
         process = subprocess.Popen(
-            list(argv),
+            tool_argv(list(argv)),
             env=dict(env) if env is not None else None,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
