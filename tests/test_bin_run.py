@@ -1,8 +1,8 @@
 """`bin/run` as a new user runs it: everything up on the embedded defaults (SQLite, the
 filesystem broker, the lab), a campaign measured, and a Ctrl-C that stops it all.
 
-A terminal's Ctrl-C signals the whole foreground process group; the test sends SIGTERM to
-bin/run's group the same way (bin/run traps both), in the middle of a measurement.
+A terminal's Ctrl-C signals the whole foreground process group; the tests send SIGINT (as
+Ctrl-C) or SIGTERM to bin/run's group the same way (bin/run traps both).
 """
 
 from __future__ import annotations
@@ -126,14 +126,18 @@ def _measure_the_auth_example(run: BinRun) -> list[dict[str, str]]:
     return launched_runs()
 
 
-def _ctrl_c(run: BinRun, tmp_path: Path, lab_dir: Path) -> None:
-    """Stops bin/run as a terminal's Ctrl-C does, and checks that nothing is left."""
-    os.killpg(run.process.pid, signal.SIGTERM)  # as a terminal's Ctrl-C: the whole group
+def _ctrl_c(
+    run: BinRun, tmp_path: Path, lab_dir: Path, signum: signal.Signals = signal.SIGTERM
+) -> None:
+    """Signals bin/run's whole process group, as a terminal's Ctrl-C does (SIGINT), and
+    checks that nothing is left: no process naming this test's folders or VAR_DIR."""
+    os.killpg(run.process.pid, signum)
     exit_code = run.process.wait(timeout=90)
     assert run.log.read_text().count("run: stopping") == 1
-    assert exit_code in (0, 128 + signal.SIGTERM, -signal.SIGTERM)
+    assert exit_code in (0, 128 + signum, -signum)
     assert _survivors(tmp_path) == []
     assert _survivors(lab_dir) == []
+    assert _processes_of(tmp_path) == []
 
 
 def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
@@ -167,7 +171,7 @@ def test_bin_run_starts_a_worker_that_died_again_and_it_measures(
         runs = _measure_the_auth_example(run)
         assert {r["status"] for r in runs} == {"succeeded"}, runs
     finally:
-        _ctrl_c(run, tmp_path, lab_dir)
+        _ctrl_c(run, tmp_path, lab_dir, signal.SIGINT)
 
 
 def _workers(tmp_path: Path) -> set[int]:
