@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
 from webapp.api.filters import RunFilter
+from webapp.api.parsers import PARSER_CLASSES
 from webapp.api.serializers import (
     CampaignSerializer,
     EndpointSerializer,
@@ -27,6 +28,7 @@ from webapp.api.serializers import (
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.selectors import SERIES_METRICS, endpoint_series, run_json, run_list
 from webapp.campaigns.services import campaign_launch, run_cancel
+from webapp.campaigns.validation import MAX_ID
 from webapp.dashboards.run_detail import run_charts
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from webapp.sites.services import vantage_point_local
@@ -63,6 +65,7 @@ class OwnedViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type: ignor
     """Rows with an owner: operators create (and own), owners and admins edit."""
 
     permission_classes = [CanEditObject]
+    parser_classes = PARSER_CLASSES
 
     def perform_create(self, serializer: serializers.BaseSerializer[Any]) -> None:
         serializer.save(owner=self.request.user)
@@ -84,6 +87,7 @@ class VantagePointViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type
     queryset = VantagePoint.objects.order_by("name")
     serializer_class = VantagePointSerializer
     permission_classes = [IsOperatorOrReadOnly]
+    parser_classes = PARSER_CLASSES
 
 
 class CampaignViewSet(OwnedViewSet):
@@ -122,6 +126,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
     serializer_class = RunListSerializer
     filterset_class = RunFilter
     permission_classes = [IsOperatorOrReadOnly]
+    parser_classes = PARSER_CLASSES
 
     def get_queryset(self) -> QuerySet[Run]:
         if self.action == "retrieve":
@@ -144,7 +149,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
 
 class SeriesQuery(serializers.Serializer[Any]):
     endpoint = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), min_length=1, max_length=50
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), min_length=1, max_length=50
     )
     metric = serializers.ChoiceField(choices=sorted(SERIES_METRICS))
     bucket = serializers.ChoiceField(choices=["day", "hour"], default="day")

@@ -25,6 +25,9 @@ from workers.engine.params import (
 )
 from workers.engine.urls import GRIDFTP_SCHEMES
 
+# The largest id a query may name: the databases' ids are signed 64-bit (a larger one overflows
+# SQLite's binding instead of matching nothing).
+MAX_ID = 2**63 - 1
 MAX_LIST = 32  # values per parameter list of a campaign
 MAX_REPETITIONS = 100
 METHODS = tuple(m.value for m in Method)

@@ -18,7 +18,13 @@ from rest_framework.views import APIView
 
 from webapp.accounts.roles import IsOperatorOrReadOnly
 from webapp.campaigns.models import Campaign
-from webapp.campaigns.validation import FRACTION_ERROR, METHODS, PATTERNS, fraction_in_bounds
+from webapp.campaigns.validation import (
+    FRACTION_ERROR,
+    MAX_ID,
+    METHODS,
+    PATTERNS,
+    fraction_in_bounds,
+)
 from webapp.core.views import ViewerRequiredMixin
 from webapp.dashboards.results import ResultsFilter, campaign_results
 from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE
@@ -40,7 +46,7 @@ def _values(child: serializers.Field[Any, Any, Any, Any], help_text: str) -> ser
 class ResultsQuery(serializers.Serializer[Any]):
     """The runs to read; each parameter may repeat (?method=direct&method=copy)."""
 
-    endpoint = _values(serializers.IntegerField(min_value=1), "endpoint ids")
+    endpoint = _values(serializers.IntegerField(min_value=1, max_value=MAX_ID), "endpoint ids")
     vantage_point = _values(serializers.CharField(max_length=50), "vantage point names")
     method = _values(serializers.ChoiceField(choices=METHODS), "access methods")
     pattern = _values(serializers.ChoiceField(choices=PATTERNS), "read patterns")
