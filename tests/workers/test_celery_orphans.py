@@ -1,15 +1,17 @@
-"""A worker killed mid-run takes its clients with it: none goes on measuring beside the next
-run (issue 10, item 4). Killed as `kill -9` kills it, not its whole session: orphans would
-show."""
+"""A worker killed mid-run: its clients die with it, none goes on measuring beside the next
+run (issue 10, item 4; killed as `kill -9` kills it, not its whole session, so orphans would
+show), and the clients that had ended are kept (item 3)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from django.db.models import F
@@ -17,9 +19,10 @@ from django.db.models import F
 from tests.celery_worker import WorkerProcess, session_members, wait_until
 from tests.webapp.factories import CampaignFactory
 from tests.workers.test_celery import lab_endpoint
-from webapp.campaigns.models import Run
-from webapp.campaigns.services import campaign_launch
+from webapp.campaigns.models import ClientAttempt, Run
+from webapp.campaigns.services import campaign_launch, runs_reap
 from webapp.sites.models import VantagePoint
+from workers.lab.relay import RelayHost, RelaySpec
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
 
@@ -91,3 +94,69 @@ def test_clients_die_with_their_worker_and_its_pool_process(
     while any(alive(pid) for pid in measuring) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [pid for pid in measuring if alive(pid)] == []
+
+
+def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_partial(
+    lab: Any, start_celery_worker: Callable[..., WorkerProcess]
+) -> None:
+    """8 clients read 4 MiB each through a relay (2 ms) that hangs as soon as the first of
+    them has ended (its connection closed): the others hang mid-read; the worker is killed;
+    the reaper ends the run partial with the records of those that ended (issue 10, item 3)."""
+    clients = 8
+    target = urlsplit(lab.endpoint("local-root").url)
+    assert target.hostname is not None and target.port is not None
+    relay = RelayHost([RelaySpec("test", 0, target.hostname, target.port, rtt_ms=2.0)])
+    relay.start()
+    try:
+        vantage = "partial"
+        worker = start_celery_worker(vantage)
+        endpoint = lab_endpoint(lab, "local-root")
+        endpoint.base_url = f"root://127.0.0.1:{relay.relay('test').port}/"
+        endpoint.save()
+        campaign = CampaignFactory(
+            endpoints=[endpoint],
+            vantage_points=[VantagePoint.objects.create(name=vantage)],
+            methods=["direct"],
+            patterns=["sequential"],
+            read_sizes=[64 * 1024],
+            fractions=[1.0],
+            clients=[clients],
+            deadline_s=600.0,
+        )
+        campaign.test_files.set([endpoint.files.get(path="/fedprobe/file-4M")])
+        hang_after_the_first_ends(relay, clients)
+        (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
+
+        def some_ended_while_running() -> bool:
+            ended = run.attempts.filter(status=ClientAttempt.Status.OK).exists()
+            return ended and Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).exists()
+
+        wait_until(some_ended_while_running, 60, "a client's record stored as it ended", worker)
+        worker.kill_host()
+        wait_until(lambda: runs_reap(stale_after_s=3), 30, "reaped")
+    finally:
+        relay.stop()
+    run.refresh_from_db()
+    assert run.status == Run.Status.PARTIAL
+    kept = run.attempts.filter(status=ClientAttempt.Status.OK)
+    assert 1 <= kept.count() < clients
+    assert all(a.record["bytes_read"] == 4 * 1024 * 1024 for a in kept)
+    lost = run.attempts.filter(status=ClientAttempt.Status.LOST).count()
+    assert lost == clients - kept.count()
+
+
+def hang_after_the_first_ends(relay: RelayHost, clients: int) -> None:
+    """Hang the relay once all clients were connected and one connection has closed."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        connected = False
+        while time.monotonic() < deadline:
+            open_now = relay.stats()["test"].connections_open
+            connected = connected or open_now >= clients
+            if connected and open_now < clients:
+                relay.set_mode("test", "hang")
+                return
+            time.sleep(0.001)
+
+    threading.Thread(target=watch, daemon=True).start()

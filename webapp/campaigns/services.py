@@ -36,6 +36,7 @@ from workers.engine import (
     run_probe,
 )
 from workers.engine.credentials import resolve_ca_dir
+from workers.engine.metrics import ClientResult
 from workers.engine.params import needed_bytes
 
 log = logging.getLogger(__name__)
@@ -522,6 +523,8 @@ class _Heartbeat:
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{run_id}", daemon=True)
         self._client_bytes: tuple[int, ...] = ()
+        self._finished: tuple[ClientResult, ...] = ()
+        self._stored: set[int] = set()
 
     def __enter__(self) -> _Heartbeat:
         self._thread.start()
@@ -537,6 +540,7 @@ class _Heartbeat:
     def progress(self, progress: Progress) -> None:
         # Called by the engine several times a second: only keep it for the next beat.
         self._client_bytes = progress.client_bytes
+        self._finished = progress.finished
 
     def _beat(self) -> None:
         try:
@@ -552,6 +556,7 @@ class _Heartbeat:
             ClientAttempt.objects.filter(
                 run_id=self.run_id, status=ClientAttempt.Status.RUNNING
             ).update(heartbeat_at=timezone.now(), bytes_read=self._bytes_read())
+            self._store_finished()
             if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
                 self._cancel.set()
         except (OperationalError, InterfaceError) as exc:
@@ -559,6 +564,30 @@ class _Heartbeat:
             # reconnects. Beats must only stop with the worker (the reaper relies on it).
             log.warning("run %s: heartbeat missed (%s)", self.run_id, exc)
             connection.close()
+
+    def _store_finished(self) -> None:
+        """Each client's record once it has ended: if the worker dies later, the reaper finds
+        these attempts ended (a run with some is partial). Ingestion writes them again,
+        the same."""
+        now = timezone.now()
+        for client in self._finished:
+            if client.client in self._stored:
+                continue
+            record = client.to_json()
+            error = record["error"] or {}
+            assert isinstance(error, dict)
+            ClientAttempt.objects.filter(
+                run_id=self.run_id, client=client.client, status=ClientAttempt.Status.RUNNING
+            ).update(
+                status=_attempt_status(error),
+                heartbeat_at=now,
+                finished_at=now,
+                error_class=str(error.get("class", "")),
+                error_message=str(error.get("message", ""))[:10_000],
+                bytes_read=client.bytes_read,
+                record=record,
+            )
+            self._stored.add(client.client)
 
     def _bytes_read(self) -> Case | F:
         done = self._client_bytes

@@ -63,6 +63,8 @@ class Progress:
     deadline_s: float
     # Bytes delivered so far by each client, by client index.
     client_bytes: tuple[int, ...] = ()
+    # The records of the clients that have ended, as they ended (kept if the worker dies).
+    finished: tuple[ClientResult, ...] = ()
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -341,5 +343,6 @@ class _Execution:
                 elapsed_s=elapsed,
                 deadline_s=self.result.deadline_s,
                 client_bytes=done,
+                finished=tuple(self.results.values()),
             )
         )
