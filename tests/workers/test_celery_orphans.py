@@ -160,3 +160,53 @@ def hang_after_the_first_ends(relay: RelayHost, clients: int) -> None:
             time.sleep(0.001)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def test_after_a_hang_the_same_worker_and_the_web_process_measure_the_endpoint_again(
+    lab: Any, start_celery_worker: Callable[..., WorkerProcess]
+) -> None:
+    """Issue 10, item 1: one XRootD endpoint hangs (a run ends timeout), recovers; the next
+    run in the same pool process, and Test connection in this (long-lived) process, succeed.
+    The relay keeps its port throughout, as a real endpoint keeps its address."""
+    from webapp.sites.services import endpoint_test_connection
+
+    target = urlsplit(lab.endpoint("local-root").url)
+    assert target.hostname is not None and target.port is not None
+    relay = RelayHost([RelaySpec("test", 0, target.hostname, target.port)])
+    relay.start()
+    try:
+        vantage = "recovers"
+        worker = start_celery_worker(vantage)
+        endpoint = lab_endpoint(lab, "local-root")
+        endpoint.base_url = f"root://127.0.0.1:{relay.relay('test').port}/"
+        endpoint.save()
+        campaign = CampaignFactory(
+            endpoints=[endpoint],
+            vantage_points=[VantagePoint.objects.create(name=vantage)],
+            methods=["direct"],
+            patterns=["random"],
+            read_sizes=[4096],
+            fractions=[0.01],
+            clients=[2],
+            deadline_s=5.0,
+        )
+        relay.set_mode("test", "hang")
+        (hung,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
+        assert not endpoint_test_connection(endpoint=endpoint).ok
+        wait_until(lambda: final(hung), 60, "the hung run ended", worker)
+        relay.set_mode("test", "normal")
+        (again,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
+        wait_until(lambda: final(again), 60, "the run after the hang", worker)
+        check = endpoint_test_connection(endpoint=endpoint)
+    finally:
+        relay.stop()
+    hung.refresh_from_db()
+    again.refresh_from_db()
+    assert hung.status in (Run.Status.TIMEOUT, Run.Status.FAILED), hung.errors
+    assert again.status == Run.Status.SUCCEEDED, again.errors
+    assert again.worker == hung.worker
+    assert check.ok, (check.error_class, check.message)
+
+
+def final(run: Run) -> bool:
+    return Run.objects.filter(pk=run.pk, status__in=Run.FINAL).exists()
