@@ -1,21 +1,30 @@
-"""A fuzzer against the OpenAPI schema finds no 5xx (reliability.md).
+"""A fuzzer against the OpenAPI schema finds no 5xx (reliability.md), on PostgreSQL and on
+the embedded SQLite database.
 
 Schemathesis loads /api/schema/ from a live server and sends every operation inputs drawn
 from the schema (positive) and inputs that break it (negative), as an operator with a token.
 Path ids are either drawn or those of rows made for the test, so details, edits, launches,
-cancels and deletes meet real rows; deletes go last. Launches send to an in-memory broker:
-nothing is measured.
+cancels and deletes meet real rows; deletes go last. Every operation also meets, explicitly,
+the inputs that once answered 500: ids and integers past the 64-bit range (in the path and
+each integer query parameter, which overflowed SQLite) and JSON nested deeper than the
+parser recurses (on every write). Launches send to an in-memory broker: nothing is measured.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import hypothesis
 import pytest
+import requests
 import schemathesis
 from django.contrib.auth.models import Group, User
+from django.db import connection
 from hypothesis import strategies
 from rest_framework.authtoken.models import Token
 from schemathesis import APIOperation, GenerationMode
@@ -35,7 +44,11 @@ from webapp.accounts.throttles import WriteRateThrottle
 from webapp.campaigns.models import Run
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
-EXAMPLES = 15  # per operation and generation mode: ~900 requests in all
+EXAMPLES = 30  # per operation and generation mode: ~1,800 requests in all
+EXPLICIT_EXAMPLES = 3  # per fixed huge value (the other parameters drawn)
+HUGE_INTEGERS = (2**63, 2**64, -(2**63) - 1)
+DEEP_JSON = ("[" * 100_000, '{"a":' * 50_000)
+ROOT = Path(__file__).resolve().parents[3]
 DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns")
 
 
@@ -95,7 +108,27 @@ def test_fuzzing_every_operation_finds_no_server_error(
             failure = _fuzz(strategy, base_url=live_server.url, headers=auth)
             if failure:
                 failures.append(f"{operation.label} ({mode.value}): {failure}")
+        for name, strategy in _huge_integer_cases(operation, ids):
+            failure = _fuzz(
+                strategy, base_url=live_server.url, headers=auth, examples=EXPLICIT_EXAMPLES
+            )
+            if failure:
+                failures.append(f"{operation.label} (huge {name}): {failure}")
+        failures += _deep_json_failures(operation, ids, base_url=live_server.url, headers=auth)
     assert not failures, "\n\n".join(failures)
+
+
+def test_fuzzing_on_the_embedded_sqlite_database_finds_no_server_error(tmp_path: Path) -> None:
+    """The fuzzer above, in a pytest of its own on SQLite (this session's database is
+    PostgreSQL; on SQLite the test above is this one)."""
+    if connection.vendor == "sqlite":
+        pytest.skip("this session runs on SQLite: the test above fuzzes it")
+    env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
+    test = f"{Path(__file__).relative_to(ROOT)}::test_fuzzing_every_operation_finds_no_server_error"
+    fuzz = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test]
+    done = subprocess.run(fuzz, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout
 
 
 def _collection(operation: APIOperation) -> str:
@@ -119,11 +152,64 @@ def _cases(operation: APIOperation, mode: GenerationMode, ids: dict[str, int]) -
     return strategies.one_of(drawn, own)
 
 
-def _fuzz(strategy: Any, *, base_url: str, headers: dict[str, str]) -> str | None:
+def _integer_parameters(operation: APIOperation) -> Iterator[tuple[str, str, bool]]:
+    """(location, name, is a list) of the operation's integer path and query parameters."""
+    for parameter in operation.iter_parameters():
+        location = str(parameter.location.value)
+        schema = parameter.definition.get("schema", {})
+        if location not in ("path", "query"):
+            continue
+        if schema.get("type") == "integer":
+            yield location, parameter.name, False
+        elif schema.get("type") == "array" and schema.get("items", {}).get("type") == "integer":
+            yield location, parameter.name, True
+
+
+def _huge_integer_cases(operation: APIOperation, ids: dict[str, int]) -> Iterator[Any]:
+    """(parameter, strategy) with one integer parameter fixed past the 64-bit range, the
+    rest drawn (and the path id the test's own row where the path has one)."""
+    own = {"id": ids[_collection(operation)]} if "{id}" in operation.path else {}
+    for location, name, is_list in _integer_parameters(operation):
+        for value in HUGE_INTEGERS:
+            fixed = [value] if is_list else value
+            if location == "path":
+                strategy = operation.as_strategy(path_parameters={name: fixed})
+            else:
+                strategy = operation.as_strategy(path_parameters=own, query={name: fixed})
+            yield f"{name}={value}", strategy
+
+
+def _deep_json_failures(
+    operation: APIOperation, ids: dict[str, int], *, base_url: str, headers: dict[str, str]
+) -> list[str]:
+    """Server errors of a write sent JSON nested deeper than the parser recurses."""
+    method = operation.method.upper()
+    if method not in ("POST", "PUT", "PATCH"):
+        return []
+    path = operation.path
+    if "{id}" in path:
+        path = path.replace("{id}", str(ids[_collection(operation)]))
+    failures = []
+    for body in DEEP_JSON:
+        answer = requests.request(
+            method,
+            f"{base_url}{path}",
+            data=body,
+            headers={**headers, "Content-Type": "application/json"},
+            timeout=60,
+        )
+        if answer.status_code >= 500:
+            failures.append(f"{operation.label} (nested JSON): {answer.status_code}")
+    return failures
+
+
+def _fuzz(
+    strategy: Any, *, base_url: str, headers: dict[str, str], examples: int = EXAMPLES
+) -> str | None:
     """The first server error the strategy's cases meet, or None."""
 
     @hypothesis.settings(
-        max_examples=EXAMPLES,
+        max_examples=examples,
         deadline=None,
         database=None,
         derandomize=True,  # the same cases every run: a failure here is reproducible

@@ -101,3 +101,26 @@ def test_a_huge_id_filtering_runs_is_not_a_server_error(operator: APIClient, nam
 )
 def test_a_huge_id_in_a_path_is_not_found(operator: APIClient, path: str) -> None:
     assert operator.get(path.format(HUGE)).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["0150-07-10T08:43:50.18+16:01", "2026-01-01T00:00:00-23:59", "0001-01-01T00:00:00+01:00"],
+)
+@pytest.mark.parametrize("name", ["created_after", "created_before"])
+def test_a_time_with_any_offset_filters_runs_without_a_server_error(
+    operator: APIClient, name: str, value: str
+) -> None:
+    RunFactory()
+    answer = operator.get("/api/v1/runs/", {name: value})
+    assert answer.status_code in (200, 400), answer.content[:300]
+    if answer.status_code == 400:
+        assert name in answer.json()
+
+
+def test_an_offset_past_postgresql_s_range_still_filters(operator: APIClient) -> None:
+    run = RunFactory()
+    later = run.created_at.replace(year=run.created_at.year + 1).strftime("%Y-%m-%dT%H:%M:%S")
+    answer = operator.get("/api/v1/runs/", {"created_before": f"{later}+16:30"})
+    assert answer.status_code == 200
+    assert [row["id"] for row in answer.json()["results"]] == [run.pk]
