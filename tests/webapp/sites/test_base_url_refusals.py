@@ -11,7 +11,9 @@ from django.contrib.auth.models import Group, User
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from tests.webapp.factories import SiteFactory
+from tests.webapp.factories import EndpointFactory, RunFactory, SiteFactory, TestFileFactory
+from webapp.campaigns.models import Run
+from webapp.campaigns.services import run_execute
 from webapp.sites.forms import EndpointForm
 from webapp.sites.models import Endpoint
 
@@ -120,3 +122,21 @@ def test_a_file_base_url_inside_the_file_roots_is_accepted(api: APIClient, file_
         answer = api.post("/api/v1/endpoints/", body, format="json")
         assert answer.status_code == 201, answer.json()
     assert _form("file", f"file://{file_root}/", name="e3").is_valid()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 10 item 15, run time: run_execute (webapp/campaigns/services.py) ends an "
+    "InvalidParams refusal with run_fail's default class server-error",
+)
+def test_a_stored_file_endpoint_outside_the_file_roots_fails_its_run_as_egress(
+    file_root: str,
+) -> None:
+    # Stored before endpoints were checked when written (the factory does not validate).
+    endpoint = EndpointFactory(protocol="file", base_url="file:///etc/")
+    run = RunFactory(test_file=TestFileFactory(endpoint=endpoint, path="hostname"))
+    run_execute(run_id=run.pk, worker="test@host")
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED
+    assert [error["class"] for error in run.errors] == ["egress"]
+    assert "outside the allowed file roots" in run.errors[0]["message"]
