@@ -192,6 +192,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "webapp.core.csp.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"

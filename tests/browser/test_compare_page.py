@@ -167,7 +167,8 @@ def test_compare_page_draws_lab_runs_and_history(
         f"Plotly.relayout(document.getElementById('compare-chart'), {{'xaxis.range': {zoom}}})"
     )
     page.wait_for_function(
-        f"document.getElementById('failures-chart').layout.xaxis.range[0].startsWith('{zoom[0]}')"
+        "() => document.getElementById('failures-chart').layout.xaxis.range[0]"
+        f".startsWith('{zoom[0]}')"
     )
     watch.assert_clean()
 
@@ -195,7 +196,9 @@ def test_months_of_history_read_at_a_glance_and_zoom_together(
     assert page.evaluate(f"{bands}.length") == 6
     page.wait_for_selector("#failures-chart .main-svg")
     page.check("#id_scale")  # a display choice: no request, the address keeps it
-    page.wait_for_function("document.getElementById('compare-chart').layout.yaxis.type === 'log'")
+    page.wait_for_function(
+        "() => document.getElementById('compare-chart').layout.yaxis.type === 'log'"
+    )
     assert parse_qs(urlsplit(page.url).query)["scale"] == ["log"]
     assert medians(page) == drawn
     screenshot(page, "compare")
@@ -229,7 +232,8 @@ def test_a_control_changes_the_plot_the_address_and_the_download(
 
     page.select_option("#id_metric", "open_s")
     page.wait_for_function(
-        "document.getElementById('compare-chart').layout.yaxis.title.text.startsWith('Open time')"
+        "() => document.getElementById('compare-chart').layout.yaxis.title.text"
+        ".startsWith('Open time')"
     )
     assert parse_qs(urlsplit(page.url).query)["metric"] == ["open_s"]
     drawn = medians(page)

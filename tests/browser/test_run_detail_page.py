@@ -278,9 +278,11 @@ def test_a_running_run_is_drawn_live_without_a_reload_then_ends_with_its_charts(
     page.goto(f"{live_server.url}/runs/{run.pk}/")
     page.evaluate("window.sameDocument = true")  # gone if the page reloads
     read_so_far = "Number(document.getElementById('timeline-chart').dataset.bytesRead || 0)"
-    page.wait_for_function(f"{read_so_far} > 0", timeout=60_000)
+    # Functions, not expressions: Playwright evaluates an expression with eval, which the
+    # pages' Content-Security-Policy refuses.
+    page.wait_for_function(f"() => {read_so_far} > 0", timeout=60_000)
     first = page.evaluate(read_so_far)
-    page.wait_for_function(f"window.sameDocument && {read_so_far} > {first}", timeout=30_000)
+    page.wait_for_function(f"() => window.sameDocument && {read_so_far} > {first}", timeout=30_000)
     live = chart_data(page, "#timeline-chart")
     assert [t["name"] for t in live] == ["read", "still to read"]
     assert sorted(live[0]["y"]) == [f"client {c}" for c in range(LIVE_CLIENTS)]
@@ -291,7 +293,7 @@ def test_a_running_run_is_drawn_live_without_a_reload_then_ends_with_its_charts(
 
     # Once the run has ended the page reloads once, with the results and the final charts.
     page.wait_for_function(
-        "document.getElementById('run-status').textContent === 'succeeded' && "
+        "() => document.getElementById('run-status').textContent === 'succeeded' && "
         "document.querySelector('#timeline-chart .main-svg') && "
         "document.getElementById('timeline-chart').data.some(t => t.name === 'read' && t.base)",
         timeout=60_000,
