@@ -36,6 +36,7 @@ from workers.engine import (
     run_probe,
 )
 from workers.engine.credentials import resolve_ca_dir
+from workers.engine.errors import OutsideFileRoots
 from workers.engine.metrics import ClientResult
 from workers.engine.params import needed_bytes
 
@@ -232,7 +233,9 @@ def run_execute(*, run_id: int, worker: str) -> None:
                 should_cancel=heartbeat.cancel_requested,
             )
         except InvalidParams as exc:
-            run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}")
+            # A stored file:// endpoint outside the file roots meets the egress policy.
+            error_class = "egress" if isinstance(exc, OutsideFileRoots) else "server-error"
+            run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}", error_class=error_class)
             return
         except ProbeError as exc:
             # The oauth client's issuer gave no token: no client was started.

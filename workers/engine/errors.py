@@ -45,3 +45,8 @@ class InvalidParams(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class OutsideFileRoots(InvalidParams):
+    """A file:// URL outside the folders a worker may read: the egress policy of the local
+    file system (class egress when a stored endpoint meets it at run time)."""

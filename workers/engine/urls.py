@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from workers.engine.errors import InvalidParams
+from workers.engine.errors import InvalidParams, OutsideFileRoots
 
 XROOT_SCHEMES = frozenset({"root", "roots", "xroot", "xroots"})
 HTTP_SCHEMES = frozenset({"http", "https", "davs"})
@@ -57,7 +57,7 @@ def check_file_roots(url: str, roots: tuple[str, ...] | None, *, field: str = "u
         real_root = os.path.realpath(root)
         if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
             return
-    raise InvalidParams(field, f"{url!r} is outside the allowed file roots {list(roots)}")
+    raise OutsideFileRoots(field, f"{url!r} is outside the allowed file roots {list(roots)}")
 
 
 def with_user(url: str, user: str) -> str:

@@ -124,11 +124,6 @@ def test_a_file_base_url_inside_the_file_roots_is_accepted(api: APIClient, file_
     assert _form("file", f"file://{file_root}/", name="e3").is_valid()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10 item 15, run time: run_execute (webapp/campaigns/services.py) ends an "
-    "InvalidParams refusal with run_fail's default class server-error",
-)
 def test_a_stored_file_endpoint_outside_the_file_roots_fails_its_run_as_egress(
     file_root: str,
 ) -> None:
