@@ -27,7 +27,7 @@ from webapp.api.serializers import (
 )
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.selectors import SERIES_METRICS, endpoint_series, run_json, run_list
-from webapp.campaigns.services import campaign_launch, run_cancel
+from webapp.campaigns.services import campaign_cancel, campaign_launch, run_cancel
 from webapp.campaigns.validation import MAX_ID
 from webapp.dashboards.run_detail import run_charts
 from webapp.sites.models import Endpoint, Site, VantagePoint
@@ -120,6 +120,25 @@ class CampaignViewSet(OwnedViewSet):
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from None
         return Response({"runs": [run.pk for run in runs]}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=None,
+        responses={
+            202: OpenApiResponse(description="{cancelled: [run ids], stopping: [run ids]}"),
+            409: OpenApiResponse(description="no queued or running run"),
+        },
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsOperatorOrReadOnly])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel every queued run of the campaign; ask every running one to stop."""
+        done = campaign_cancel(campaign=self.get_object())
+        if not done.cancelled and not done.stopping:
+            return Response(
+                {"detail": "the campaign has no queued or running run"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        body = {"cancelled": done.cancelled, "stopping": done.stopping}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]

@@ -403,6 +403,37 @@ def run_cancel(*, run: Run) -> Run:
     return run
 
 
+@dataclass(frozen=True)
+class CampaignCancel:
+    """What cancelling a campaign did: queued runs cancelled at once, running ones asked to
+    stop (their workers end them cancelled within seconds; their figures never count)."""
+
+    cancelled: list[int]
+    stopping: list[int]
+
+
+def campaign_cancel(*, campaign: Campaign) -> CampaignCancel:
+    """Cancel every queued run of the campaign and ask every running one to stop."""
+    now = timezone.now()
+    with transaction.atomic():
+        queued = list(
+            Run.objects.select_for_update()
+            .filter(campaign=campaign, status=Run.Status.QUEUED)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        Run.objects.filter(pk__in=queued, status=Run.Status.QUEUED).update(
+            status=Run.Status.CANCELLED, cancel_requested=True, finished_at=now
+        )
+        running = list(
+            Run.objects.filter(campaign=campaign, status=Run.Status.RUNNING)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        Run.objects.filter(pk__in=running).update(cancel_requested=True)
+    return CampaignCancel(cancelled=queued, stopping=running)
+
+
 def runs_reap(*, stale_after_s: float = STALE_AFTER_S) -> int:
     """End running runs whose attempts stopped beating (their worker died). Idempotent."""
     stale = timezone.now() - timedelta(seconds=stale_after_s)

@@ -27,7 +27,13 @@ from webapp.campaigns.selectors import (
     run_list,
     runs_progress,
 )
-from webapp.campaigns.services import campaign_clone, campaign_launch, campaign_preview, run_cancel
+from webapp.campaigns.services import (
+    campaign_cancel,
+    campaign_clone,
+    campaign_launch,
+    campaign_preview,
+    run_cancel,
+)
 from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.dashboards.run_detail import run_charts
 
@@ -69,6 +75,7 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
             recent_runs=run_list().filter(campaign=campaign)[:20],
             runs_url=_runs_url(campaign=campaign.pk),
             can_edit=can_edit(self.request.user, campaign),  # type: ignore[arg-type]
+            active_runs=campaign.runs.filter(status__in=ACTIVE).count(),
         )
         return context
 
@@ -120,6 +127,21 @@ class CampaignLaunchView(OperatorRequiredMixin, View):
             return redirect("campaigns:campaign-detail", pk=pk)
         messages.success(request, f"{len(runs)} runs queued for {campaign.name!r}.")
         return redirect(_runs_url(campaign=campaign.pk))
+
+
+class CampaignCancelView(OperatorRequiredMixin, View):
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        campaign = get_object_or_404(Campaign, pk=pk)
+        done = campaign_cancel(campaign=campaign)
+        if not done.cancelled and not done.stopping:
+            messages.info(request, f"{campaign.name!r} has no queued or running run to cancel.")
+        else:
+            messages.success(
+                request,
+                f"{len(done.cancelled)} queued runs cancelled, {len(done.stopping)} running "
+                "runs asked to stop.",
+            )
+        return redirect("campaigns:campaign-detail", pk=pk)
 
 
 class CampaignCloneView(OperatorRequiredMixin, View):
