@@ -117,6 +117,31 @@ def test_duplicate_ingestion_stores_one_result(lab: Any) -> None:
     assert Run.objects.get(pk=run.pk).finished_at == run.finished_at
 
 
+def test_an_ingestion_that_fails_halfway_stores_nothing(lab: Any) -> None:
+    """Atomic: the attempts are written first, the aggregates last; a failure in between
+    (here a malformed figure) leaves the run running with its attempts untouched, for the
+    retry or the reaper (issue 10, "ingestion is atomic")."""
+    endpoint = lab_endpoint(lab, "local-root")
+    (run,) = campaign_launch(
+        campaign=CampaignFactory(endpoints=[endpoint], clients=[2]), trigger=Run.Trigger.MANUAL
+    )
+    run_execute(run_id=run.pk, worker="w")
+    run.refresh_from_db()
+    records = [a.record for a in run.attempts.all()]
+    (again,) = campaign_launch(
+        campaign=CampaignFactory(endpoints=[endpoint], clients=[2]), trigger=Run.Trigger.MANUAL
+    )
+    assert run_claim(run_id=again.pk, worker="w") is not None
+    broken = {**run.result, "clients": records, "wall_s": "not a number"}
+    with pytest.raises(ValueError, match="could not convert"):
+        run_ingest(run_id=again.pk, run_json=broken)
+    again.refresh_from_db()
+    assert (again.status, again.finished_at, again.wall_s) == (Run.Status.RUNNING, None, None)
+    statuses = set(again.attempts.values_list("status", "record"))
+    assert statuses == {(ClientAttempt.Status.RUNNING, None)}
+    assert run_ingest(run_id=again.pk, run_json={**broken, "wall_s": run.wall_s}) is True
+
+
 def test_a_run_is_claimed_once() -> None:
     (run,) = campaign_launch(
         campaign=CampaignFactory(endpoints=[TestFileFactory().endpoint]), trigger=Run.Trigger.MANUAL
