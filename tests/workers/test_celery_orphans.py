@@ -4,11 +4,12 @@ show), and the clients that had ended are kept (item 3)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +22,7 @@ from tests.webapp.factories import CampaignFactory
 from tests.workers.test_celery import lab_endpoint
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import campaign_launch, runs_reap
-from webapp.sites.models import VantagePoint
+from webapp.sites.models import Endpoint, VantagePoint
 from workers.lab.relay import RelayHost, RelaySpec
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
@@ -103,16 +104,9 @@ def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_par
     them has ended (its connection closed): the others hang mid-read; the worker is killed;
     the reaper ends the run partial with the records of those that ended (issue 10, item 3)."""
     clients = 8
-    target = urlsplit(lab.endpoint("local-root").url)
-    assert target.hostname is not None and target.port is not None
-    relay = RelayHost([RelaySpec("test", 0, target.hostname, target.port, rtt_ms=2.0)])
-    relay.start()
-    try:
+    with relayed_local_root(lab, rtt_ms=2.0) as (relay, endpoint):
         vantage = "partial"
         worker = start_celery_worker(vantage)
-        endpoint = lab_endpoint(lab, "local-root")
-        endpoint.base_url = f"root://127.0.0.1:{relay.relay('test').port}/"
-        endpoint.save()
         campaign = CampaignFactory(
             endpoints=[endpoint],
             vantage_points=[VantagePoint.objects.create(name=vantage)],
@@ -134,8 +128,6 @@ def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_par
         wait_until(some_ended_while_running, 60, "a client's record stored as it ended", worker)
         worker.kill_host()
         wait_until(lambda: runs_reap(stale_after_s=3), 30, "reaped")
-    finally:
-        relay.stop()
     run.refresh_from_db()
     assert run.status == Run.Status.PARTIAL
     kept = run.attempts.filter(status=ClientAttempt.Status.OK)
@@ -170,16 +162,9 @@ def test_after_a_hang_the_same_worker_and_the_web_process_measure_the_endpoint_a
     The relay keeps its port throughout, as a real endpoint keeps its address."""
     from webapp.sites.services import endpoint_test_connection
 
-    target = urlsplit(lab.endpoint("local-root").url)
-    assert target.hostname is not None and target.port is not None
-    relay = RelayHost([RelaySpec("test", 0, target.hostname, target.port)])
-    relay.start()
-    try:
+    with relayed_local_root(lab) as (relay, endpoint):
         vantage = "recovers"
         worker = start_celery_worker(vantage)
-        endpoint = lab_endpoint(lab, "local-root")
-        endpoint.base_url = f"root://127.0.0.1:{relay.relay('test').port}/"
-        endpoint.save()
         campaign = CampaignFactory(
             endpoints=[endpoint],
             vantage_points=[VantagePoint.objects.create(name=vantage)],
@@ -198,8 +183,6 @@ def test_after_a_hang_the_same_worker_and_the_web_process_measure_the_endpoint_a
         (again,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
         wait_until(lambda: final(again), 60, "the run after the hang", worker)
         check = endpoint_test_connection(endpoint=endpoint)
-    finally:
-        relay.stop()
     hung.refresh_from_db()
     again.refresh_from_db()
     assert hung.status in (Run.Status.TIMEOUT, Run.Status.FAILED), hung.errors
@@ -210,3 +193,20 @@ def test_after_a_hang_the_same_worker_and_the_web_process_measure_the_endpoint_a
 
 def final(run: Run) -> bool:
     return Run.objects.filter(pk=run.pk, status__in=Run.FINAL).exists()
+
+
+@contextlib.contextmanager
+def relayed_local_root(lab: Any, rtt_ms: float = 0.0) -> Iterator[tuple[RelayHost, Endpoint]]:
+    """The lab's local-root endpoint registered behind a relay of the test's own (one port
+    throughout, as a real endpoint keeps its address)."""
+    target = urlsplit(lab.endpoint("local-root").url)
+    assert target.hostname is not None and target.port is not None
+    relay = RelayHost([RelaySpec("test", 0, target.hostname, target.port, rtt_ms=rtt_ms)])
+    relay.start()
+    try:
+        endpoint = lab_endpoint(lab, "local-root")
+        endpoint.base_url = f"root://127.0.0.1:{relay.relay('test').port}/"
+        endpoint.save()
+        yield relay, endpoint
+    finally:
+        relay.stop()
