@@ -79,6 +79,17 @@ def state() -> list[dict[str, Any]]:
 # -- the rule, in one place --------------------------------------------------------------------
 
 
+def unsaved_endpoint(kind: str, credential: str, protocol: str) -> Endpoint:
+    return Endpoint(
+        site=SiteFactory(),
+        name="e",
+        protocol=protocol,
+        base_url=f"{protocol}://se.example.org:1094/",
+        credential_kind=kind,
+        credential=credential,
+    )
+
+
 @pytest.mark.parametrize(
     ("kind", "credential", "protocol"),
     [
@@ -93,14 +104,7 @@ def state() -> list[dict[str, Any]]:
     ],
 )
 def test_each_kind_takes_its_credential(kind: str, credential: str, protocol: str) -> None:
-    endpoint = Endpoint(
-        site=SiteFactory(),
-        name="e",
-        protocol=protocol,
-        base_url=f"{protocol}://se.example.org:1094/",
-        credential_kind=kind,
-        credential=credential,
-    )
+    endpoint = unsaved_endpoint(kind, credential, protocol)
     endpoint.full_clean()
     assert endpoint.credential_info()["kind"] == kind
     assert "problem" not in endpoint.credential_info()
@@ -131,14 +135,7 @@ def test_each_kind_takes_its_credential(kind: str, credential: str, protocol: st
 def test_a_credential_that_does_not_fit_its_kind_or_protocol_names_the_field(
     kind: str, credential: str, protocol: str, field: str, words: str
 ) -> None:
-    endpoint = Endpoint(
-        site=SiteFactory(),
-        name="e",
-        protocol=protocol,
-        base_url=f"{protocol}://se.example.org:1094/",
-        credential_kind=kind,
-        credential=credential,
-    )
+    endpoint = unsaved_endpoint(kind, credential, protocol)
     with pytest.raises(ValidationError) as refused:
         endpoint.full_clean()
     errors = refused.value.message_dict
