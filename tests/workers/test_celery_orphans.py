@@ -100,7 +100,7 @@ def test_clients_die_with_their_worker_and_its_pool_process(
 def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_partial(
     lab: Any, start_celery_worker: Callable[..., WorkerProcess]
 ) -> None:
-    """8 clients read 4 MiB each through a relay (2 ms) that hangs as soon as the first of
+    """8 clients read 16 MiB each through a relay (2 ms) that hangs as soon as the first of
     them has ended (its connection closed): the others hang mid-read; the worker is killed;
     the reaper ends the run partial with the records of those that ended (issue 10, item 3)."""
     clients = 8
@@ -117,7 +117,7 @@ def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_par
             clients=[clients],
             deadline_s=600.0,
         )
-        campaign.test_files.set([endpoint.files.get(path="/fedprobe/file-4M")])
+        campaign.test_files.set([endpoint.files.get(path="/fedprobe/file-16M")])
         hang_after_the_first_ends(relay, clients)
         (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
 
@@ -132,7 +132,7 @@ def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_par
     assert run.status == Run.Status.PARTIAL
     kept = run.attempts.filter(status=ClientAttempt.Status.OK)
     assert 1 <= kept.count() < clients
-    assert all(a.record["bytes_read"] == 4 * 1024 * 1024 for a in kept)
+    assert all(a.record["bytes_read"] == 16 * 1024 * 1024 for a in kept)
     lost = run.attempts.filter(status=ClientAttempt.Status.LOST).count()
     assert lost == clients - kept.count()
 
@@ -142,11 +142,12 @@ def hang_after_the_first_ends(relay: RelayHost, clients: int) -> None:
 
     def watch() -> None:
         deadline = time.monotonic() + 60
-        connected = False
+        peak = 0
         while time.monotonic() < deadline:
             open_now = relay.stats()["test"].connections_open
-            connected = connected or open_now >= clients
-            if connected and open_now < clients:
+            peak = max(peak, open_now)
+            # Most clients connected (a slow poll may miss the very peak), and one has gone.
+            if peak >= clients // 2 and open_now < peak:
                 relay.set_mode("test", "hang")
                 return
             time.sleep(0.001)
