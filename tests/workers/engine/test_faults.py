@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -147,6 +148,58 @@ def test_cancel_during_a_copy_stops_the_copy_tool_too(lab: Any, relay_to: Any) -
     assert run["status"] == "cancelled"
     assert time.monotonic() - started < 5
     assert copy_tools_reading_from(port) == []
+
+
+def test_a_copy_whose_endpoint_hangs_mid_copy_ends_as_timeout_by_the_deadline(
+    lab: Any, relay_to: Any
+) -> None:
+    """xrdcp, hung mid-transfer, is ended by the run's deadline, not by XRootD's own
+    timeouts (60 s and more), and no xrdcp is left behind."""
+    host, url = relay_to("local-root", FILE_16M, bandwidth_mbps=2.0)  # 16 MiB take ~8 s
+    hang_once_reading(host, after_bytes=2 * MiB)
+    started = time.monotonic()
+    run = run_probe(RunParams(urls=(url,), method=Method.COPY, clients=2, timeout_s=6.0)).to_json()
+    elapsed = time.monotonic() - started
+    assert host.stats()["test"].bytes_down >= 2 * MiB  # the copies had started when it hung
+    assert run["status"] == "timeout", run["errors"]
+    assert {c["status"] for c in run["clients"]} == {"timeout"}
+    assert elapsed < 6.0 + KILL_GRACE_S + 5.0
+    assert copy_tools_reading_from(port_of(url)) == []
+
+
+def test_a_copy_from_a_slow_drip_is_cut_off_at_the_deadline(lab: Any, relay_to: Any) -> None:
+    """20 kB/s: the open and the stat pass, the 16 MiB copy would take 14 minutes."""
+    host, url = relay_to("local-root", FILE_16M, bandwidth_mbps=0.02)
+    started = time.monotonic()
+    run = run_probe(RunParams(urls=(url,), method=Method.COPY, timeout_s=6.0)).to_json()
+    elapsed = time.monotonic() - started
+    assert run["status"] == "timeout", run["errors"]
+    (client,) = run["clients"]
+    assert client["status"] == "timeout"
+    assert host.stats()["test"].bytes_down > 64 * 1024  # xrdcp was receiving the drip
+    assert elapsed < 6.0 + KILL_GRACE_S + 5.0
+    assert copy_tools_reading_from(port_of(url)) == []
+
+
+def test_a_direct_read_from_a_slow_root_drip_is_cut_off_with_the_bytes_it_read(
+    lab: Any, relay_to: Any
+) -> None:
+    """The root:// counterpart of the HTTP drip below (issue 10, item 2)."""
+    host, url = relay_to("local-root", FILE_16M, bandwidth_mbps=0.02)
+    started = time.monotonic()
+    run = run_probe(
+        RunParams(urls=(url,), read_size=16 * 1024, fraction=1.0, timeout_s=6.0)
+    ).to_json()
+    elapsed = time.monotonic() - started
+    assert run["status"] == "timeout", run["errors"]
+    (client,) = run["clients"]
+    assert client["status"] == "timeout"
+    assert elapsed < 6.0 + KILL_GRACE_S + 5.0
+    assert 0 < client["bytes_read"] <= host.stats()["test"].bytes_down
+
+
+def port_of(url: str) -> str:
+    return str(urlsplit(url).port)
 
 
 def copy_tools_reading_from(port: str) -> list[int]:
