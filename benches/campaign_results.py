@@ -158,9 +158,8 @@ def main() -> None:
 
     from django.contrib.auth.models import User
     from django.test import Client
-    from rest_framework.authtoken.models import Token
 
-    from webapp.accounts.services import user_set_role
+    from webapp.accounts.services import api_token_rotate, user_set_role
     from webapp.campaigns.models import Campaign, Run
     from webapp.dashboards.results import campaign_results
 
@@ -168,8 +167,7 @@ def main() -> None:
     runs = Run.objects.filter(campaign=campaign).count()
     user, _ = User.objects.get_or_create(username="bench-results")
     user_set_role(user=user, role="viewer")
-    token, _ = Token.objects.get_or_create(user=user)
-    api = Client(HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_HOST="127.0.0.1")
+    api = Client(HTTP_AUTHORIZATION=f"Token {api_token_rotate(user=user)}", HTTP_HOST="127.0.0.1")
     page = Client(HTTP_HOST="127.0.0.1")
     page.force_login(user)
     api_url = f"/api/v1/campaigns/{campaign.pk}/results/"

@@ -176,7 +176,7 @@ def main() -> None:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from webapp.accounts.services import api_token_get_or_create, user_set_role
+    from webapp.accounts.services import api_token_rotate, user_set_role
     from webapp.campaigns.models import Run
 
     ensure_history(
@@ -187,7 +187,7 @@ def main() -> None:
     )
     user, _ = User.objects.get_or_create(username="bench-viewer")
     user_set_role(user=user, role="viewer")
-    client = Client(HTTP_AUTHORIZATION=f"Token {api_token_get_or_create(user=user)}")
+    client = Client(HTTP_AUTHORIZATION=f"Token {api_token_rotate(user=user)}")
     print(f"{Run.objects.count():,} runs in the database; load average {os.getloadavg()}")
     print(f"on {date.today()}, {args.samples} samples per request after {WARM_UP} warm-up")
     for name in args.section or sorted(SECTIONS):

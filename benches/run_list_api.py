@@ -121,7 +121,7 @@ def main() -> None:
     from django.db import connection
     from django.test import Client
 
-    from webapp.accounts.services import api_token_get_or_create, user_set_role
+    from webapp.accounts.services import api_token_rotate, user_set_role
     from webapp.campaigns.models import Run
 
     seed(args.runs)
@@ -129,7 +129,7 @@ def main() -> None:
         cursor.execute("ANALYZE")
     user, _ = User.objects.get_or_create(username="bench-viewer")
     user_set_role(user=user, role="viewer")
-    client = Client(HTTP_AUTHORIZATION=f"Token {api_token_get_or_create(user=user)}")
+    client = Client(HTTP_AUTHORIZATION=f"Token {api_token_rotate(user=user)}")
     print(f"{Run.objects.count()} runs in the database")
     print("| request | rows | p50 ms | p95 ms | max ms |")
     print("|---|---|---|---|---|")

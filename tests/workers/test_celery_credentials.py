@@ -19,10 +19,10 @@ import redis
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.celery_worker import WorkerProcess, session_members, wait_until
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Campaign, ClientAttempt, Run
 from webapp.campaigns.schedules import campaigns_launch_due
 from webapp.campaigns.services import campaign_launch
@@ -164,7 +164,7 @@ def shown(runs: dict[str, Run], kinds: dict[str, Any]) -> dict[str, str]:
     """Everything an admin sees of these endpoints and runs, in the API, pages and admin."""
     admin = User.objects.create_superuser("creds-admin", password="x")
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=admin).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=admin)}")
     page = Client()
     page.force_login(admin)
     texts = {}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractUser, Group
-from django.db import transaction
-from rest_framework.authtoken.models import Token
+from django.db import IntegrityError, transaction
 
+from webapp.accounts.models import PREFIX_LENGTH, ApiToken, api_key_digest, new_api_key
 from webapp.accounts.roles import ROLES
 
 
@@ -18,21 +18,33 @@ def user_set_role(*, user: AbstractUser, role: str) -> None:
         user.groups.add(Group.objects.get(name=role))
 
 
+class ApiTokenExists(Exception):
+    """The user has a token already: its key cannot be shown again, only replaced."""
+
+
 def api_token_exists(*, user: AbstractUser) -> bool:
-    return Token.objects.filter(user=user).exists()
+    return ApiToken.objects.filter(user=user).exists()
 
 
 def api_token_revoke(*, user: AbstractUser) -> None:
-    Token.objects.filter(user=user).delete()
+    ApiToken.objects.filter(user=user).delete()
 
 
-def api_token_get_or_create(*, user: AbstractUser) -> str:
-    token, _ = Token.objects.get_or_create(user=user)
-    return str(token.key)
+def api_token_create(*, user: AbstractUser) -> str:
+    """A token for `user`, who has none: its key, which only its digest is kept of."""
+    key = new_api_key()
+    try:
+        with transaction.atomic():
+            ApiToken.objects.create(
+                user=user, prefix=key[:PREFIX_LENGTH], digest=api_key_digest(key)
+            )
+    except IntegrityError as exists:
+        raise ApiTokenExists(f"{user.get_username()} has an API token already") from exists
+    return key
 
 
 def api_token_rotate(*, user: AbstractUser) -> str:
     """A new token for `user`; the old one stops working."""
     with transaction.atomic():
-        Token.objects.filter(user=user).delete()
-        return str(Token.objects.create(user=user).key)
+        api_token_revoke(user=user)
+        return api_token_create(user=user)

@@ -12,8 +12,9 @@ from django.shortcuts import redirect
 from django.views.generic import TemplateView
 
 from webapp.accounts.services import (
+    ApiTokenExists,
+    api_token_create,
     api_token_exists,
-    api_token_get_or_create,
     api_token_revoke,
     api_token_rotate,
 )
@@ -60,7 +61,8 @@ class AccountView(ViewerRequiredMixin, TemplateView):
     """The user's role and API token: create, rotate or revoke it.
 
     A new token is shown once, in the answer to the POST that made it (never kept in a
-    cookie or message); afterwards only whether one exists.
+    cookie, message or the database, which holds its digest); afterwards only whether one
+    exists.
     """
 
     template_name = "accounts/account.html"
@@ -81,8 +83,12 @@ class AccountView(ViewerRequiredMixin, TemplateView):
             api_token_revoke(user=user)
             messages.success(request, "Your API token was revoked: scripts using it stop working.")
             return redirect("account")
-        if action == "create":
-            key = api_token_get_or_create(user=user)
-        else:
+        if action == "rotate":
             key = api_token_rotate(user=user)
+        else:
+            try:
+                key = api_token_create(user=user)
+            except ApiTokenExists:
+                messages.error(request, "You have a token already: replace it to see a new one.")
+                return redirect("account")
         return self.render_to_response(self.get_context_data(new_token=key))

@@ -7,8 +7,8 @@ import re
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
+from webapp.accounts.models import ApiToken, api_key_digest
 from webapp.accounts.services import user_set_role
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +37,7 @@ def test_account_page_shows_role_and_no_token(client: Client, operator: User) ->
 def test_created_token_is_shown_once_and_works_on_the_api(client: Client, operator: User) -> None:
     response = client.post("/accounts/", {"action": "create"})
     key = _shown_token(response.content)
-    assert Token.objects.get(user=operator).key == key
+    assert ApiToken.objects.get(user=operator).digest == api_key_digest(key)
     assert key.encode() not in client.get("/accounts/").content
     api = Client()
     assert api.get("/api/v1/sites/", HTTP_AUTHORIZATION=f"Token {key}").status_code == 200
@@ -50,10 +50,18 @@ def test_rotating_replaces_the_token(client: Client, operator: User) -> None:
     assert Client().get("/api/v1/sites/", HTTP_AUTHORIZATION=f"Token {first}").status_code == 401
 
 
+def test_creating_again_shows_no_key_and_keeps_the_token(client: Client, operator: User) -> None:
+    key = _shown_token(client.post("/accounts/", {"action": "create"}).content)
+    again = client.post("/accounts/", {"action": "create"}, follow=True)
+    assert b'id="api-token"' not in again.content
+    assert b"You have a token already" in again.content
+    assert ApiToken.objects.get(user=operator).digest == api_key_digest(key)
+
+
 def test_revoking_removes_the_token(client: Client, operator: User) -> None:
     client.post("/accounts/", {"action": "create"})
     response = client.post("/accounts/", {"action": "revoke"}, follow=True)
-    assert not Token.objects.filter(user=operator).exists()
+    assert not ApiToken.objects.filter(user=operator).exists()
     assert b"revoked" in response.content
 
 
@@ -61,11 +69,11 @@ def test_unknown_action_is_refused_and_changes_nothing(client: Client, operator:
     response = client.post("/accounts/", {"action": "steal"})
     assert response.status_code == 400
     assert b"action" in response.content
-    assert not Token.objects.exists()
+    assert not ApiToken.objects.exists()
 
 
 def test_account_post_needs_csrf_token(operator: User) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(operator)
     assert client.post("/accounts/", {"action": "create"}).status_code == 403
-    assert not Token.objects.exists()
+    assert not ApiToken.objects.exists()

@@ -6,13 +6,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import path
 from rest_framework import generics, serializers
-from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
-from webapp.accounts.services import user_set_role
+from webapp.accounts.services import api_token_create, user_set_role
 from webapp.sites.models import Site
 
 WRITE_RATE = 120  # FEDPROBE_THROTTLE_WRITES's default, per minute
@@ -49,7 +48,7 @@ def user_with(role: str) -> User:
 
 def token_client(user: User) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client
 
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import AnonymousUser, Group, User
-from rest_framework.authtoken.models import Token
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,7 +26,7 @@ from webapp.accounts.roles import (
     can_view,
     user_role,
 )
-from webapp.accounts.services import user_set_role
+from webapp.accounts.services import api_token_create, user_set_role
 from webapp.sites.models import Site, VantagePoint
 
 pytestmark = pytest.mark.django_db
@@ -176,7 +175,7 @@ def test_api_token_authenticates_its_user() -> None:
             return Response({"username": request.user.username})
 
     user = make_user(VIEWER)
-    key = Token.objects.create(user=user).key
+    key = api_token_create(user=user)
     response = WhoAmI.as_view()(factory.get("/me/", HTTP_AUTHORIZATION=f"Token {key}"))
     assert (response.status_code, response.data) == (200, {"username": user.username})
 

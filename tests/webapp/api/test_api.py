@@ -8,7 +8,6 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.contract import RUN_KEYS
@@ -17,6 +16,7 @@ from tests.webapp.factories import (
     SiteFactory,
     TestFileFactory,
 )
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
@@ -29,8 +29,7 @@ def client_for(role: str | None) -> APIClient:
         return client
     user = User.objects.create_user(f"{role}-user", password="x")
     user.groups.add(Group.objects.get(name=role))
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client
 
 

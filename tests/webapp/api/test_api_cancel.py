@@ -9,7 +9,6 @@ from typing import Any
 
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.celery_worker import WorkerProcess, wait_until
@@ -20,6 +19,7 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import ClientAttempt, Run
 
 FILE_16M = "/fedprobe/file-16M"
@@ -33,7 +33,7 @@ def operator_client() -> tuple[APIClient, User]:
     # A transactional test before this one may have flushed the groups migrations made.
     user.groups.add(Group.objects.get_or_create(name="operator")[0])
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client, user
 
 

@@ -26,7 +26,6 @@ import schemathesis
 from django.contrib.auth.models import Group, User
 from django.db import connection
 from hypothesis import strategies
-from rest_framework.authtoken.models import Token
 from schemathesis import APIOperation, GenerationMode
 from schemathesis.checks import not_a_server_error
 
@@ -40,6 +39,7 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
+from webapp.accounts.services import api_token_create
 from webapp.accounts.throttles import WriteRateThrottle
 from webapp.campaigns.models import Run
 from webapp.sites.models import Endpoint, Site, VantagePoint
@@ -97,7 +97,7 @@ def test_fuzzing_every_operation_finds_no_server_error(
     no_measurements: None,
 ) -> None:
     operator, ids = seeded
-    auth = {"Authorization": f"Token {Token.objects.create(user=operator).key}"}
+    auth = {"Authorization": f"Token {api_token_create(user=operator)}"}
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/", headers=auth)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) > 20

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.webapp.factories import RunFactory, SiteFactory
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.services import run_params
 from webapp.sites.forms import EndpointForm
 from webapp.sites.models import Endpoint
@@ -21,7 +21,7 @@ def operator() -> APIClient:
     user = User.objects.create_user("operator-user", password="x")
     user.groups.add(Group.objects.get(name="operator"))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client
 
 

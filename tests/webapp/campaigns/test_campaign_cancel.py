@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.webapp.factories import CampaignFactory, EndpointFactory, TestFileFactory
-from webapp.accounts.services import user_set_role
+from webapp.accounts.services import api_token_create, user_set_role
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import campaign_launch, run_claim
 
@@ -35,7 +34,7 @@ def operator(kind: str) -> APIClient | Client:
     user_set_role(user=user, role="operator")
     if kind == "api":
         api = APIClient()
-        api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
         return api
     page = Client()
     page.force_login(user)
@@ -79,6 +78,6 @@ def test_a_viewer_cannot_cancel_a_campaign() -> None:
     viewer = User.objects.create_user("cancel-viewer")
     user_set_role(user=viewer, role="viewer")
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=viewer)}")
     assert api.post(f"/api/v1/campaigns/{campaign.pk}/cancel/").status_code == 403
     assert Run.objects.get(campaign=campaign).status == "queued"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.webapp.factories import RunFactory, TestFileFactory, VantagePointFactory
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.selectors import run_list
 from webapp.core import pagination
 
@@ -19,7 +19,7 @@ def viewer() -> APIClient:
     user = User.objects.create_user("pager")
     user.groups.add(Group.objects.get(name="viewer"))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.webapp.factories import CampaignFactory, RunFactory, SiteFactory, TestFileFactory
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Campaign, Run
 from webapp.dashboards.results import campaign_results
 
@@ -26,8 +26,7 @@ def api_client(role: str | None) -> APIClient:
     if role is not None:
         user = User.objects.create_user(f"{role}-api", password="x")
         user.groups.add(Group.objects.get(name=role))
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client
 
 

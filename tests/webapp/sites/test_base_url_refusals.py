@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.webapp.factories import EndpointFactory, RunFactory, SiteFactory, TestFileFactory
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import run_execute
 from webapp.sites.forms import EndpointForm
@@ -25,7 +25,7 @@ def api() -> APIClient:
     user = User.objects.create_user("operator-user", password="x")
     user.groups.add(Group.objects.get(name="operator"))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client
 
 

@@ -16,7 +16,6 @@ from django.apps import apps
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.webapp.factories import (
@@ -28,6 +27,7 @@ from tests.webapp.factories import (
     proxy_key,
     proxy_pem,
 )
+from webapp.accounts.services import api_token_create
 from webapp.sites.credentials import ca_dir_merge, credential_change, expiry_note
 from webapp.sites.models import Endpoint
 
@@ -413,8 +413,8 @@ def test_the_admin_refuses_a_protocol_the_stored_credential_cannot_go_over(
 def api(operator: Client) -> APIClient:
     """The operator's API client (token auth)."""
     client = APIClient()
-    token = Token.objects.create(user=operator.user)  # type: ignore[attr-defined]
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    key = api_token_create(user=operator.user)  # type: ignore[attr-defined]
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
 
 

@@ -1,4 +1,8 @@
-"""`manage.py apitoken USERNAME`: print the user's API token, creating it if needed."""
+"""`manage.py apitoken USERNAME [--rotate]`: make the user's API token and print its key.
+
+Only the key's digest is stored, so a key is printed once, when it is made: for a user who
+has a token already, --rotate makes a new one (and the old one stops working).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,14 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from webapp.accounts.services import api_token_get_or_create, api_token_rotate
+from webapp.accounts.services import ApiTokenExists, api_token_create, api_token_rotate
 
 
 class Command(BaseCommand):
-    help = "Print USERNAME's API token (for `Authorization: Token KEY`), creating one if needed."
+    help = (
+        "Make USERNAME's API token and print its key (for `Authorization: Token KEY`); "
+        "a key is shown only when made: --rotate replaces an existing token."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("username")
@@ -30,5 +37,11 @@ class Command(BaseCommand):
         if options["rotate"]:
             key = api_token_rotate(user=user)
         else:
-            key = api_token_get_or_create(user=user)
+            try:
+                key = api_token_create(user=user)
+            except ApiTokenExists as exists:
+                raise CommandError(
+                    f"{exists}, whose key is not kept and cannot be shown again: "
+                    "--rotate replaces it (scripts using the old key then stop working)"
+                ) from exists
         self.stdout.write(key)

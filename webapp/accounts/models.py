@@ -1,0 +1,54 @@
+"""API tokens, kept as digests: a key is shown once, when it is made, and never stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+# The key's first characters, stored to tell tokens apart in lists; the 32 hex digits after
+# them (128 bits) are the secret part.
+PREFIX_LENGTH = 8
+# last_used is written at most this often per token: a script polling the API every second
+# should not turn each of its reads into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def new_api_key() -> str:
+    """A random key, 40 hex digits like the DRF keys before it (clients and log redaction
+    already know that shape)."""
+    return secrets.token_hex(20)
+
+
+def api_key_digest(key: str) -> str:
+    """SHA-256 of the key: a key has 160 random bits, so a fast hash is enough (no password
+    hash, whose slowness only protects guessable secrets)."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ApiToken(models.Model):
+    """A user's API token: its key's digest and prefix, never the key."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_token"
+    )
+    prefix = models.CharField(max_length=PREFIX_LENGTH)
+    digest = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(default=timezone.now)
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… of {self.user}"
+
+    def mark_used(self, *, now: datetime) -> None:
+        if self.last_used is not None and now - self.last_used < LAST_USED_RESOLUTION:
+            return
+        ApiToken.objects.filter(pk=self.pk).update(last_used=now)
+        self.last_used = now
