@@ -4,10 +4,12 @@ token lives (issue 10, item 6)."""
 from __future__ import annotations
 
 from datetime import timedelta
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -44,6 +46,18 @@ def test_the_database_keeps_no_key(viewer: User) -> None:
     assert not any(key in str(value) for value in rows[0])
     token = ApiToken.objects.get()
     assert (token.prefix, token.digest) == (key[:8], api_key_digest(key))
+
+
+def test_no_table_holds_a_key_the_command_printed(viewer: User) -> None:
+    out = StringIO()
+    call_command("apitoken", viewer.username, stdout=out)
+    key = out.getvalue().strip()
+    assert api_get(key).status_code == 200
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        for table in connection.introspection.table_names():
+            cursor.execute(f"SELECT * FROM {quote(table)}")
+            assert key not in repr(cursor.fetchall()), f"{table} holds the key"
 
 
 def test_the_key_authenticates_its_user_and_marks_the_token_used(viewer: User) -> None:
