@@ -4,7 +4,7 @@ over so their keys keep working, then its table dropped and its migrations forgo
 `migrate authtoken zero` would have done (the app is no longer installed)."""
 
 import hashlib
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 import django.db.models.deletion
 import django.utils.timezone
@@ -20,7 +20,7 @@ PREFIX_LENGTH = 8
 def _aware(created):
     if not isinstance(created, datetime):  # SQLite gives the text it stored
         created = parse_datetime(created)
-    return created if created.tzinfo else created.replace(tzinfo=dt_timezone.utc)
+    return created if created.tzinfo else created.replace(tzinfo=UTC)
 
 
 def digest_drf_tokens(apps, schema_editor):
