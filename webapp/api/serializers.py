@@ -142,6 +142,12 @@ class VantagePointSerializer(serializers.ModelSerializer[VantagePoint]):
         model = VantagePoint
         fields = ["id", "name", "location", "description", "queue"]
 
+    def validate_name(self, value: str) -> str:
+        refusal = self.instance.rename_refusal(value) if self.instance is not None else None
+        if refusal:
+            raise serializers.ValidationError(refusal)
+        return value
+
 
 class DistinctListField(serializers.ListField):
     """A list whose repeated values count once (campaign.validation.distinct)."""

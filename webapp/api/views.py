@@ -9,7 +9,7 @@ from django.db.models import Model, ProtectedError, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
 from webapp.api.filters import RunFilter
 from webapp.api.parsers import PARSER_CLASSES
+from webapp.api.permissions import CanCancelCampaign, CanCancelRun, CanEditRow, IsAdminOrReadOnly
 from webapp.api.serializers import (
     CampaignSerializer,
     EndpointSerializer,
@@ -72,22 +73,54 @@ class OwnedViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type: ignor
 
 
 class SiteViewSet(OwnedViewSet):
+    """Any operator creates a site (and owns it); its owner or an admin changes it."""
+
     queryset = Site.objects.prefetch_related("endpoints").order_by("name")
     serializer_class = SiteSerializer
     filterset_fields = ["tier", "storage_system"]
+    permission_classes = [CanEditRow]
 
 
 class EndpointViewSet(OwnedViewSet):
+    """An endpoint is added to, changed on and moved to a site by that site's owner or an
+    admin only (Endpoint.editable_by)."""
+
     queryset = Endpoint.objects.select_related("site").prefetch_related("files").order_by("name")
     serializer_class = EndpointSerializer
     filterset_fields = ["site", "protocol", "role", "enabled"]
+    permission_classes = [CanEditRow]
+
+    def perform_create(self, serializer: serializers.BaseSerializer[Any]) -> None:
+        self._check_site(serializer.validated_data["site"])
+        super().perform_create(serializer)
+
+    def perform_update(self, serializer: serializers.BaseSerializer[Any]) -> None:
+        if "site" in serializer.validated_data:
+            self._check_site(serializer.validated_data["site"])
+        super().perform_update(serializer)
+
+    def _check_site(self, site: Site) -> None:
+        if not site.editable_by(self.request.user):
+            raise PermissionDenied(
+                f"site {site.name}: only its owner or an admin may add or move endpoints to it"
+            )
 
 
 class VantagePointViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type: ignore[type-arg]
+    """Every role reads; admins create, change and delete (a vantage point names the queue
+    deployed workers consume); the built-in `local` one is never renamed nor deleted."""
+
     queryset = VantagePoint.objects.order_by("name")
     serializer_class = VantagePointSerializer
-    permission_classes = [IsOperatorOrReadOnly]
+    permission_classes = [IsAdminOrReadOnly]
     parser_classes = PARSER_CLASSES
+
+    def perform_destroy(self, instance: Model) -> None:
+        assert isinstance(instance, VantagePoint)
+        refusal = instance.delete_refusal()
+        if refusal:
+            raise Conflict(refusal)
+        super().perform_destroy(instance)
 
 
 class CampaignViewSet(OwnedViewSet):
@@ -125,13 +158,18 @@ class CampaignViewSet(OwnedViewSet):
         request=None,
         responses={
             202: OpenApiResponse(description="{cancelled: [run ids], stopping: [run ids]}"),
+            403: OpenApiResponse(description="neither its owner, an admin nor a launcher"),
             409: OpenApiResponse(description="no queued or running run"),
         },
     )
-    @action(detail=True, methods=["post"], permission_classes=[IsOperatorOrReadOnly])
+    @action(detail=True, methods=["post"], permission_classes=[CanCancelCampaign])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        """Cancel every queued run of the campaign; ask every running one to stop."""
-        done = campaign_cancel(campaign=self.get_object())
+        """Cancel every queued run of the campaign; ask every running one to stop. Its owner
+        or an admin cancels them all; an operator who launched some of them, those (403 for
+        anyone else)."""
+        campaign = self.get_object()
+        runs = campaign.runs_cancellable_by(request.user)
+        done = campaign_cancel(campaign=campaign, runs=runs)
         if not done.cancelled and not done.stopping:
             return Response(
                 {"detail": "the campaign has no queued or running run"},
@@ -159,9 +197,17 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
         run = self.get_object()
         return Response({**run_json(run), **run_charts(run)})
 
-    @extend_schema(request=None, responses={202: RunListSerializer})
-    @action(detail=True, methods=["post"])
+    @extend_schema(
+        request=None,
+        responses={
+            202: RunListSerializer,
+            403: OpenApiResponse(description="not the campaign's owner, the launcher or an admin"),
+        },
+    )
+    @action(detail=True, methods=["post"], permission_classes=[CanCancelRun])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel a queued run; ask a running one to stop: its campaign's owner, whoever
+        launched it, or an admin."""
         run = run_cancel(run=self.get_object())
         return Response(RunListSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

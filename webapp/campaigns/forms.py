@@ -25,8 +25,8 @@ from webapp.campaigns.validation import (
     distinct,
     fraction_in_bounds,
 )
-from webapp.sites.models import Endpoint, TestFile, VantagePoint
-from webapp.sites.services import LOCAL_VANTAGE_POINT, vantage_point_local
+from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, TestFile, VantagePoint
+from webapp.sites.services import vantage_point_local
 from workers.engine.units import format_size, parse_size
 
 _UNITS = (("G", 1024**3), ("M", 1024**2), ("k", 1024))

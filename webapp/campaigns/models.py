@@ -12,10 +12,20 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from webapp.accounts.roles import User, can_edit, can_operate
 from webapp.campaigns.cron import validate_cron
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
 from workers.engine.params import Method, Pattern
+
+# What a user who may not cancel is told (pages and API).
+RUN_CANCEL_REFUSAL = (
+    "only the campaign's owner, whoever launched the run, or an admin may cancel it"
+)
+CAMPAIGN_CANCEL_REFUSAL = (
+    "only the campaign's owner or an admin may cancel it (an operator who launched some of "
+    "its runs: those runs)"
+)
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,19 @@ class Campaign(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def runs_cancellable_by(self, user: User | None) -> models.QuerySet[Run]:
+        """The runs of it that `user` may cancel: all of them for its owner or an admin,
+        those they launched for another operator, none for anyone else."""
+        if can_edit(user, self):
+            return self.runs.all()
+        if can_operate(user) and user is not None:
+            return self.runs.filter(launched_by_id=user.pk)
+        return self.runs.none()
+
+    def cancellable_by(self, user: User | None) -> bool:
+        """Whether `user` may cancel it (its runs_cancellable_by), even with none active."""
+        return can_edit(user, self) or self.runs_cancellable_by(user).exists()
 
     def files_to_read(self) -> list[TestFile]:
         return matrix_files(
@@ -190,6 +213,15 @@ class Run(models.Model):
     scheduled_launch = models.ForeignKey(
         ScheduledLaunch, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
+    # Who launched it (a page's or the API's launch; none for the schedule's): they may
+    # cancel it, as may the campaign's owner and admins.
+    launched_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="launched_runs",
+    )
     cancel_requested = models.BooleanField(default=False)
     # A queued run whose message was lost is sent again (runs_resend_stale).
     resent_at = models.DateTimeField(null=True, blank=True)
@@ -275,6 +307,14 @@ class Run(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in self.FINAL
+
+    def cancellable_by(self, user: User | None) -> bool:
+        """Its campaign's owner, whoever launched it, or an admin (use with
+        select_related("campaign"))."""
+        if can_edit(user, self.campaign):
+            return True
+        launcher = self.launched_by_id
+        return can_operate(user) and launcher is not None and launcher == getattr(user, "pk", None)
 
 
 class ClientAttempt(models.Model):

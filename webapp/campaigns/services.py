@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
@@ -24,7 +25,7 @@ from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
 from webapp.sites.credentials import endpoint_run_credential
-from webapp.sites.models import Endpoint, TestFile, VantagePoint
+from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, TestFile, VantagePoint
 from workers.engine import (
     EgressPolicy,
     InvalidParams,
@@ -82,8 +83,6 @@ def campaign_preview_draft(
 ) -> MatrixPreview:
     """The preview of a campaign not saved yet (a form's, an API request's): its relations
     come as arguments and nothing is written (no vantage point chosen: the local one)."""
-    from webapp.sites.services import LOCAL_VANTAGE_POINT  # sites.services imports us
-
     files = matrix_files(endpoints=endpoints, chosen=test_files)
     points = list(vantage_points) or [
         VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT).first()
@@ -102,8 +101,12 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
     return MatrixPreview(campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX)
 
 
-def campaign_launch(*, campaign: Campaign, trigger: str, user: object = None) -> list[Run]:
-    """Create the campaign's runs (queued) and enqueue each once the transaction commits."""
+def campaign_launch(
+    *, campaign: Campaign, trigger: str, user: AbstractBaseUser | AnonymousUser | None = None
+) -> list[Run]:
+    """Create the campaign's runs (queued, launched by `user`: none for the schedule) and
+    enqueue each once the transaction commits."""
+    launched_by = user if user is not None and user.is_authenticated else None
     refusal = campaign_preview(campaign=campaign).refusal
     if refusal:
         raise ValidationError({"matrix": refusal})
@@ -128,6 +131,7 @@ def campaign_launch(*, campaign: Campaign, trigger: str, user: object = None) ->
                 deadline_s=campaign.deadline_s,
                 repetition=cell.repetition,
                 trigger=trigger,
+                launched_by=launched_by,
             )
             for cell in campaign.cells()
         )
@@ -412,13 +416,15 @@ class CampaignCancel:
     stopping: list[int]
 
 
-def campaign_cancel(*, campaign: Campaign) -> CampaignCancel:
-    """Cancel every queued run of the campaign and ask every running one to stop."""
+def campaign_cancel(*, campaign: Campaign, runs: QuerySet[Run] | None = None) -> CampaignCancel:
+    """Cancel every queued run of the campaign and ask every running one to stop; of `runs`
+    only, if given (Campaign.runs_cancellable_by: those a user may cancel)."""
     now = timezone.now()
+    scope = (runs if runs is not None else Run.objects.all()).filter(campaign=campaign)
     with transaction.atomic():
         queued = list(
-            Run.objects.select_for_update()
-            .filter(campaign=campaign, status=Run.Status.QUEUED)
+            scope.select_for_update()
+            .filter(status=Run.Status.QUEUED)
             .order_by("pk")
             .values_list("pk", flat=True)
         )
@@ -426,9 +432,7 @@ def campaign_cancel(*, campaign: Campaign) -> CampaignCancel:
             status=Run.Status.CANCELLED, cancel_requested=True, finished_at=now
         )
         running = list(
-            Run.objects.filter(campaign=campaign, status=Run.Status.RUNNING)
-            .order_by("pk")
-            .values_list("pk", flat=True)
+            scope.filter(status=Run.Status.RUNNING).order_by("pk").values_list("pk", flat=True)
         )
         Run.objects.filter(pk__in=running).update(cancel_requested=True)
     return CampaignCancel(cancelled=queued, stopping=running)

@@ -18,7 +18,12 @@ from django.views.generic import DetailView, ListView, TemplateView
 from webapp.accounts.roles import can_edit
 from webapp.api.filters import RunFilter
 from webapp.campaigns.forms import CampaignForm
-from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.models import (
+    CAMPAIGN_CANCEL_REFUSAL,
+    RUN_CANCEL_REFUSAL,
+    Campaign,
+    Run,
+)
 from webapp.campaigns.selectors import (
     campaign_list,
     campaign_rows,
@@ -75,7 +80,10 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
             recent_runs=run_list().filter(campaign=campaign)[:20],
             runs_url=_runs_url(campaign=campaign.pk),
             can_edit=can_edit(self.request.user, campaign),  # type: ignore[arg-type]
-            active_runs=campaign.runs.filter(status__in=ACTIVE).count(),
+            # The queued or running runs this user may cancel (all for the owner or an admin).
+            cancellable_runs=campaign.runs_cancellable_by(self.request.user)  # type: ignore[arg-type]
+            .filter(status__in=ACTIVE)
+            .count(),
         )
         return context
 
@@ -132,7 +140,10 @@ class CampaignLaunchView(OperatorRequiredMixin, View):
 class CampaignCancelView(OperatorRequiredMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         campaign = get_object_or_404(Campaign, pk=pk)
-        done = campaign_cancel(campaign=campaign)
+        user = request.user
+        if not campaign.cancellable_by(user):  # type: ignore[arg-type]
+            raise PermissionDenied(CAMPAIGN_CANCEL_REFUSAL)
+        done = campaign_cancel(campaign=campaign, runs=campaign.runs_cancellable_by(user))  # type: ignore[arg-type]
         if not done.cancelled and not done.stopping:
             messages.info(request, f"{campaign.name!r} has no queued or running run to cancel.")
         else:
@@ -192,6 +203,7 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
         attempts = {a.client: a for a in run.attempts.all()}
         context.update(
             run=run,
+            can_cancel=run.cancellable_by(self.request.user),  # type: ignore[arg-type]
             progress=progress,
             clients=[(c, attempts.get(c.client)) for c in progress.clients],
             charts=run_charts(run),
@@ -212,7 +224,10 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
 
 class RunCancelView(OperatorRequiredMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
-        run = run_cancel(run=get_object_or_404(Run, pk=pk))
+        run = get_object_or_404(Run.objects.select_related("campaign"), pk=pk)
+        if not run.cancellable_by(request.user):  # type: ignore[arg-type]
+            raise PermissionDenied(RUN_CANCEL_REFUSAL)
+        run = run_cancel(run=run)
         if run.status == Run.Status.CANCELLED:
             messages.success(request, f"Run {run.pk} cancelled.")
         elif run.is_final:

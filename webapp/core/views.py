@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from webapp.accounts.roles import can_operate, can_view
+from webapp.accounts.roles import can_operate, can_view, is_admin
 
 
 @never_cache
@@ -45,3 +45,14 @@ class OperatorRequiredMixin(ViewerRequiredMixin):
 
     def allowed(self, request: HttpRequest) -> bool:
         return can_operate(request.user)
+
+
+class AdminRequiredMixin(OperatorRequiredMixin):
+    """Pages that change what only admins change (vantage points): 403 with `refusal`."""
+
+    refusal = "only an admin may do this"
+
+    def allowed(self, request: HttpRequest) -> bool:
+        if not is_admin(request.user):
+            raise PermissionDenied(self.refusal)
+        return True

@@ -3,6 +3,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html_join
 
@@ -66,4 +67,15 @@ class EndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(VantagePoint)
 class VantagePointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The built-in `local` vantage point keeps its name and is never deleted here either."""
+
     list_display = ["name", "location"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_readonly_fields(request, obj)
+        return [*fields, "name"] if obj is not None and obj.is_local else fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and obj.delete_refusal():
+            return False
+        return super().has_delete_permission(request, obj)

@@ -199,3 +199,10 @@ class VantagePointForm(forms.ModelForm):  # type: ignore[type-arg]
             "name": "Workers started with `celery -A workers worker -Q vantage.NAME` measure "
             "from here; renaming it changes the queue they must listen on."
         }
+
+    def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
+        refusal = self.instance.rename_refusal(name)
+        if refusal:
+            raise forms.ValidationError(refusal)
+        return name

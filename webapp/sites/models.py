@@ -11,11 +11,15 @@ from django.db import models
 from django.urls import reverse
 
 from webapp.accounts.crypto import EncryptedTextField
+from webapp.accounts.roles import User, can_edit, can_operate, is_admin
 from webapp.sites.credentials import KIND_CHOICES, CredentialInfo, credential_check, credential_info
 from workers.engine.egress import literal_refusal
 from workers.engine.errors import InvalidParams
 from workers.engine.urls import SCHEMES, check_file_roots, check_url
 
+# The vantage point of the web host's own worker (`bin/run`, compose): campaigns that name
+# none measure from it, so it is never renamed nor deleted through the pages or the API.
+LOCAL_VANTAGE_POINT = "local"
 _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
 _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
 
@@ -51,6 +55,16 @@ def validate_base_url(value: str) -> None:
 validate_base_url_egress = validate_base_url
 
 
+class SiteQuerySet(models.QuerySet["Site"]):
+    def editable_by(self, user: User | None) -> SiteQuerySet:
+        """The sites `user` may change and add endpoints to (Site.editable_by)."""
+        if is_admin(user):
+            return self
+        if can_operate(user) and user is not None:
+            return self.filter(owner_id=user.pk)
+        return self.none()
+
+
 class Site(models.Model):
     """A storage site of the federation (a WLCG site, or a site of the lab)."""
 
@@ -64,6 +78,8 @@ class Site(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = SiteQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
 
@@ -72,6 +88,11 @@ class Site(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("sites:site-detail", args=[self.pk])
+
+    def editable_by(self, user: User | None) -> bool:
+        """Its owner or an admin changes it and its endpoints; a site without an owner (made
+        before sites had one, or by `lab register`) is an admin's."""
+        return can_edit(user, self)
 
     @property
     def protocols(self) -> list[str]:
@@ -121,6 +142,11 @@ class Endpoint(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("sites:endpoint-detail", args=[self.pk])
+
+    def editable_by(self, user: User | None) -> bool:
+        """An endpoint is changed by whoever may change its site (not by who made it: an
+        operator adds no endpoint to another's site)."""
+        return self.site.editable_by(user)
 
     def clean(self) -> None:
         """The base URL must be one the engine accepts, in the endpoint's protocol, and the
@@ -204,6 +230,33 @@ class VantagePoint(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_local(self) -> bool:
+        return self.name == LOCAL_VANTAGE_POINT
+
+    def editable_by(self, user: User | None) -> bool:
+        """Admins only: a vantage point names the queue that deployed workers consume, and
+        only whoever deploys them may say so."""
+        return is_admin(user)
+
+    def rename_refusal(self, name: str) -> str | None:
+        """Why this (saved) vantage point may not be renamed to `name`, or None."""
+        if self.pk is not None and self.is_local and name != LOCAL_VANTAGE_POINT:
+            return (
+                f"the built-in vantage point {LOCAL_VANTAGE_POINT!r} cannot be renamed: "
+                f"campaigns without a vantage point are queued to vantage.{LOCAL_VANTAGE_POINT}"
+            )
+        return None
+
+    def delete_refusal(self) -> str | None:
+        """Why this vantage point may not be deleted, or None."""
+        if self.is_local:
+            return (
+                f"the built-in vantage point {LOCAL_VANTAGE_POINT!r} cannot be deleted: "
+                f"campaigns without a vantage point are queued to vantage.{LOCAL_VANTAGE_POINT}"
+            )
+        return None
 
     @property
     def queue(self) -> str:

@@ -15,7 +15,7 @@ from django.db.models import ProtectedError
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import run_params
 from webapp.sites.credentials import ca_dir_merge, trusted_ca_sources
-from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
+from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, Site, TestFile, VantagePoint
 from workers.engine import (
     InvalidParams,
     Method,
@@ -30,7 +30,6 @@ from workers.engine.oauth import OAuthClient
 from workers.engine.urls import GRIDFTP_SCHEMES
 from workers.lab import Lab
 
-LOCAL_VANTAGE_POINT = "local"
 # In VAR_DIR: the host's CA folder and the lab's CA, merged (settings.LOCAL_CA_DIR).
 LOCAL_CA_FOLDER = "ca"
 # A connection test reads one small block from the web host: it answers within this.

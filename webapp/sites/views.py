@@ -1,8 +1,9 @@
 """Pages for sites, endpoints, their test files and vantage points.
 
-Viewers read; operators create; changing a row with an owner needs its owner or an admin
-(webapp.accounts.roles.can_edit), checked here on every write and in the templates for
-which buttons to show.
+Viewers read; operators create sites (and own them); a site and its endpoints are changed,
+and endpoints added to it, by its owner or an admin (Site.editable_by, Endpoint.editable_by);
+vantage points are an admin's (VantagePoint.editable_by). Checked here on every write and in
+the templates for which buttons to show.
 """
 
 from __future__ import annotations
@@ -22,9 +23,8 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.generic import CreateView, DetailView, ListView, UpdateView, View
 
-from webapp.accounts.roles import can_edit
 from webapp.campaigns.selectors import run_list
-from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
+from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.sites.credentials import credential_summary
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
@@ -38,14 +38,44 @@ from webapp.sites.services import (
 RECENT_RUNS = 20
 
 
+SITE_REFUSAL = "only the site's owner or an admin may change it or its endpoints"
+VANTAGE_POINT_REFUSAL = (
+    "only an admin may create or change vantage points (each names the queue deployed "
+    "workers consume)"
+)
+
+
 class EditRequiredMixin(OperatorRequiredMixin):
     """Operators only, and the object must be one the user may edit (else 403)."""
 
+    refusal = SITE_REFUSAL
+
     def get_object(self, queryset: QuerySet[Any] | None = None) -> Any:
         obj = super().get_object(queryset)  # type: ignore[misc]
-        if not can_edit(self.request.user, obj):  # type: ignore[attr-defined]
-            raise PermissionDenied("only its owner or an admin may change this")
+        if not obj.editable_by(self.request.user):  # type: ignore[attr-defined]
+            raise PermissionDenied(self.refusal)
         return obj
+
+
+class EndpointFormMixin:
+    """The endpoint form offers the sites the user may add endpoints to; naming another
+    (in the address or the POST) is refused with 403."""
+
+    request: HttpRequest
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        named = request.POST.get("site") or request.GET.get("site") or ""
+        known = named.isdigit() and len(named) <= 18  # else not a site: the form says so
+        site = Site.objects.filter(pk=int(named)).first() if known else None
+        user = request.user
+        if site is not None and user.is_authenticated and not site.editable_by(user):  # type: ignore[arg-type]
+            raise PermissionDenied(f"site {site.name}: {SITE_REFUSAL}")
+        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc, no-any-return]
+
+    def get_form(self, form_class: Any = None) -> EndpointForm:
+        form: EndpointForm = super().get_form(form_class)  # type: ignore[misc]
+        form.fields["site"].queryset = Site.objects.editable_by(self.request.user)  # type: ignore[arg-type, attr-defined]
+        return form
 
 
 class OwnedCreateView(OperatorRequiredMixin, SuccessMessageMixin, CreateView):  # type: ignore[type-arg]
@@ -85,7 +115,7 @@ class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
         context["endpoints"] = self.object.endpoints.annotate(file_count=Count("files")).order_by(
             "name"
         )
-        context["can_edit"] = can_edit(self.request.user, self.object)
+        context["can_edit"] = self.object.editable_by(self.request.user)
         return context
 
 
@@ -117,7 +147,7 @@ class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         endpoint = self.object
         context["files"] = endpoint.files.order_by("path")
         context["runs"] = run_list().filter(endpoint=endpoint)[:RECENT_RUNS]
-        context["can_edit"] = can_edit(self.request.user, endpoint)
+        context["can_edit"] = endpoint.editable_by(self.request.user)
         context["credential"] = credential_summary(endpoint.credential_info(), now=timezone.now())
         if context["can_edit"] and "file_form" not in context:
             context["file_form"] = TestFileForm(endpoint=endpoint)
@@ -129,7 +159,7 @@ SENSITIVE_FIELDS = sensitive_post_parameters("credential", "oauth_client_secret"
 
 
 @method_decorator(SENSITIVE_FIELDS, name="dispatch")
-class EndpointCreateView(OwnedCreateView):
+class EndpointCreateView(EndpointFormMixin, OwnedCreateView):
     """/endpoints/new/?site=ID starts with that site chosen."""
 
     template_name = "sites/endpoint_form.html"
@@ -145,7 +175,7 @@ class EndpointCreateView(OwnedCreateView):
 
 
 @method_decorator(SENSITIVE_FIELDS, name="dispatch")
-class EndpointUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  # type: ignore[type-arg]
+class EndpointUpdateView(EndpointFormMixin, EditRequiredMixin, SuccessMessageMixin, UpdateView):  # type: ignore[type-arg]
     template_name = "sites/endpoint_form.html"
     form_class = EndpointForm
     model = Endpoint
@@ -166,8 +196,8 @@ class EndpointActionView(OperatorRequiredMixin, View):
 
     def endpoint(self, pk: int) -> Endpoint:
         endpoint = get_object_or_404(Endpoint.objects.select_related("site"), pk=pk)
-        if not can_edit(self.request.user, endpoint):
-            raise PermissionDenied("only its owner or an admin may change this endpoint")
+        if not endpoint.editable_by(self.request.user):  # type: ignore[arg-type]
+            raise PermissionDenied(SITE_REFUSAL)
         return endpoint
 
 
@@ -244,14 +274,16 @@ class VantagePointListView(ViewerRequiredMixin, ListView):  # type: ignore[type-
     queryset = VantagePoint.objects.order_by("name")
 
 
-class VantagePointCreateView(OperatorRequiredMixin, SuccessMessageMixin, CreateView):  # type: ignore[type-arg]
+class VantagePointCreateView(AdminRequiredMixin, SuccessMessageMixin, CreateView):  # type: ignore[type-arg]
+    refusal = VANTAGE_POINT_REFUSAL
     template_name = "sites/vantage_point_form.html"
     form_class = VantagePointForm
     success_url = reverse_lazy("sites:vantage-point-list")
     success_message = "Vantage point %(name)s was created."
 
 
-class VantagePointUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  # type: ignore[type-arg]
+class VantagePointUpdateView(AdminRequiredMixin, SuccessMessageMixin, UpdateView):  # type: ignore[type-arg]
+    refusal = VANTAGE_POINT_REFUSAL
     template_name = "sites/vantage_point_form.html"
     form_class = VantagePointForm
     model = VantagePoint

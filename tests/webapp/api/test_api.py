@@ -216,7 +216,10 @@ def test_run_list_filters_and_run_detail_carries_the_run_json(operator: APIClien
 
 
 def test_cancel_of_a_queued_run(operator: APIClient) -> None:
-    run = RunFactory()
+    run = RunFactory()  # of a campaign of the operator's: its owner may cancel its runs
+    Campaign.objects.filter(pk=run.campaign_id).update(
+        owner=User.objects.get(username="operator-user")
+    )
     answer = operator.post(f"/api/v1/runs/{run.pk}/cancel/")
     assert answer.status_code == 202
     assert answer.json()["status"] == "cancelled"
@@ -261,7 +264,7 @@ def test_endpoint_lists_its_test_files(operator: APIClient) -> None:
 
 
 def test_endpoint_credential_is_accepted_encrypted_and_never_shown(operator: APIClient) -> None:
-    site = SiteFactory()
+    site = SiteFactory(owner=User.objects.get(username="operator-user"))
     body = {
         "site": site.pk,
         "name": "secure",

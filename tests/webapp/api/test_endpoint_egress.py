@@ -11,7 +11,7 @@ from tests.webapp.factories import RunFactory, SiteFactory
 from webapp.accounts.services import api_token_create
 from webapp.campaigns.services import run_params
 from webapp.sites.forms import EndpointForm
-from webapp.sites.models import Endpoint
+from webapp.sites.models import Endpoint, Site
 
 pytestmark = pytest.mark.django_db
 
@@ -23,6 +23,11 @@ def operator() -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)}")
     return client
+
+
+def own_site() -> Site:
+    """A site of the operator's: only its owner (or an admin) adds endpoints to it."""
+    return SiteFactory(owner=User.objects.get(username="operator-user"))
 
 
 @pytest.mark.parametrize(
@@ -40,7 +45,7 @@ def operator() -> APIClient:
 def test_an_endpoint_at_a_forbidden_address_is_refused_naming_base_url(
     operator: APIClient, protocol: str, base_url: str
 ) -> None:
-    site = SiteFactory()
+    site = own_site()
     body = {"site": site.pk, "name": "meta", "protocol": protocol, "base_url": base_url}
     answer = operator.post("/api/v1/endpoints/", body, format="json")
     assert answer.status_code == 400
@@ -49,7 +54,7 @@ def test_an_endpoint_at_a_forbidden_address_is_refused_naming_base_url(
 
 
 def test_changing_an_endpoint_to_a_forbidden_address_is_refused(operator: APIClient) -> None:
-    body = {"site": SiteFactory().pk, "name": "e1", "protocol": "http", "base_url": "http://se"}
+    body = {"site": own_site().pk, "name": "e1", "protocol": "http", "base_url": "http://se"}
     created = operator.post("/api/v1/endpoints/", body, format="json").json()
     answer = operator.patch(
         f"/api/v1/endpoints/{created['id']}/",
@@ -72,7 +77,7 @@ def test_changing_an_endpoint_to_a_forbidden_address_is_refused(operator: APICli
 def test_private_addresses_and_names_are_left_to_the_workers_policy(
     operator: APIClient, base_url: str
 ) -> None:
-    site = SiteFactory()
+    site = own_site()
     body = {"site": site.pk, "name": "e1", "protocol": "root", "base_url": base_url}
     answer = operator.post("/api/v1/endpoints/", body, format="json")
     assert answer.status_code == 201, answer.json()
@@ -95,7 +100,7 @@ def test_the_endpoint_form_refuses_a_forbidden_address_on_base_url() -> None:
 
 
 def test_a_malformed_ipv6_base_url_is_refused_not_a_crash(operator: APIClient) -> None:
-    site = SiteFactory()
+    site = own_site()
     body = {"site": site.pk, "name": "e1", "protocol": "http", "base_url": "http://[::1"}
     answer = operator.post("/api/v1/endpoints/", body, format="json")
     assert answer.status_code == 400

@@ -47,6 +47,7 @@ def test_the_api_cancels_queued_runs_and_stops_running_ones_then_says_409() -> N
     assert running is not None
     other_campaign, others = launched(1)
     api = operator("api")
+    Campaign.objects.filter(pk=campaign.pk).update(owner=User.objects.get(username="cancel-api"))
     answer = api.post(f"/api/v1/campaigns/{campaign.pk}/cancel/")
     assert answer.status_code == 202, answer.content
     assert answer.json() == {"cancelled": [r.pk for r in runs[1:]], "stopping": [runs[0].pk]}
@@ -63,6 +64,7 @@ def test_the_api_cancels_queued_runs_and_stops_running_ones_then_says_409() -> N
 def test_the_page_cancels_and_says_how_many() -> None:
     campaign, _ = launched()
     page = operator("page")
+    Campaign.objects.filter(pk=campaign.pk).update(owner=User.objects.get(username="cancel-page"))
     detail = page.get(f"/campaigns/{campaign.pk}/").content.decode()
     assert "Cancel 3 queued or running runs" in detail
     answer = page.post(f"/campaigns/{campaign.pk}/cancel/", follow=True)

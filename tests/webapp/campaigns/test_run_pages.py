@@ -20,7 +20,7 @@ from tests.webapp.factories import (
     VantagePointFactory,
 )
 from webapp.accounts.services import user_set_role
-from webapp.campaigns.models import ClientAttempt, Run
+from webapp.campaigns.models import Campaign, ClientAttempt, Run
 from webapp.campaigns.services import run_claim
 
 pytestmark = pytest.mark.django_db
@@ -236,10 +236,10 @@ def test_the_detail_shows_parameters_aggregates_errors_and_clients(client: Clien
     assert f"/runs/{run.pk}/cancel/" not in html
 
 
-def test_a_running_runs_detail_polls_and_offers_cancel_to_operators(client: Client) -> None:
+def test_a_running_runs_detail_polls_and_offers_cancel_to_its_owner(client: Client) -> None:
     run = RunFactory()
     run_claim(run_id=run.pk, worker="w")
-    login(client, "operator")
+    Campaign.objects.filter(pk=run.campaign_id).update(owner=login(client, "operator"))
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert "js/run_detail.js" in html
     assert f"/runs/{run.pk}/cancel/" in html
@@ -254,9 +254,9 @@ def test_an_unknown_run_is_404(client: Client) -> None:
 # -- cancel -----------------------------------------------------------------------------------
 
 
-def test_an_operator_cancels_a_queued_run_from_its_page(client: Client) -> None:
+def test_an_operator_cancels_a_queued_run_of_its_campaign_from_its_page(client: Client) -> None:
     run = RunFactory()
-    login(client, "operator")
+    Campaign.objects.filter(pk=run.campaign_id).update(owner=login(client, "operator"))
     response = client.post(f"/runs/{run.pk}/cancel/", follow=True)
     assert response.redirect_chain == [(f"/runs/{run.pk}/", 302)]
     run.refresh_from_db()

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from webapp.accounts.services import user_set_role
-from webapp.core.views import OperatorRequiredMixin
+from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin
 
 pytestmark = pytest.mark.django_db
 
@@ -34,9 +34,9 @@ def _page_paths() -> list[str]:
     return sorted(set(paths))
 
 
-def _operator_only(path: str) -> bool:
+def _operator_only(path: str, mixin: type = OperatorRequiredMixin) -> bool:
     view_class = getattr(resolve(path).func, "view_class", None)
-    return view_class is not None and issubclass(view_class, OperatorRequiredMixin)
+    return view_class is not None and issubclass(view_class, mixin)
 
 
 def _user(username: str, role: str) -> User:
@@ -80,6 +80,9 @@ def test_operator_pages_are_forbidden_to_a_viewer_and_shown_to_an_operator(
     client.force_login(_user("viewer", "viewer"))
     assert client.get(path).status_code == 403
     client.force_login(_user("operator", "operator"))
+    if _operator_only(path, AdminRequiredMixin):
+        assert client.get(path).status_code == 403
+        client.force_login(_user("admin", "admin"))
     response = client.get(path)
     assert response.status_code == 200
     assert b'aria-label="Main"' in response.content

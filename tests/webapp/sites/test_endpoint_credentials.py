@@ -420,7 +420,8 @@ def api(operator: Client) -> APIClient:
 
 def api_body(**fields: Any) -> dict[str, Any]:
     return {
-        "site": SiteFactory().pk,
+        # The operator's own: only a site's owner (or an admin) adds endpoints to it.
+        "site": SiteFactory(owner=User.objects.get(username="operator")).pk,
         "name": "api-https",
         "protocol": "https",
         "base_url": "https://se.example.org:443/",
@@ -482,7 +483,7 @@ def test_a_static_token_is_replaced_over_the_api_without_touching_campaigns(
 ) -> None:
     from tests.webapp.factories import CampaignFactory
 
-    endpoint = endpoint_with("token", TOKEN, owner=operator.user)  # type: ignore[attr-defined]
+    endpoint = endpoint_with("token", TOKEN, site__owner=operator.user)  # type: ignore[attr-defined]
     campaign = CampaignFactory(endpoints=[endpoint])
     fresh = jwt(iss="https://iam.example.org/", sub="rotated", exp=IN_A_DAY)
     replaced = api.patch(

@@ -38,7 +38,9 @@ def _edit_form(endpoint: Endpoint, **fields: str) -> dict[str, str]:
 
 
 def _owned_endpoint(client: Client) -> Endpoint:
-    return TestFileFactory(endpoint__owner=client.user).endpoint  # type: ignore[attr-defined]
+    """An endpoint on a site the client's user owns (whoever owns the site changes it)."""
+    user = client.user  # type: ignore[attr-defined]
+    return TestFileFactory(endpoint__owner=user, endpoint__site__owner=user).endpoint
 
 
 def test_disable_then_enable(operator: Client) -> None:

@@ -226,7 +226,7 @@ def test_operator_cannot_change_another_operators_endpoint(
 def test_bad_endpoint_input_names_the_field_and_creates_nothing(
     operator: Client, fields: dict[str, str], field: str
 ) -> None:
-    site = SiteFactory()
+    site = SiteFactory(owner=operator.user)  # type: ignore[attr-defined]
     before = _state()
     response = operator.post("/endpoints/new/", _endpoint_form(site, **fields))
     assert response.status_code == 200

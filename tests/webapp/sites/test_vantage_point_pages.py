@@ -1,4 +1,4 @@
-"""Vantage point pages: the worker command for each, create and edit for operators."""
+"""Vantage point pages: the worker command for each, create and edit for admins."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def test_list_shows_the_worker_command_of_each(viewer: Client) -> None:
     assert "/edit/" not in text
 
 
-def test_operator_creates_and_edits_a_vantage_point(operator: Client) -> None:
-    response = operator.post(
+def test_admin_creates_and_edits_a_vantage_point(admin: Client) -> None:
+    response = admin.post(
         "/vantage-points/new/", {"name": "desy", "location": "Hamburg"}, follow=True
     )
     vantage_point = VantagePoint.objects.get(name="desy")
@@ -32,9 +32,7 @@ def test_operator_creates_and_edits_a_vantage_point(operator: Client) -> None:
     assert "-Q vantage.desy" in text
     assert f'href="/vantage-points/{vantage_point.pk}/edit/"' in text
 
-    operator.post(
-        f"/vantage-points/{vantage_point.pk}/edit/", {"name": "desy", "location": "Zeuthen"}
-    )
+    admin.post(f"/vantage-points/{vantage_point.pk}/edit/", {"name": "desy", "location": "Zeuthen"})
     vantage_point.refresh_from_db()
     assert vantage_point.location == "Zeuthen"
 
@@ -44,10 +42,10 @@ def test_operator_creates_and_edits_a_vantage_point(operator: Client) -> None:
     [("bad name", "letters, digits"), ("", "required"), ("-dash", "letters"), ("taken", "exists")],
 )
 def test_bad_vantage_point_names_the_field_and_creates_nothing(
-    operator: Client, name: str, error: str
+    admin: Client, name: str, error: str
 ) -> None:
     VantagePointFactory(name="taken")
-    response = operator.post("/vantage-points/new/", {"name": name})
+    response = admin.post("/vantage-points/new/", {"name": name})
     assert response.status_code == 200
     text = response.content.decode()
     assert 'id="id_name_error"' in text
