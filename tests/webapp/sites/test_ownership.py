@@ -207,3 +207,17 @@ def test_creating_a_site_stays_open_to_operators_who_then_own_it(operator: Clien
     created = api_for(operator).post("/api/v1/sites/", {"name": "ral"})
     assert created.status_code == 201
     assert Site.objects.get(name="ral").owner == User.objects.get(username="operator")
+
+
+def test_the_django_admin_keeps_locals_name_and_offers_no_delete(operator: Client) -> None:
+    """The admin site lets in staff only (setrole makes nobody staff): a superuser here."""
+    local, other = VantagePointFactory(name="local"), VantagePointFactory(name="cern")
+    root = Client()
+    root.force_login(User.objects.create_superuser("root-admin", password="x"))
+    page = root.get(f"/admin/sites/vantagepoint/{local.pk}/change/").content.decode()
+    assert 'name="name"' not in page  # read-only
+    assert root.get(f"/admin/sites/vantagepoint/{local.pk}/delete/").status_code == 403
+    root.post(f"/admin/sites/vantagepoint/{local.pk}/change/", {"name": "moved"})
+    assert VantagePoint.objects.filter(pk=local.pk, name="local").exists()
+    assert root.get(f"/admin/sites/vantagepoint/{other.pk}/delete/").status_code == 200
+    assert operator.get("/admin/sites/vantagepoint/").status_code == 302  # to the admin's login
