@@ -24,6 +24,7 @@ from workers.engine.backends.base import Backend, OpenOptions, RemoteFile
 from workers.engine.backends.local import LOCAL_VECTOR_LIMITS, LocalBackend
 from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
+from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import Method, Pattern, RunParams
@@ -92,6 +93,8 @@ def client_main(
     spec.access.apply_environment()
     result = ClientResult(client=spec.client)
     try:
+        if spec.access.guard is not None:
+            spec.access.guard.attach(client_label(spec.client))
         client = Client(spec, result, progress)
         sink.send(READY)
         if release.wait(timeout=spec.start_timeout_s):

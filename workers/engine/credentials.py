@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
+from workers.engine.egress_guard import GuardLink
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.urls import HTTP_SCHEMES, XROOT_SCHEMES
 
@@ -321,13 +322,16 @@ def check_ca_dir(ca_dir: str | None) -> None:
 
 @dataclass(frozen=True)
 class Access:
-    """How a client process authenticates and verifies servers: paths, never secrets, so it
-    can travel to the client processes in their spec."""
+    """How a client process authenticates, verifies servers and is held to the egress
+    policy: paths and a socket, never secrets, so it can travel to the client processes in
+    their spec."""
 
     auth: AuthMethod = AuthMethod.NONE
     token_file: str | None = None
     proxy_file: str | None = None
     ca_dir: str | None = None
+    # Where the process puts itself under the run's egress guard (None: no policy).
+    guard: GuardLink | None = None
 
     def apply_environment(self, env: MutableMapping[str, str] = os.environ) -> None:
         """Set, in this process only, what XrdCl, xrdcp and globus-url-copy read."""

@@ -22,7 +22,6 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
-from workers.engine.backends import backend_for
 from workers.engine.client import READY, ClientSpec, FileTarget, client_main
 from workers.engine.credentials import (
     Access,
@@ -33,7 +32,7 @@ from workers.engine.credentials import (
     run_secrets,
 )
 from workers.engine.deadline import Deadline
-from workers.engine.egress import EgressPolicy
+from workers.engine.egress_guard import PREFLIGHT, EgressGuard, client_label
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import Method, RunParams
@@ -94,13 +93,16 @@ def run_probe(
     try:
         if credential is not None:
             credential.check_valid(until=datetime.now(UTC))
-        with run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access:
-            _plan_and_execute(shared, credential, access, result, on_progress, should_cancel)
+        with (
+            run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access,
+            EgressGuard.running(params.egress) as guard,
+        ):
+            guarded = replace(access, guard=None if guard is None else guard.link)
+            _plan_and_execute(
+                shared, credential, guarded, result, guard, on_progress, should_cancel
+            )
     except ProbeError as exc:
         result.run_error = (exc.error_class, exc.message)
-        return result
-    if params.egress is not None and backend_for(scheme).egress_after_run:
-        check_served_by(result, params.egress)
     return result
 
 
@@ -109,6 +111,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     credential: Credential | None,
     access: Access,
     result: RunResult,
+    guard: EgressGuard | None,
     on_progress: ProgressCallback | None,
     should_cancel: CancelCheck | None,
 ) -> None:
@@ -117,6 +120,8 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     try:
         found = run_preflight(client_context(), params, access, Deadline.after(preflight_s))
     except ProbeError as exc:
+        if guard is not None:
+            exc = guard.explain(exc, PREFLIGHT)
         raise _explained(exc, credential, params.ca_dir) from None
     sizes, vector_limits = found.sizes, found.vector_limits
     result.file_sizes = sizes
@@ -132,7 +137,15 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
     planned = sum(params.planned_bytes(target.size) for spec in specs for target in spec.targets)
     try:
-        _Execution(specs, result, planned, on_progress, should_cancel).run()
+        execution = _Execution(
+            specs,
+            result,
+            planned=planned,
+            guard=guard,
+            on_progress=on_progress,
+            should_cancel=should_cancel,
+        )
+        execution.run()
     finally:
         for spec in specs:
             if spec.scratch:
@@ -147,22 +160,6 @@ def _explained(exc: ProbeError, credential: Credential | None, ca_dir: str | Non
         store = f"the CA folder {ca_dir}" if ca_dir else "the system store"
         return ProbeError(exc.error_class, f"{exc.message} (verified against {store})")
     return exc
-
-
-def check_served_by(result: RunResult, egress: EgressPolicy) -> None:
-    """A client served by a server the policy refuses fails with class egress.
-
-    XrdCl and the copy tools resolve and follow redirections themselves: a redirection the
-    preflight could not foresee is only seen here, after the fact (docs/engine.md).
-    """
-    for client in result.clients:
-        for server in client.served_by:
-            try:
-                egress.check_server(server)
-            except ProbeError as exc:
-                if exc.error_class == ErrorClass.EGRESS and client.error is None:
-                    message = f"served by {server}: {exc.message}"
-                    client.error = ClientError(ErrorClass.EGRESS, message, round(client.wall_s, 6))
 
 
 def _client_specs(
@@ -205,13 +202,16 @@ class _Execution:
         self,
         specs: list[ClientSpec],
         result: RunResult,
+        *,
         planned: int,
+        guard: EgressGuard | None,
         on_progress: ProgressCallback | None,
         should_cancel: CancelCheck | None,
     ) -> None:
         self.specs = specs
         self.result = result
         self.planned = planned
+        self.guard = guard
         self.on_progress = on_progress
         self.should_cancel = should_cancel
         ctx = client_context()
@@ -302,10 +302,21 @@ class _Execution:
             if pipe not in ready:
                 continue
             try:
-                self.results[client] = pipe.recv()
+                self.results[client] = self._explained(pipe.recv())
             except EOFError:
                 self.results[client] = self._lost(client, "the client process died")
             self._forget(client)
+
+    def _explained(self, record: ClientResult) -> ClientResult:
+        """A client that failed after the guard refused one of its connections failed
+        for that reason (class egress)."""
+        if self.guard is None or record.error is None:
+            return record
+        refusal = self.guard.refusal(client_label(record.client))
+        if refusal is not None and record.error.error_class != ErrorClass.EGRESS:
+            message = f"refused by egress policy: {refusal}"
+            record.error = ClientError(ErrorClass.EGRESS, message, record.error.wasted_s)
+        return record
 
     def _kill_remaining(self, error_class: ErrorClass, message: str) -> None:
         for client in list(self.pipes):

@@ -21,6 +21,7 @@ from workers.engine.backends import backend_for
 from workers.engine.backends.base import Negotiated, OpenOptions
 from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
+from workers.engine.egress_guard import PREFLIGHT
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import Method, Pattern, RunParams
 from workers.engine.processes import die_with, main_module_hidden
@@ -96,6 +97,8 @@ def preflight_main(
     die_with(run_pid)
     access.apply_environment()
     try:
+        if access.guard is not None:
+            access.guard.attach(PREFLIGHT)
         sink.send(preflight(params, access, deadline))
     except ProbeError as exc:
         sink.send(("probe", str(exc.error_class), exc.message))

@@ -9,10 +9,8 @@ import pytest
 
 from tests.workers.engine.conftest import FILE_4M, lab_file
 from workers.engine import EgressPolicy, ErrorClass, Method, Pattern, ProbeError, RunParams
-from workers.engine.driver import check_served_by, run_probe
+from workers.engine.driver import run_probe
 from workers.engine.egress import literal_refusal, parse_networks
-from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.results import RunResult
 
 LOOPBACK = ("127.0.0.0/8", "::1/128")
 # Allowing everything still leaves the forbidden networks refused.
@@ -148,24 +146,6 @@ def test_check_url_ignores_file_urls_and_uses_the_urls_host() -> None:
 def test_malformed_or_forbidden_allowances_are_rejected(text: str, complaint: str) -> None:
     with pytest.raises(ValueError, match=complaint):
         parse_networks([text])
-
-
-def test_servers_a_run_was_served_by_are_checked_after_it() -> None:
-    result = RunResult(
-        params=RunParams(urls=("root://h//f",)), started_at="", host="", deadline_s=1
-    )
-    earlier = ClientError(ErrorClass.SHORT_READ, "cut", 1.0)
-    result.clients = [
-        ClientResult(client=0, served_by=["127.0.0.1:1094"]),
-        ClientResult(client=1, served_by=["[::ffff:169.254.169.254]:1094"]),
-        ClientResult(client=2, served_by=["169.254.169.254:1094"], error=earlier),
-    ]
-    check_served_by(result, EgressPolicy.allowing(LOOPBACK))
-    assert result.clients[0].error is None
-    refused = result.clients[1].error
-    assert refused is not None and refused.error_class is ErrorClass.EGRESS
-    assert "served by [::ffff:169.254.169.254]:1094" in refused.message
-    assert result.clients[2].error is earlier  # the first failure is the one reported
 
 
 # -- runs against the lab ----------------------------------------------------------------

@@ -95,11 +95,6 @@ class RemoteFile(abc.ABC):
 class Backend(abc.ABC):
     """A protocol: how to open, size and copy files behind URLs of its schemes."""
 
-    # True when the backend's connections are made by a library or tool that resolves names
-    # and follows redirections itself (XrdCl, xrdcp, globus-url-copy): the servers a run was
-    # served by are then checked against the egress policy after the run as well.
-    egress_after_run = False
-
     def check_egress(self, url: str, options: OpenOptions) -> None:
         """Refuse (ProbeError, class egress) before any connection a URL whose host, or a
         server it is known to send clients to, the egress policy forbids."""

@@ -32,8 +32,6 @@ NOT_A_READ_PROTOCOL = "gridftp is a copy protocol: use method copy or stage"
 class GridFtpBackend(Backend):
     """gsiftp:// and ftp:// endpoints, copied whole with globus-url-copy."""
 
-    egress_after_run = True
-
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         raise ProbeError(ErrorClass.SERVER_ERROR, NOT_A_READ_PROTOCOL)
 
