@@ -236,7 +236,9 @@ def _fuzz(
 def test_deleting_a_row_that_runs_refer_to_answers_409_and_deletes_nothing(
     collection: str,
 ) -> None:
-    run = RunFactory(status=Run.Status.SUCCEEDED, throughput_mbps=1.0)
+    # Not from `local`, which is never deleted, runs or none (tests/webapp/sites/test_ownership.py).
+    cern = VantagePointFactory(name="cern")
+    run = RunFactory(status=Run.Status.SUCCEEDED, throughput_mbps=1.0, vantage_point=cern)
     pk = {
         "endpoints": run.endpoint_id,
         "sites": run.endpoint.site_id,
