@@ -17,7 +17,7 @@ class CanEditRow(IsOperatorOrReadOnly):
     """Reads for any role; writes for operators, and changing one row needs its
     `editable_by` (an endpoint: its site's owner or an admin)."""
 
-    message = "only its owner or an admin may change this"
+    message = "only the site's owner or an admin may change this"
 
     def has_object_permission(self, request: Request, view: APIView, obj: Any) -> bool:
         if request.method in SAFE_METHODS:

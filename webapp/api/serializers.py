@@ -35,10 +35,25 @@ from workers.engine.urls import check_url
 
 class SiteSerializer(serializers.ModelSerializer[Site]):
     endpoints = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    owner = serializers.CharField(
+        source="owner.username",
+        read_only=True,
+        default=None,
+        help_text="who changes it and its endpoints, with admins; null: admins only",
+    )
 
     class Meta:
         model = Site
-        fields = ["id", "name", "tier", "storage_system", "location", "endpoints", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "tier",
+            "storage_system",
+            "location",
+            "owner",
+            "endpoints",
+            "created_at",
+        ]
 
 
 class TestFileSerializer(serializers.ModelSerializer[TestFile]):

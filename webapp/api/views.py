@@ -75,7 +75,7 @@ class OwnedViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type: ignor
 class SiteViewSet(OwnedViewSet):
     """Any operator creates a site (and owns it); its owner or an admin changes it."""
 
-    queryset = Site.objects.prefetch_related("endpoints").order_by("name")
+    queryset = Site.objects.select_related("owner").prefetch_related("endpoints").order_by("name")
     serializer_class = SiteSerializer
     filterset_fields = ["tier", "storage_system"]
     permission_classes = [CanEditRow]

@@ -140,7 +140,7 @@ class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
 
     template_name = "sites/endpoint_detail.html"
     context_object_name = "endpoint"
-    queryset = Endpoint.objects.select_related("site", "owner")
+    queryset = Endpoint.objects.select_related("site__owner", "owner")
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
@@ -222,7 +222,7 @@ class EndpointTestView(OperatorRequiredMixin, View):
     http_method_names = ["post"]
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
-        endpoint = get_object_or_404(Endpoint.objects.select_related("site", "owner"), pk=pk)
+        endpoint = get_object_or_404(Endpoint.objects.select_related("site__owner", "owner"), pk=pk)
         check = endpoint_test_connection(endpoint=endpoint)
         return endpoint_page(request, endpoint, check=check)
 

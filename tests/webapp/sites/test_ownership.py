@@ -206,7 +206,11 @@ def test_an_operator_cannot_change_or_delete_another_operators_site_through_the_
 def test_creating_a_site_stays_open_to_operators_who_then_own_it(operator: Client) -> None:
     created = api_for(operator).post("/api/v1/sites/", {"name": "ral"})
     assert created.status_code == 201
+    assert created.json()["owner"] == "operator"
     assert Site.objects.get(name="ral").owner == User.objects.get(username="operator")
+    SiteFactory(name="lab")
+    listed = api_for(operator).get("/api/v1/sites/").json()["results"]
+    assert [(s["name"], s["owner"]) for s in listed] == [("lab", None), ("ral", "operator")]
 
 
 def test_the_django_admin_keeps_locals_name_and_offers_no_delete(operator: Client) -> None:
