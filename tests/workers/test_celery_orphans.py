@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,11 +20,11 @@ from urllib.parse import urlsplit
 import pytest
 from django.db.models import F
 
-from tests.celery_worker import WorkerProcess, session_members, wait_until
+from tests.celery_worker import REPO, WorkerProcess, session_members, wait_until
 from tests.webapp.factories import CampaignFactory
 from tests.workers.test_celery import lab_endpoint
 from webapp.campaigns.models import ClientAttempt, Run
-from webapp.campaigns.services import campaign_launch, runs_reap
+from webapp.campaigns.services import STALE_AFTER_S, campaign_launch, runs_reap
 from webapp.sites.models import Endpoint, VantagePoint
 from workers.lab.relay import RelayHost, RelaySpec
 
@@ -135,6 +138,163 @@ def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_par
     assert all(a.record["bytes_read"] == 16 * 1024 * 1024 for a in kept)
     lost = run.attempts.filter(status=ClientAttempt.Status.LOST).count()
     assert lost == clients - kept.count()
+
+
+def test_after_kill_9_of_a_worker_or_its_pool_process_no_client_measures_on_and_beat_reaps(
+    lab: Any,
+    start_celery_worker: Callable[..., WorkerProcess],
+    celery_worker_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """As in production: one `kill -9` of a worker's main process (its pool process dies
+    by the pdeathsig Celery gives it), one of another worker's pool process only, each
+    mid-run. No client goes on measuring; the real beat and reaper (every 30 s, 60 s stale)
+    end the runs, `failed` (no client had ended) and `partial` (some had, their records
+    kept); the killed worker started again and the other one then measure again."""
+    near = lab_endpoint(lab, "near-root")  # registers the lab: before relayed_local_root
+    with relayed_local_root(lab, rtt_ms=2.0) as (relay, relayed):
+        workers = {
+            vantage: start_celery_worker(vantage, control=vantage == "reaper", wait=False)
+            for vantage in ("main-killed", "pool-killed", "reaper")
+        }
+        with celery_beat(celery_worker_env, tmp_path) as beat_log:
+            for worker in workers.values():
+                worker.wait_ready()
+            # 16 clients of 1 KiB reads 2 ms away (~50 s): none ends before the kill. 8
+            # clients through a relay that hangs once one has ended: the others hang.
+            failing = launch(near, "main-killed", clients=16, read=1024)
+            hang_after_the_first_ends(relay, 8)
+            partial = launch(
+                relayed, "pool-killed", clients=8, read=64 * 1024, pattern="sequential"
+            )
+            runs = [failing, partial]
+
+            def both_mid_run() -> bool:
+                beating = failing.attempts.filter(heartbeat_at__gt=F("run__started_at")).exists()
+                ended = partial.attempts.filter(status=ClientAttempt.Status.OK).exists()
+                return beating and ended and count(runs, Run.FINAL) == 0
+
+            wait_until(both_mid_run, 60, "clients measuring and one ended", *workers.values())
+            wait_until(lambda: near_connections(lab) >= 16, 10, "16 clients connected")
+            killed_at = time.monotonic()
+            measuring = kill_9(workers["main-killed"], workers["pool-killed"])
+
+            # (a) No orphan: the clients and the fork servers are gone within seconds, and
+            # so are their connections to the endpoint that was being read from.
+            wait_until(lambda: not any(map(alive, measuring)), 5, "clients gone")
+            wait_until(lambda: near_connections(lab) == 0, 5, "their connections closed")
+            assert count(runs, {Run.Status.RUNNING}) == 2
+
+            # (b) The beat's reaper ends both, unaided, by its next pass after the staleness.
+            reaper = workers["reaper"]
+            wait_until(lambda: count(runs, Run.FINAL) == 2, STALE_AFTER_S + 50, "reaped", reaper)
+            assert time.monotonic() - killed_at <= STALE_AFTER_S + 30 + 10
+        assert "Sending due task reap-runs (fedprobe.reap_runs)" in beat_log.read_text()
+        assert re.search(r"fedprobe\.reap_runs\[.+\] succeeded in .+: [12]$", reaper.log(), re.M)
+        assert_reaped(failing, Run.Status.FAILED)
+        assert_reaped(partial, Run.Status.PARTIAL)
+
+        # (c) The killed worker, started again, and the one whose pool process died measure.
+        workers["main-killed-again"] = start_celery_worker("main-killed")
+        relay.set_mode("test", "normal")
+        after = [
+            launch(relayed, vantage, clients=2, read=4096, fraction=0.01)
+            for vantage in ("main-killed", "pool-killed")
+        ]
+        wait_until(lambda: count(after, Run.FINAL) == 2, 60, "runs after", *workers.values())
+    for run in after:
+        run.refresh_from_db()
+        assert run.status == Run.Status.SUCCEEDED, run.errors
+    assert [run.worker for run in after] == [
+        workers["main-killed-again"].hostname,
+        workers["pool-killed"].hostname,
+    ]
+
+
+def kill_9(main_killed: WorkerProcess, pool_killed: WorkerProcess) -> list[int]:
+    """kill -9 the first worker's main process and the second's pool process; return the
+    processes that were measuring for them (their pool processes, fork servers and clients)."""
+    assert main_killed.process is not None
+    first_pool, first_clients = clients_of(main_killed)
+    second_pool, second_clients = clients_of(pool_killed)
+    assert len(first_clients) >= 17 and len(second_clients) >= 2  # fork server and clients
+    os.kill(main_killed.process.pid, signal.SIGKILL)
+    os.kill(second_pool, signal.SIGKILL)
+    return [first_pool, *first_clients, second_pool, *second_clients]
+
+
+def near_connections(lab: Any) -> int:
+    return int(lab.relay_stats()["near-root"]["connections_open"])
+
+
+def count(runs: list[Run], statuses: Collection[str]) -> int:
+    return Run.objects.filter(pk__in=[run.pk for run in runs], status__in=statuses).count()
+
+
+def assert_reaped(run: Run, status: str) -> None:
+    """Ended by the reaper as `status`, no sooner than STALE_AFTER_S after its last beat,
+    with its ended clients' records kept and the others lost."""
+    run.refresh_from_db()
+    assert run.status == status
+    assert run.errors[0]["message"] == "the worker stopped reporting (lost)"
+    lost = run.attempts.filter(status=ClientAttempt.Status.LOST)
+    kept = run.attempts.exclude(status=ClientAttempt.Status.LOST)
+    assert lost.count() >= 1
+    assert (kept.count() >= 1) == (status == Run.Status.PARTIAL)
+    assert all(a.status == ClientAttempt.Status.OK for a in kept)
+    assert all(a.record["bytes_read"] == 16 * 1024 * 1024 for a in kept)
+    assert run.finished_at is not None
+    last_beat = max(lost.values_list("heartbeat_at", flat=True))
+    assert (run.finished_at - last_beat).total_seconds() >= STALE_AFTER_S
+
+
+def launch(
+    endpoint: Endpoint,
+    vantage: str,
+    *,
+    clients: int,
+    read: int,
+    pattern: str = "random",
+    fraction: float = 1.0,
+) -> Run:
+    """One run of 16 MiB from `vantage` (made on first use), `clients` reading `read` bytes."""
+    campaign = CampaignFactory(
+        endpoints=[endpoint],
+        vantage_points=[VantagePoint.objects.get_or_create(name=vantage)[0]],
+        methods=["direct"],
+        patterns=[pattern],
+        read_sizes=[read],
+        fractions=[fraction],
+        clients=[clients],
+        deadline_s=600.0,
+    )
+    campaign.test_files.set([endpoint.files.get(path="/fedprobe/file-16M")])
+    (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
+    return run
+
+
+@contextlib.contextmanager
+def celery_beat(env: Mapping[str, str], tmp_path: Path) -> Iterator[Path]:
+    """`celery -A workers beat` with the production schedule (its file in a VAR_DIR of the
+    test's own), in a session of its own; yields its log."""
+    log = tmp_path / "beat.log"
+    argv = [sys.executable, "-m", "celery", "-A", "workers", "beat", "-l", "INFO"]
+    with log.open("wb") as out:
+        beat = subprocess.Popen(
+            argv, cwd=REPO, env={**env, "FEDPROBE_VAR_DIR": str(tmp_path / "beat-var")},
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_until(lambda: "beat: Starting..." in log.read_text(), 30, "beat started")
+        yield log
+    finally:
+        beat.terminate()
+        try:
+            beat.wait(10)
+        except subprocess.TimeoutExpired:
+            beat.kill()
+            beat.wait()
 
 
 def hang_after_the_first_ends(relay: RelayHost, clients: int) -> None:
