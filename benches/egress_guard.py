@@ -10,8 +10,9 @@ trial; each trial is a fresh process). Median connect time over the loop; median
 trials with their interquartile ranges.
 
 `opens`: run_probe of one 4 KiB read of /fedprobe/file-1M at the lab's local site (no relay,
-no added RTT), so every open is a fresh client process's first connection, for root:// and
-http://, with no policy (unguarded) and with FEDPROBE_EGRESS_ALLOW's lab default
+no added RTT), so every open is a fresh client process's first connection, over root://
+(the protocol the guard is for: HTTP runs are not guarded, their backend checks its own
+connections), with no policy (unguarded) and with FEDPROBE_EGRESS_ALLOW's lab default
 (127.0.0.0/8, ::1/128: guarded), alternating. The client's open time (open_s) and the
 preflight's round trip; medians with interquartile ranges. Without a running lab in
 --lab-dir, starts one (profile test, on a free base port) and stops it after.
@@ -99,10 +100,7 @@ def connect(args: argparse.Namespace) -> None:
 
 def opens(args: argparse.Namespace) -> None:
     with running_lab(args.lab_dir, "test", [1 * MiB], base_port=free_base_port()) as lab:
-        urls = {
-            "root": lab.endpoint("local-root").file_url("/fedprobe/file-1M"),
-            "http": lab.endpoint("local-http").file_url("/fedprobe/file-1M"),
-        }
+        urls = {"root": lab.endpoint("local-root").file_url("/fedprobe/file-1M")}
         for door, url in urls.items():
             seen: dict[str, dict[str, list[float]]] = {"unguarded": {}, "guarded": {}}
             for k in range(args.runs):

@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
+from workers.engine.backends import backend_for
 from workers.engine.client import READY, ClientSpec, FileTarget, client_main
 from workers.engine.credentials import (
     Access,
@@ -32,6 +33,7 @@ from workers.engine.credentials import (
     run_secrets,
 )
 from workers.engine.deadline import Deadline
+from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard, client_label
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
@@ -95,7 +97,7 @@ def run_probe(
             credential.check_valid(until=datetime.now(UTC))
         with (
             run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access,
-            EgressGuard.running(params.egress) as guard,
+            EgressGuard.running(_guarded_by(params, scheme)) as guard,
         ):
             guarded = replace(access, guard=None if guard is None else guard.link)
             _plan_and_execute(
@@ -104,6 +106,11 @@ def run_probe(
     except ProbeError as exc:
         result.run_error = (exc.error_class, exc.message)
     return result
+
+
+def _guarded_by(params: RunParams, scheme: str) -> EgressPolicy | None:
+    """The policy the egress guard holds the run's processes to, if they need it."""
+    return params.egress if backend_for(scheme).connects_itself else None
 
 
 def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)

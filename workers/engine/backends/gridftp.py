@@ -32,6 +32,8 @@ NOT_A_READ_PROTOCOL = "gridftp is a copy protocol: use method copy or stage"
 class GridFtpBackend(Backend):
     """gsiftp:// and ftp:// endpoints, copied whole with globus-url-copy."""
 
+    connects_itself = True
+
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         raise ProbeError(ErrorClass.SERVER_ERROR, NOT_A_READ_PROTOCOL)
 
