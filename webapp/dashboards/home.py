@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.views.generic import TemplateView
 
@@ -14,7 +15,7 @@ from webapp.dashboards.alerts import alerts_data
 
 TOP = 5  # rows of each list on the home page; the alerts page has them all
 RUNNING_ROWS = 20
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+QUEUED_ROWS = 10
 
 
 class HomeView(ViewerRequiredMixin, TemplateView):
@@ -23,15 +24,36 @@ class HomeView(ViewerRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         alerts = alerts_data(query={})
-        active = run_list().filter(status__in=ACTIVE)
-        running = list(active[:RUNNING_ROWS])
-        progress = {p.id: p for p in runs_progress(run_ids=[run.pk for run in running])}
         context.update(
             alerts=alerts,
             failing=alerts["failing"][:TOP],
             slower=alerts["slower"][:TOP],
-            running=[(run, progress.get(run.pk)) for run in running],
-            running_total=len(running) if len(running) < RUNNING_ROWS else active.count(),
             live={"status_url": reverse("campaigns:run-status")},
+            **_active_runs(),
         )
         return context
+
+
+def _active_runs() -> dict[str, Any]:
+    """The running runs first, then the queue in the order workers take it (oldest first),
+    each list cut short with its count, so a large launch never hides what is running."""
+    running_runs = run_list().filter(status=Run.Status.RUNNING)
+    queued_runs = run_list().filter(status=Run.Status.QUEUED).order_by("created_at", "id")
+    running = list(running_runs[:RUNNING_ROWS])
+    queued = list(queued_runs[:QUEUED_ROWS])
+    running_count = _count(running_runs, running, RUNNING_ROWS)
+    queued_count = _count(queued_runs, queued, QUEUED_ROWS)
+    shown = running + queued
+    progress = {p.id: p for p in runs_progress(run_ids=[run.pk for run in shown])}
+    return {
+        "running": [(run, progress.get(run.pk)) for run in shown],
+        "running_count": running_count,
+        "running_more": running_count - len(running),
+        "queued_count": queued_count,
+        "queued_more": queued_count - len(queued),
+        "running_total": running_count + queued_count,
+    }
+
+
+def _count(runs: QuerySet[Run], shown: list[Run], limit: int) -> int:
+    return len(shown) if len(shown) < limit else int(runs.count())
