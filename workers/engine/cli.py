@@ -12,7 +12,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import TextIO
+from typing import NoReturn, TextIO
 from urllib.parse import urlsplit
 
 from workers.engine.credentials import (
@@ -274,18 +274,16 @@ def summary_table(result: RunResult) -> str:
             f"fraction {p.fraction:g}, clients {p.clients}, files {p.files}",
         ),
         ("status", str(run["status"])),
-        ("wall", _seconds(run["wall_s"])),
+        ("wall", _seconds(run["wall_s"]) if result.clients else "-"),
         ("open (p50)", _seconds(run["open_s"])),
         ("first byte (p50)", _seconds(run["ttfb_s"])),
-        (
-            "throughput",
-            f"{run['throughput_mbps']:.2f} MB/s aggregate, "
-            f"{run['client_throughput_mbps'] or 0:.2f} MB/s per client (p50)",
-        ),
+        ("throughput", _throughput(run) if bytes_read else "-"),
         (
             "ops",
             f"{run['ops']}  latency us p50 {lat['p50']}  p90 {lat['p90']}  "
-            f"p99 {lat['p99']}  max {lat['max']}",
+            f"p99 {lat['p99']}  max {lat['max']}"
+            if run["ops"]
+            else "0",
         ),
         (
             "bytes",
@@ -293,7 +291,7 @@ def summary_table(result: RunResult) -> str:
             f"read {format_size(bytes_read)}, over the wire {format_size(bytes_wire)} "
             f"({ratio} of read)",
         ),
-        ("cpu", _seconds(run["cpu_s"])),
+        ("cpu", _seconds(run["cpu_s"]) if result.clients else "-"),
         ("served by", ", ".join(str(s) for s in run["served_by"]) or "-"),  # type: ignore[attr-defined]
         ("server", str(run["server_version"] or "-")),
         ("auth, tls", f"{run['auth']}, {_tls_text(run['tls'])}"),
@@ -308,15 +306,30 @@ def summary_table(result: RunResult) -> str:
     for c in result.clients:
         status = "ok" if c.error is None else str(c.error.error_class)
         note = ", ".join(c.served_by) if c.error is None else c.error.message
-        lines.append(
-            f"{c.client:>6} {status:<12} {c.open_s:>9.4f} {c.ttfb_s or 0:>9.4f} "
-            f"{c.read_s:>9.4f} {c.copy_s:>9.4f} {c.wall_s:>9.4f} {c.throughput_mbps:>9.2f} "
-            f"{c.ops:>8}  {note}"
+        figures = (
+            _cell(c.open_s if c.ops or c.copy_s else None, ".4f"),
+            _cell(c.ttfb_s, ".4f"),
+            _cell(c.read_s if c.ops else None, ".4f"),
+            _cell(c.copy_s or None, ".4f"),
+            _cell(c.wall_s, ".4f"),
+            _cell(c.throughput_mbps if c.bytes_read else None, ".2f"),
         )
+        lines.append(f"{c.client:>6} {status:<12} {' '.join(figures)} {c.ops:>8}  {note}")
     for error in run["errors"]:  # type: ignore[attr-defined]
         if error["client"] is None:
             lines.append(f"run error: {error['class']}: {error['message']}")
     return "\n".join(lines) + "\n"
+
+
+def _throughput(run: dict[str, object]) -> str:
+    per_client = run["client_throughput_mbps"]
+    shown = "-" if per_client is None else f"{per_client:.2f} MB/s"
+    return f"{run['throughput_mbps']:.2f} MB/s aggregate, {shown} per client (p50)"
+
+
+def _cell(value: float | None, spec: str) -> str:
+    """A figure of the per-client table, or "-" where nothing was measured."""
+    return f"{'-' if value is None else format(value, spec):>9}"
 
 
 def _tls_text(tls: object) -> str:
@@ -333,8 +346,15 @@ def _seconds(value: object) -> str:
     return f"{seconds * 1000:.2f} ms" if seconds < 1 else f"{seconds:.3f} s"
 
 
+class _Parser(argparse.ArgumentParser):
+    """An option error is one line naming the option, not the whole usage before it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"error: {message} ({self.prog} -h for help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m workers.engine", description="Measure reads of a file from an endpoint."
     )
     add_probe_arguments(parser)
@@ -342,7 +362,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         params = params_from_options(options)
     except InvalidParams as exc:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(f"error: {exc.field}: {exc.message}\n")
+        sys.stderr.write(f"error: {exc.field}: {exc.message} ({parser.prog} -h for help)\n")
         return EXIT_BAD_INPUT
+    warn_unreachable_fraction(params, sys.stderr)
     return execute(params, as_json=bool(options["json"]), out=sys.stdout, err=sys.stderr)
+
+
+def warn_unreachable_fraction(params: RunParams, err: TextIO) -> None:
+    why = params.unreachable_fraction()
+    if why is not None:
+        err.write(f"warning: fraction: {why}\n")

@@ -127,6 +127,8 @@ class Client:
         self.opened: list[RemoteFile] = []
         self.samples: dict[str, array[int]] = {}
         self.t0 = 0.0
+        # When the current read phase's first byte arrived (perf_counter_ns; 0: not yet).
+        self.first_ns = 0
 
     def _plan(self, target: FileTarget) -> Plan:
         """Made before the release, so planning is never part of a timed phase."""
@@ -273,23 +275,25 @@ class Client:
         pattern = self.params.pattern
         self.result.bytes_requested += plan.bytes
         started = self.now()
+        self.first_ns = 0
         try:
             if pattern == Pattern.VECTOR:
-                first_ns = self._read_vector(file, plan.batches)
+                self._read_vector(file, plan.batches)
             elif pattern == Pattern.ASYNC:
-                first_ns = self._read_async(file, plan.requests)
+                self._read_async(file, plan.requests)
             else:
-                first_ns = self._read_sync(file, plan.requests, adler32)
-        finally:  # a failed read phase is still part of the timeline
+                self._read_sync(file, plan.requests, adler32)
+        finally:  # a failed read phase is still part of the timeline, its first byte too
             ended = self.now()
             self.result.add_phase("read", started, ended)
             self.result.read_s += ended - started
-        if self.result.ttfb_s is None and first_ns:
-            self.result.ttfb_s = (first_ns / 1e9) - self.t0
+            if self.result.ttfb_s is None and self.first_ns:
+                self.result.ttfb_s = (self.first_ns / 1e9) - self.t0
 
-    # -- the read loops: each returns when its first byte arrived (perf_counter_ns) ----
+    # -- the read loops: each leaves when its first byte arrived in first_ns (perf_counter_ns),
+    # -- even when it fails (a checksum mismatch after every read, a cut mid-read) --------
 
-    def _read_sync(self, file: RemoteFile, plan: Sequence[Request], adler32: str | None) -> int:
+    def _read_sync(self, file: RemoteFile, plan: Sequence[Request], adler32: str | None) -> None:
         record, read, clock = self._latencies("read").append, file.read, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         adler, first_ns, verify = 1, 0, adler32 is not None
@@ -312,12 +316,11 @@ class Client:
             progress[slot] = delivered
             raise
         finally:
-            self.delivered = delivered
+            self.delivered, self.first_ns = delivered, first_ns
         if adler32 is not None:
             self._check_adler32(adler, adler32, "the bytes read")
-        return first_ns
 
-    def _read_vector(self, file: RemoteFile, batches: Sequence[list[Request]]) -> int:
+    def _read_vector(self, file: RemoteFile, batches: Sequence[list[Request]]) -> None:
         record, readv, clock = self._latencies("readv").append, file.readv, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         first_ns = 0
@@ -339,10 +342,9 @@ class Client:
             progress[slot] = delivered
             raise
         finally:
-            self.delivered = delivered
-        return first_ns
+            self.delivered, self.first_ns = delivered, first_ns
 
-    def _read_async(self, file: RemoteFile, plan: Sequence[Request]) -> int:
+    def _read_async(self, file: RemoteFile, plan: Sequence[Request]) -> None:
         record_latency, clock = self._latencies("async_read").append, time.perf_counter_ns
         progress, slot = self.progress, self.spec.client
         state = [self.delivered, 0]  # bytes delivered, first byte (ns)
@@ -358,12 +360,11 @@ class Client:
         try:
             file.read_async(plan, self.params.depth, record)
         finally:
-            self.delivered = state[0]
+            self.delivered, self.first_ns = state
         expected = sum(size for _, size in plan)
         if state[0] - started_with != expected:
             got = state[0] - started_with
             raise ProbeError(ErrorClass.SHORT_READ, f"async reads gave {got} of {expected} B")
-        return state[1]
 
     def _check_adler32(self, adler: int, expected: str, what: str) -> None:
         self.result.checksum = _checksum_verdict(adler, expected)

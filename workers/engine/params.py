@@ -148,6 +148,19 @@ class RunParams:
         waits_s = self.round_trips(file_size, vector_limits) * round_trip_s
         return min(MAX_TIMEOUT_S, DEADLINE_MARGIN_S + self.files * (bytes_s + waits_s))
 
+    def unreachable_fraction(self) -> str | None:
+        """Why the plan reads less than `fraction` of a file, if it does: a skip pattern
+        reads one block in skip + 1, so it cannot go past 1 / (skip + 1) of the file."""
+        if self.pattern != Pattern.SKIP:
+            return None
+        reachable = 1 / (self.skip + 1)
+        if self.fraction <= reachable:
+            return None
+        return (
+            f"pattern skip with skip {self.skip} reads one block in {self.skip + 1}, at most "
+            f"{reachable:.0%} of a file: this run reads {reachable:.0%}, not {self.fraction:.0%}"
+        )
+
     def planned_bytes(self, file_size: int) -> int:
         """Bytes one client asks for in one file (what the reader needs)."""
         return needed_bytes(self.fraction, file_size)

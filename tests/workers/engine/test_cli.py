@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,56 @@ def test_unparseable_size_exits_2_naming_the_option() -> None:
     )
     assert done.returncode == 2
     assert "--read-size" in done.stderr
+    assert "usage:" not in done.stderr  # one line naming the option, not the whole usage
+    assert done.stderr.count("\n") == 1
+
+
+def _engine(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "workers.engine", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_failed_run_shows_dashes_where_nothing_was_measured() -> None:
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    done = _engine(f"root://127.0.0.1:{port}//nothing", "--anonymous")
+    assert done.returncode == 1
+    rows = dict(line.split(None, 1) for line in done.stdout.splitlines()[:14] if line.strip())
+    assert rows["wall"].strip() == "-"
+    assert rows["throughput"].strip() == "-"
+    assert rows["cpu"].strip() == "-"
+    assert "0.00" not in done.stdout
+    assert "run error: refused" in done.stdout
+
+
+def test_a_checksum_failure_keeps_the_first_byte_time(lab: Any) -> None:
+    url, _ = lab_file(lab, "local-root", FILE_4M)
+    done = probe(
+        lab, url, "--read-size", "16k", "--fraction", "1", "--adler32", "00000001", "--json"
+    )
+    assert done.returncode == 1
+    (client,) = json.loads(done.stdout)["clients"]
+    assert client["error"]["class"] == "checksum"
+    assert client["ops"] == 256
+    assert 0 < client["open_s"] < client["ttfb_s"] < client["wall_s"]
+
+
+def test_a_skip_plan_that_cannot_reach_the_fraction_is_warned_about(lab: Any) -> None:
+    url, _ = lab_file(lab, "local-root", FILE_4M)
+    done = _engine(url, "--pattern", "skip", "--skip", "3", "--fraction", "0.5", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "warning: fraction: pattern skip with skip 3 reads one block in 4" in done.stderr
+    assert "this run reads 25%, not 50%" in done.stderr
+    assert json.loads(done.stdout)["bytes_requested"] == 4 * 1024 * 1024 // 4
+    quiet = _engine(url, "--pattern", "skip", "--skip", "3", "--fraction", "0.25", "--json")
+    assert "warning" not in quiet.stderr
 
 
 def test_run_from_a_script_on_stdin_works(lab: Any) -> None:

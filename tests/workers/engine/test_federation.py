@@ -34,6 +34,18 @@ def test_redirector_run_names_the_data_server_that_holds_the_file(
     assert run["served_by"] == [server_of(lab, f"{path_owner}-root")]
 
 
+@pytest.mark.parametrize("method", list(Method))
+def test_served_by_names_the_server_as_the_client_reached_it_whatever_the_method(
+    lab: Any, method: Method
+) -> None:
+    """The near site's xrootd sits behind the lab's relay: direct reads, copies and stages
+    all name the relay's address the client connected to, not the port xrootd reports."""
+    url, _ = lab_file(lab, "near-root", "/fedprobe/file-1M")
+    run = run_probe(RunParams(urls=(url,), method=method, read_size=64 * 1024)).to_json()
+    assert run["status"] == "succeeded", run["errors"]
+    assert run["served_by"] == [server_of(lab, "near-root")]
+
+
 def test_xcache_warm_read_is_faster_than_the_cold_one(lab: Any) -> None:
     name = f"/fedprobe/xcache-{time.time_ns()}"
     data = random.Random(name).randbytes(8 * MiB)

@@ -251,14 +251,18 @@ class XRootDBackend(Backend):
         return CopyResult(dest.stat().st_size, served_by="")
 
     def copy_source(self, url: str, options: OpenOptions) -> str:
-        """The data server that holds the file (after redirection): a locate, untimed."""
+        """The server xrdcp read from, as direct reads name it (XrdCl's DataServer): the
+        endpoint itself, or for a redirector the data server it locates the file on. Asked
+        after the copy, untimed: one protocol request, and a locate for a redirector."""
         url = with_user(url, options.user)
         fs = xrd.FileSystem(_root_of(url))
-        status, info = fs.locate(
-            _path_of(url), OpenFlags.NONE, timeout=options.deadline.timeout_s()
-        )
-        if status.ok and info is not None:
-            for location in info:
+        timeout = options.deadline.timeout_s()
+        status, info = fs.protocol(timeout=timeout)
+        if not status.ok or not info.hostinfo & HostTypes.IS_MANAGER:
+            return host_of(url)
+        status, locations = fs.locate(_path_of(url), OpenFlags.NONE, timeout=timeout)
+        if status.ok and locations is not None:
+            for location in locations:
                 return normalize_server(str(location.address))
         return host_of(url)
 

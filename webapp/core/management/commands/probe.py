@@ -9,7 +9,13 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from workers.engine.cli import EXIT_OK, add_probe_arguments, execute, params_from_options
+from workers.engine.cli import (
+    EXIT_OK,
+    add_probe_arguments,
+    execute,
+    params_from_options,
+    warn_unreachable_fraction,
+)
 from workers.engine.errors import InvalidParams
 
 
@@ -29,6 +35,7 @@ class Command(BaseCommand):
             params = params_from_options(options)
         except InvalidParams as exc:
             raise CommandError(f"{exc.field}: {exc.message}", returncode=2) from None
+        warn_unreachable_fraction(params, sys.stderr)
         status = execute(params, as_json=options["json"], out=self.stdout, err=sys.stderr)
         if status != EXIT_OK:
             sys.exit(status)
