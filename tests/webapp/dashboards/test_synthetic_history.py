@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sqlite3
 import subprocess
@@ -171,3 +172,16 @@ def test_synthesize_in_the_embedded_sqlite_database(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "fedprobe.sqlite3") as db:
         rows = db.execute("SELECT count(*), count(DISTINCT date(created_at)) FROM campaigns_run")
         assert rows.fetchone() == (3 * 2 * 4, 4)
+
+
+def test_progress_in_a_log_is_whole_lines() -> None:
+    """Not on a terminal (a log, a CI job): lines, not carriage returns rewriting one line."""
+    log = io.StringIO()
+    call_command(
+        "history", "synthesize", "--endpoints=2", "--parameter-sets=1", "--nights=2",
+        f"--last-night={LAST}", stderr=log,
+    )  # fmt: skip
+    text = log.getvalue()
+    assert "\r" not in text
+    assert text.endswith("\n")
+    assert "4 of 4 runs" in text.splitlines()[-1]

@@ -91,11 +91,18 @@ class Command(BaseCommand):
     def _synthesize(self, options: dict[str, Any]) -> None:
         started = time.monotonic()
         shown = [0.0]
+        # On a terminal one line rewritten in place; in a log, a line every 10 seconds.
+        terminal = self.stderr.isatty()
+        every_s = 2.0 if terminal else 10.0
 
         def progress(done: int, total: int) -> None:
-            if time.monotonic() - shown[0] >= 2 or done == total:
+            if time.monotonic() - shown[0] >= every_s or done == total:
                 shown[0] = time.monotonic()
-                self.stderr.write(f"\r{done:,} of {total:,} runs ({_took(started)})", ending="")
+                text = f"{done:,} of {total:,} runs ({_took(started)})"
+                if terminal:
+                    self.stderr.write(f"\r{text}", ending="")
+                else:
+                    self.stderr.write(text)
                 self.stderr.flush()
 
         made = history_synthesize(
@@ -108,7 +115,8 @@ class Command(BaseCommand):
             last_night=options["last_night"],
             progress=progress,
         )
-        self.stderr.write("")
+        if terminal:
+            self.stderr.write("")  # end the line rewritten in place
         _vacuum()
         self.stdout.write(
             f"synthesized {made.runs:,} runs from {made.first_night} to {made.last_night}: "
