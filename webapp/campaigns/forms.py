@@ -108,16 +108,24 @@ class ValueListField(forms.CharField):
         return value
 
 
-class SizeField(forms.CharField):
-    """One size in bytes, typed with units (0, 64k, 1M)."""
+def _default(name: str) -> int:
+    """The model's default of an advanced parameter (the API's default too)."""
+    default = Campaign._meta.get_field(name).default
+    assert isinstance(default, int)
+    return default
+
+
+class AdvancedSizeField(forms.CharField):
+    """One size in bytes, typed with units (0, 64k, 1M); empty or left out: the default."""
 
     def __init__(self, *, name: str, **kwargs: Any) -> None:
         self.check = _in_bounds(name, format_size)
-        super().__init__(**kwargs)
+        self.default = _default(name)
+        super().__init__(required=False, initial=self.default, **kwargs)
 
-    def to_python(self, value: Any) -> int | None:  # type: ignore[override]
+    def to_python(self, value: Any) -> int:  # type: ignore[override]
         text = super().to_python(value)
-        return self.check(_size(text)) if text else None
+        return self.check(_size(text)) if text else self.default
 
     def prepare_value(self, value: Any) -> Any:
         return size_text(value) if isinstance(value, int) else value
@@ -126,6 +134,21 @@ class SizeField(forms.CharField):
 def _bounded(name: str, **kwargs: Any) -> forms.IntegerField:
     low, high = INT_BOUNDS[name]
     return forms.IntegerField(min_value=low, max_value=high, **kwargs)
+
+
+class AdvancedIntegerField(forms.IntegerField):
+    """A bounded whole number that, empty or left out, is the default (as in the API)."""
+
+    def __init__(self, *, name: str, **kwargs: Any) -> None:
+        low, high = INT_BOUNDS[name]
+        self.default = _default(name)
+        super().__init__(
+            min_value=low, max_value=high, required=False, initial=self.default, **kwargs
+        )
+
+    def to_python(self, value: Any) -> int:  # type: ignore[override]
+        number = super().to_python(value)
+        return self.default if number is None else number
 
 
 def _grouped(
@@ -140,6 +163,19 @@ def _grouped(
 
 def _disabled(endpoint: Endpoint) -> str:
     return "" if endpoint.enabled else " - disabled: not read"
+
+
+# Fields the page folds away: each has a default, so a campaign needs none of them.
+ADVANCED = (
+    "files",
+    "depth",
+    "vector_size",
+    "skip",
+    "readahead",
+    "streams",
+    "repetitions",
+    "deadline_s",
+)
 
 
 class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -177,16 +213,22 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         parse=lambda text: _in_bounds("clients")(_whole(text)),
         help_text="Comma-separated client counts: 1, 4, 16.",
     )
-    # Declared fields leave the class (the metaclass collects them): no clash with self.files.
-    files = _bounded("files", label="Files per client")  # type: ignore[assignment]
-    depth = _bounded("depth", help_text="Requests outstanding (async pattern).")
-    vector_size = _bounded("vector_size", help_text="Chunks per vectored read (vector pattern).")
-    skip = _bounded("skip", help_text="Blocks skipped after each read (skip pattern).")
-    readahead = SizeField(
+    # The advanced parameters (ADVANCED): folded away on the page, each defaulted as the
+    # API defaults it. Declared fields leave the class (the metaclass collects them): no
+    # clash with self.files.
+    files = AdvancedIntegerField(name="files", label="Files per client")  # type: ignore[assignment]
+    depth = AdvancedIntegerField(name="depth", help_text="Requests outstanding (async pattern).")
+    vector_size = AdvancedIntegerField(
+        name="vector_size", help_text="Chunks per vectored read (vector pattern)."
+    )
+    skip = AdvancedIntegerField(
+        name="skip", help_text="Blocks skipped after each read (skip pattern)."
+    )
+    readahead = AdvancedSizeField(
         name="readahead", label="Read-ahead", help_text="Client read-ahead: 0 (off) or a size."
     )
-    streams = _bounded("streams", help_text="Parallel TCP substreams.")
-    repetitions = _bounded("repetitions")
+    streams = AdvancedIntegerField(name="streams", help_text="Parallel TCP substreams.")
+    repetitions = AdvancedIntegerField(name="repetitions")
     deadline_s = _bounded(
         "deadline_s", required=False, label="Deadline (s)", help_text="Empty: from the plan."
     )
@@ -224,6 +266,16 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             self.initial.setdefault(
                 "vantage_points", VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT)
             )
+
+    def basic_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in self.fields if name not in ADVANCED]
+
+    def advanced_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in ADVANCED]
+
+    def advanced_errors(self) -> bool:
+        """Whether an advanced field has an error (the page then unfolds them)."""
+        return any(self[name].errors for name in ADVANCED)
 
     def _offer_endpoints_and_files(self) -> None:
         """Enabled endpoints and their files, grouped; a campaign being edited keeps its
