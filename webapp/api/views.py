@@ -6,7 +6,12 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, ProtectedError, QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
@@ -28,7 +33,13 @@ from webapp.api.serializers import (
 )
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.selectors import SERIES_METRICS, endpoint_series, run_json, run_list
-from webapp.campaigns.services import campaign_cancel, campaign_launch, run_cancel
+from webapp.campaigns.services import (
+    LaunchWhileActive,
+    campaign_cancel,
+    campaign_launch,
+    run_cancel,
+    run_cancel_refusal,
+)
 from webapp.campaigns.validation import MAX_ID
 from webapp.dashboards.run_detail import run_charts
 from webapp.sites.models import Endpoint, Site, VantagePoint
@@ -138,20 +149,40 @@ class CampaignViewSet(OwnedViewSet):
 
     @extend_schema(
         request=None,
+        parameters=[
+            OpenApiParameter(
+                "again",
+                bool,
+                description="1: launch even while runs of the campaign are still queued or "
+                "running (they are queued a second time)",
+            )
+        ],
         responses={
             201: inline_serializer(
                 "Launched", {"runs": serializers.ListField(child=serializers.IntegerField())}
-            )
+            ),
+            409: OpenApiResponse(
+                description="{detail, active}: runs of the campaign are still queued or "
+                "running (active: how many); nothing launched. Add ?again=1 to launch anyway."
+            ),
         },
     )
     # Launching is not editing: any operator may launch any campaign (as on its page).
     @action(detail=True, methods=["post"], permission_classes=[IsOperatorOrReadOnly])
     def launch(self, request: Request, pk: str | None = None) -> Response:
+        """Queue the campaign's runs. While runs of it are still queued or running, answer
+        409 and launch nothing, unless ?again=1."""
         campaign = self.get_object()
+        again = request.query_params.get("again", "").lower() in ("1", "true", "yes")
         try:
-            runs = campaign_launch(campaign=campaign, trigger=Run.Trigger.API, user=request.user)
+            runs = campaign_launch(
+                campaign=campaign, trigger=Run.Trigger.API, user=request.user, if_idle=not again
+            )
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from None
+        except LaunchWhileActive as exc:
+            body = {"detail": f"{exc}: add ?again=1 to launch anyway", "active": exc.active}
+            return Response(body, status=status.HTTP_409_CONFLICT)
         return Response({"runs": [run.pk for run in runs]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -202,14 +233,27 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
         responses={
             202: RunListSerializer,
             403: OpenApiResponse(description="not the campaign's owner, the launcher or an admin"),
+            409: OpenApiResponse(
+                description="{detail, status}: the run has already ended (its status)"
+            ),
         },
     )
     @action(detail=True, methods=["post"], permission_classes=[CanCancelRun])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Cancel a queued run; ask a running one to stop: its campaign's owner, whoever
-        launched it, or an admin."""
-        run = run_cancel(run=self.get_object())
+        launched it, or an admin. A run that has already ended answers 409 with its status."""
+        run = self.get_object()
+        refusal = run_cancel_refusal(run)
+        if refusal:
+            body = {"detail": refusal, "status": run.status}
+            return Response(body, status=status.HTTP_409_CONFLICT)
+        run = run_cancel(run=run)
         return Response(RunListSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _series_fraction(value: float) -> None:
+    if not 0 < value <= 1:
+        raise serializers.ValidationError("must be in (0, 1]")
 
 
 class SeriesQuery(serializers.Serializer[Any]):
@@ -223,37 +267,61 @@ class SeriesQuery(serializers.Serializer[Any]):
     method = serializers.CharField(required=False)
     pattern = serializers.CharField(required=False)
     read_size = serializers.IntegerField(required=False, min_value=1)
+    fraction = serializers.FloatField(
+        required=False, validators=[_series_fraction], help_text="fraction of the file, (0, 1]"
+    )
     clients = serializers.IntegerField(required=False, min_value=1)
     vantage_point = serializers.CharField(required=False)
+    mix = serializers.BooleanField(
+        default=False,
+        help_text="1: every parameter set the filters let through counts. Default: one "
+        "parameter set (method, pattern, read_size, fraction, clients), the one the filters "
+        "name in full, else the most measured one that agrees with them.",
+    )
+
+
+class SeriesPoint(serializers.Serializer[Any]):
+    t = serializers.DateTimeField(help_text="the bucket's start (UTC)")
+    n = serializers.IntegerField(help_text="measured runs")
+    mean = serializers.FloatField()
+    median = serializers.FloatField()
+    min = serializers.FloatField()
+    max = serializers.FloatField()
+
+
+class SeriesParameterSet(serializers.Serializer[Any]):
+    method = serializers.CharField()
+    pattern = serializers.CharField()
+    read_size = serializers.IntegerField()
+    fraction = serializers.FloatField()
+    clients = serializers.IntegerField()
+
+
+class SeriesSerializer(serializers.Serializer[Any]):
+    endpoint = serializers.IntegerField()
+    metric = serializers.CharField()
+    unit = serializers.CharField()
+    parameter_set = SeriesParameterSet(
+        allow_null=True, help_text="the runs' parameter set; null with mix=1 or no runs"
+    )
+    points = SeriesPoint(many=True)
 
 
 class SeriesView(APIView):
-    """One metric over time for chosen endpoints and parameters, aggregated per day or hour."""
+    """One metric over time for chosen endpoints, of one parameter set (unless mix=1),
+    aggregated per day or hour: count, mean, median, min and max of the measured runs."""
 
     permission_classes = [IsOperatorOrReadOnly]
 
-    @extend_schema(
-        parameters=[SeriesQuery],
-        responses={
-            200: inline_serializer(
-                "Series",
-                {
-                    "endpoint": serializers.IntegerField(),
-                    "metric": serializers.CharField(),
-                    "unit": serializers.CharField(),
-                    "points": serializers.ListField(child=serializers.DictField()),
-                },
-                many=True,
-            )
-        },
-    )
+    @extend_schema(parameters=[SeriesQuery], responses={200: SeriesSerializer(many=True)})
     def get(self, request: Request) -> Response:
         raw = {k: v for k, v in request.query_params.items() if k != "endpoint"}
         raw["endpoint"] = request.query_params.getlist("endpoint")
         query = SeriesQuery(data=raw)
         query.is_valid(raise_exception=True)
         data = query.validated_data
-        filters = {k: data[k] for k in ("method", "pattern", "read_size", "clients") if k in data}
+        parameters = ("method", "pattern", "read_size", "fraction", "clients")
+        filters = {k: data[k] for k in parameters if k in data}
         if "vantage_point" in data:
             filters["vantage_point__name"] = data["vantage_point"]
         series = endpoint_series(
@@ -263,5 +331,6 @@ class SeriesView(APIView):
             until=data.get("until"),
             bucket=data["bucket"],
             filters=filters,
+            mix=data["mix"],
         )
         return Response(series)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -236,6 +237,10 @@ def _client_planned_bytes(run: Run) -> list[int]:
     ]
 
 
+# What makes runs comparable over time (as /compare/ picks them): a series is of one of these.
+SERIES_PARAMETERS = ("method", "pattern", "read_size", "fraction", "clients")
+
+
 def endpoint_series(
     *,
     endpoint_ids: Sequence[int],
@@ -244,39 +249,90 @@ def endpoint_series(
     until: datetime | None = None,
     bucket: str = "day",
     filters: dict[str, Any] | None = None,
+    mix: bool = False,
 ) -> list[dict[str, Any]]:
     """One metric over time per endpoint: per bucket the count, mean, median, min and max of
-    the runs that measured something (succeeded or partial), aggregated in the database."""
+    the runs that measured something (succeeded or partial).
+
+    The runs are of one parameter set, the same for every endpoint: the one `filters` names
+    in full, else the most measured one that agrees with them (each series says which);
+    with `mix`, every parameter set the filters let through counts (parameter_set null)."""
     runs = Run.objects.filter(endpoint_id__in=endpoint_ids, status__in=MEASURED)
     runs = runs.exclude(**{f"{metric}__isnull": True}).filter(**(filters or {}))
     if since is not None:
         runs = runs.filter(created_at__gte=since)
     if until is not None:
         runs = runs.filter(created_at__lt=until)
-    value = F(metric)
-    aggregates: dict[str, Any] = {
-        "n": Count("id"),
-        "mean": Avg(value),
-        "min": Min(value),
-        "max": Max(value),
-    }
-    if connection.vendor == "postgresql":
-        aggregates["median"] = Percentile(value, 0.5)
-    rows = (
-        runs.annotate(t=BUCKETS[bucket]("created_at"))
-        .values("endpoint_id", "t")
-        .annotate(**aggregates)
-        .order_by("endpoint_id", "t")
-    )
+    parameter_set = None if mix else series_parameter_set(runs=runs, given=filters or {})
     series: dict[int, dict[str, Any]] = {
-        i: {"endpoint": i, "metric": metric, "unit": SERIES_METRICS[metric], "points": []}
+        i: {
+            "endpoint": i,
+            "metric": metric,
+            "unit": SERIES_METRICS[metric],
+            "parameter_set": parameter_set,
+            "points": [],
+        }
         for i in endpoint_ids
     }
-    for row in rows:
-        point = {k: row[k] for k in ("t", "n", "mean", "min", "max")}
-        point["median"] = row.get("median")
-        series[row["endpoint_id"]]["points"].append(point)
+    if not mix and parameter_set is None:
+        return list(series.values())  # nothing measured
+    runs = runs.filter(**(parameter_set or {})).annotate(t=BUCKETS[bucket]("created_at"))
+    if connection.vendor == "postgresql":
+        points = _series_points_in_database(runs, metric)
+    else:
+        points = _series_points_in_python(runs, metric)
+    for endpoint_id, point in points:
+        series[endpoint_id]["points"].append(point)
     return list(series.values())
+
+
+def series_parameter_set(*, runs: QuerySet[Run], given: dict[str, Any]) -> dict[str, Any] | None:
+    """The parameter set `given` names in full, else the one most of `runs` have (ties:
+    the smallest values); None if `runs` is empty."""
+    if all(given.get(name) is not None for name in SERIES_PARAMETERS):
+        return {name: given[name] for name in SERIES_PARAMETERS}
+    most = (
+        runs.values(*SERIES_PARAMETERS)
+        .annotate(n=Count("id"))
+        .order_by("-n", *SERIES_PARAMETERS)
+        .first()
+    )
+    return None if most is None else {name: most[name] for name in SERIES_PARAMETERS}
+
+
+def _series_points_in_database(runs: QuerySet[Run], metric: str) -> list[tuple[int, Any]]:
+    value = F(metric)
+    rows = (
+        runs.values("endpoint_id", "t")
+        .annotate(
+            n=Count("id"),
+            mean=Avg(value),
+            median=Percentile(value, 0.5),
+            min=Min(value),
+            max=Max(value),
+        )
+        .order_by("endpoint_id", "t")
+    )
+    keys = ("t", "n", "mean", "median", "min", "max")
+    return [(row["endpoint_id"], {k: row[k] for k in keys}) for row in rows]
+
+
+def _series_points_in_python(runs: QuerySet[Run], metric: str) -> list[tuple[int, Any]]:
+    """What _series_points_in_database computes, for SQLite (no percentile_cont): one query."""
+    ordered = runs.values_list("endpoint_id", "t", metric).order_by("endpoint_id", "t", metric)
+    points = []
+    for (endpoint_id, t), group in itertools.groupby(ordered, key=lambda row: row[:2]):
+        values = [row[2] for row in group]
+        point = {
+            "t": t,
+            "n": len(values),
+            "mean": math.fsum(values) / len(values),
+            "median": percentile(values, 0.5),
+            "min": values[0],
+            "max": values[-1],
+        }
+        points.append((endpoint_id, point))
+    return points
 
 
 def run_json(run: Run) -> dict[str, Any]:
