@@ -6,6 +6,7 @@ from webapp.dashboards.alerts import AlertsAPIView
 from webapp.dashboards.compare_views import CompareAPIView
 from webapp.dashboards.matrix import MatrixAPIView
 from webapp.dashboards.results_views import CampaignResultsAPIView
+from webapp.dashboards.thresholds import ThresholdAPIView, ThresholdListAPIView
 
 router = DefaultRouter()
 router.register("sites", views.SiteViewSet)
@@ -18,6 +19,12 @@ urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),
     path("compare/", CompareAPIView.as_view(), name="compare-api"),
     path("matrix/", MatrixAPIView.as_view(), name="matrix-api"),
+    path("matrix/thresholds/", ThresholdListAPIView.as_view(), name="matrix-thresholds-api"),
+    path(
+        "matrix/thresholds/<str:metric>/",
+        ThresholdAPIView.as_view(),
+        name="matrix-threshold-api",
+    ),
     path("alerts/", AlertsAPIView.as_view(), name="alerts-api"),
     path(
         "campaigns/<int:pk>/results/",

@@ -1,5 +1,7 @@
 """The matrix: the latest value of a metric per vantage point x endpoint (or site x protocol)
-for one parameter set, rated by thresholds the operator sets; its page and its API view.
+for one parameter set, rated by the metric's thresholds (webapp.dashboards.thresholds: saved
+by an operator, else the defaults; the query's boundaries override them); its page, where
+operators also save thresholds, and its API view.
 
 A cell's value is its pair's latest *measured* run (succeeded or partial); the cell is
 marked failed when the pair's latest *ended* run failed or timed out; "last good" is the
@@ -12,15 +14,16 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
+from django.core.exceptions import PermissionDenied
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views import View
@@ -29,7 +32,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.accounts.roles import IsOperatorOrReadOnly
+from webapp.accounts.roles import IsOperatorOrReadOnly, can_operate, user_role
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core.views import ViewerRequiredMixin
@@ -38,9 +41,17 @@ from webapp.dashboards.parameter_sets import (
     FractionField,
     ParameterSet,
     RecentParameterSet,
-    higher_is_better,
     parameter_set_choose,
     parameter_sets_recent,
+)
+from webapp.dashboards.thresholds import (
+    SAVE_REFUSAL,
+    Thresholds,
+    matrix_threshold_reset,
+    matrix_threshold_save,
+    order_error,
+    threshold_errors,
+    thresholds_in_effect,
 )
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
@@ -111,49 +122,31 @@ class MatrixForm(forms.Form):
             missing = "bad" if bad is None else "good"
             self.add_error(missing, "give both good and bad boundaries, or neither")
         elif good is not None and bad is not None:
-            if higher_is_better(metric) and bad > good:
-                self.add_error("bad", f"{metric}: higher is better, so bad must be at most good")
-            if not higher_is_better(metric) and bad < good:
-                self.add_error("bad", f"{metric}: lower is better, so bad must be at least good")
+            error = order_error(metric=metric, good=good, bad=bad)
+            if error:
+                self.add_error("bad", error)
         return data
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    """good/bad boundaries of a metric: for higher-is-better metrics a value at or above
-    `good` is good and at or below `bad` is bad; the other way round otherwise."""
-
-    good: float | None
-    bad: float | None
-    higher_is_better: bool
-
-    def rate(self, value: float | None) -> str | None:
-        if value is None:
-            return None
-        if self.good is None or self.bad is None:
-            return "unrated"
-        if self.higher_is_better:
-            return "good" if value >= self.good else "bad" if value <= self.bad else "warn"
-        return "good" if value <= self.good else "bad" if value >= self.bad else "warn"
-
-    def suggest(self, values: list[float]) -> dict[str, float] | None:
-        """Terciles of the values drawn: a starting point for the operator's boundaries."""
-        if len(values) < 2:
-            return None
-        low, high = statistics.quantiles(values, n=3)
-        good, bad = (high, low) if self.higher_is_better else (low, high)
-        return {"good": float(f"{good:.3g}"), "bad": float(f"{bad:.3g}")}
+def _suggest(values: list[float], higher_is_better: bool) -> dict[str, float] | None:
+    """Terciles of the values drawn: a starting point for the operator's boundaries."""
+    if len(values) < 2:
+        return None
+    low, high = statistics.quantiles(values, n=3)
+    good, bad = (high, low) if higher_is_better else (low, high)
+    return {"good": float(f"{good:.3g}"), "bad": float(f"{bad:.3g}")}
 
 
 def matrix_data(
     *, query: dict[str, Any], recent: list[RecentParameterSet] | None = None
 ) -> dict[str, Any]:
     """The matrix for a MatrixForm's cleaned data: two queries (the recent parameter sets,
-    unless given, and the cells), whatever the size of the grid."""
+    unless given, and the cells), whatever the size of the grid, and one for the metric's
+    saved thresholds unless the query gives boundaries."""
     recent = parameter_sets_recent() if recent is None else recent
     metric = query.get("metric") or DEFAULT_METRIC
     view = query.get("view") or ENDPOINTS
-    thresholds = Thresholds(query.get("good"), query.get("bad"), higher_is_better(metric))
+    thresholds = thresholds_in_effect(metric=metric, good=query.get("good"), bad=query.get("bad"))
     parameter_set = parameter_set_choose(given=query, recent=recent)
     cells: list[dict[str, Any]] = []
     if parameter_set is not None:
@@ -179,8 +172,8 @@ def matrix_data(
             {**r.parameter_set.query(), "label": r.parameter_set.label, "runs": r.runs}
             for r in recent[:20]
         ],
-        "thresholds": {"good": thresholds.good, "bad": thresholds.bad},
-        "suggested": thresholds.suggest(values),
+        "thresholds": thresholds.as_json(),
+        "suggested": _suggest(values, thresholds.higher_is_better),
         **_axes(cells, view),
         "cells": cells,
     }
@@ -428,18 +421,74 @@ def matrix_grid(data: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[st
     ]
 
 
+class ThresholdForm(forms.Form):
+    """The page's form that saves a metric's thresholds for everyone, or resets them."""
+
+    metric = forms.ChoiceField(choices=[(m, m) for m in SERIES_METRICS])
+    good = forms.FloatField(required=False)
+    bad = forms.FloatField(required=False)
+    reset = forms.BooleanField(required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("reset") or "metric" not in data:
+            return data
+        good, bad = data.get("good"), data.get("bad")
+        for name, value in (("good", good), ("bad", bad)):
+            if value is None and name not in self.errors:
+                self.add_error(name, "needed to save the thresholds")
+        if good is not None and bad is not None:
+            errors = threshold_errors(metric=data["metric"], good=good, bad=bad)
+            for name, messages in errors.items():
+                self.add_error(name, messages)
+        return data
+
+
 class MatrixView(ViewerRequiredMixin, View):
+    """GET draws the matrix; POST (operators and admins) saves the metric's thresholds for
+    everyone, or resets them, and shows the matrix again coloured by them."""
+
     template_name = "dashboards/matrix.html"
 
     def get(self, request: HttpRequest) -> HttpResponse:
+        return self._page(request, ThresholdForm(prefix="thresholds"))
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        if not can_operate(request.user):
+            raise PermissionDenied(f"{SAVE_REFUSAL}: you are a {user_role(request.user)}")
+        saving = ThresholdForm(request.POST, prefix="thresholds")
+        if not saving.is_valid():
+            return self._page(request, saving, status=400)
+        metric = saving.cleaned_data["metric"]
+        if saving.cleaned_data["reset"]:
+            matrix_threshold_reset(metric=metric)
+        else:
+            good, bad = saving.cleaned_data["good"], saving.cleaned_data["bad"]
+            matrix_threshold_save(metric=metric, good=good, bad=bad, user=request.user)
+        # Back to the same view, coloured by what was saved: the address's boundaries go.
+        query = request.GET.copy()
+        for name in ("good", "bad"):
+            query.pop(name, None)
+        query["metric"] = metric
+        return redirect(f"{reverse('dashboards:matrix')}?{query.urlencode()}")
+
+    def _page(self, request: HttpRequest, saving: ThresholdForm, status: int = 200) -> HttpResponse:
         recent = parameter_sets_recent()
         form = MatrixForm(request.GET, recent=recent)
-        context: dict[str, Any] = {"form": form, "data": None}
+        context: dict[str, Any] = {"form": form, "data": None, "saving": saving}
         if not form.is_valid():
             return render(request, self.template_name, context, status=400)
         data = matrix_data(query=form.cleaned_data, recent=recent)
-        context.update(data=data, grid=matrix_grid(data), any_runs=bool(recent))
-        return render(request, self.template_name, context)
+        if not saving.is_bound:
+            thresholds = data["thresholds"]
+            saving.initial = {"metric": data["metric"], **thresholds}
+        context.update(
+            data=data,
+            grid=matrix_grid(data),
+            any_runs=bool(recent),
+            can_save=can_operate(request.user),
+        )
+        return render(request, self.template_name, context, status=status)
 
 
 class MatrixAPIView(APIView):

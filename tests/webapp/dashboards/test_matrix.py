@@ -14,8 +14,9 @@ from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night
 from tests.webapp.factories import SiteFactory, VantagePointFactory
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
-from webapp.dashboards.matrix import Thresholds, matrix_data
+from webapp.dashboards.matrix import matrix_data
 from webapp.dashboards.parameter_sets import ParameterSet
+from webapp.dashboards.thresholds import Thresholds
 
 pytestmark = pytest.mark.django_db
 
@@ -115,7 +116,8 @@ def test_thresholds_rate_higher_and_lower_is_better(history: dict[str, Any]) -> 
     assert cells["cern", "a-root"]["rating"] == "good"  # 2 s
     assert cells["fnal", "a-root"]["rating"] == "good"  # 5 s: on the boundary
     assert cells["cern", "a-http"]["rating"] == "bad"  # 20 s
-    assert cells_by_pair(matrix_data(query={}))["cern", "a-root"]["rating"] == "unrated"
+    # Without boundaries in the query, the defaults rate (throughput: good >= 100, bad <= 10).
+    assert cells_by_pair(matrix_data(query={}))["cern", "a-root"]["rating"] == "good"
 
 
 def test_boundaries_are_inclusive_on_both_sides() -> None:
@@ -194,7 +196,7 @@ def test_nothing_measured_gives_an_empty_matrix() -> None:
 def test_queries_do_not_grow_with_the_grid(
     history: dict[str, Any], django_assert_num_queries: Any
 ) -> None:
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):  # and the metric's saved thresholds
         small = matrix_data(query={})
     make = RunMaker()
     for i in range(6):
@@ -203,9 +205,9 @@ def test_queries_do_not_grow_with_the_grid(
             make.add(
                 endpoint, VantagePointFactory(name=vp), S.SUCCEEDED, night(1), throughput_mbps=i
             )
-    with django_assert_num_queries(2):
-        large = matrix_data(query={"view": "site-protocol"})
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(2):  # the query's boundaries: no thresholds read
+        large = matrix_data(query={"view": "site-protocol", "good": 1.0, "bad": 0.5})
+    with django_assert_num_queries(3):
         large = matrix_data(query={})
     assert len(large["cells"]) == len(small["cells"]) + 18
 
