@@ -6,7 +6,12 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, ProtectedError, QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
@@ -28,7 +33,13 @@ from webapp.api.serializers import (
 )
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.selectors import SERIES_METRICS, endpoint_series, run_json, run_list
-from webapp.campaigns.services import campaign_cancel, campaign_launch, run_cancel
+from webapp.campaigns.services import (
+    LaunchWhileActive,
+    campaign_cancel,
+    campaign_launch,
+    run_cancel,
+    run_cancel_refusal,
+)
 from webapp.campaigns.validation import MAX_ID
 from webapp.dashboards.run_detail import run_charts
 from webapp.sites.models import Endpoint, Site, VantagePoint
@@ -138,20 +149,40 @@ class CampaignViewSet(OwnedViewSet):
 
     @extend_schema(
         request=None,
+        parameters=[
+            OpenApiParameter(
+                "again",
+                bool,
+                description="1: launch even while runs of the campaign are still queued or "
+                "running (they are queued a second time)",
+            )
+        ],
         responses={
             201: inline_serializer(
                 "Launched", {"runs": serializers.ListField(child=serializers.IntegerField())}
-            )
+            ),
+            409: OpenApiResponse(
+                description="{detail, active}: runs of the campaign are still queued or "
+                "running (active: how many); nothing launched. Add ?again=1 to launch anyway."
+            ),
         },
     )
     # Launching is not editing: any operator may launch any campaign (as on its page).
     @action(detail=True, methods=["post"], permission_classes=[IsOperatorOrReadOnly])
     def launch(self, request: Request, pk: str | None = None) -> Response:
+        """Queue the campaign's runs. While runs of it are still queued or running, answer
+        409 and launch nothing, unless ?again=1."""
         campaign = self.get_object()
+        again = request.query_params.get("again", "").lower() in ("1", "true", "yes")
         try:
-            runs = campaign_launch(campaign=campaign, trigger=Run.Trigger.API, user=request.user)
+            runs = campaign_launch(
+                campaign=campaign, trigger=Run.Trigger.API, user=request.user, if_idle=not again
+            )
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from None
+        except LaunchWhileActive as exc:
+            body = {"detail": f"{exc}: add ?again=1 to launch anyway", "active": exc.active}
+            return Response(body, status=status.HTTP_409_CONFLICT)
         return Response({"runs": [run.pk for run in runs]}, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -202,13 +233,21 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
         responses={
             202: RunListSerializer,
             403: OpenApiResponse(description="not the campaign's owner, the launcher or an admin"),
+            409: OpenApiResponse(
+                description="{detail, status}: the run has already ended (its status)"
+            ),
         },
     )
     @action(detail=True, methods=["post"], permission_classes=[CanCancelRun])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Cancel a queued run; ask a running one to stop: its campaign's owner, whoever
-        launched it, or an admin."""
-        run = run_cancel(run=self.get_object())
+        launched it, or an admin. A run that has already ended answers 409 with its status."""
+        run = self.get_object()
+        refusal = run_cancel_refusal(run)
+        if refusal:
+            body = {"detail": refusal, "status": run.status}
+            return Response(body, status=status.HTTP_409_CONFLICT)
+        run = run_cancel(run=run)
         return Response(RunListSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 

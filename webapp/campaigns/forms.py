@@ -13,8 +13,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.forms.models import construct_instance
 
+from webapp.campaigns.estimates import CampaignDuration, campaign_duration
 from webapp.campaigns.models import Campaign
-from webapp.campaigns.services import MatrixPreview, campaign_preview_draft
+from webapp.campaigns.services import MatrixPreview, campaign_preview, matrix_rows_draft
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
     INT_BOUNDS,
@@ -261,6 +262,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.preview: MatrixPreview | None = None
+        self.duration: CampaignDuration | None = None  # asked for by Preview only
         self._offer_endpoints_and_files()
         if self.instance.pk is None and not self.is_bound:
             self.initial.setdefault(
@@ -315,14 +317,17 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         return cleaned
 
     def _check_matrix(self, cleaned: dict[str, Any]) -> None:
-        self.preview = campaign_preview_draft(
-            draft=construct_instance(self, Campaign(), fields=self._meta.fields),
+        draft = construct_instance(self, Campaign(), fields=self._meta.fields)
+        rows = matrix_rows_draft(
             endpoints=cleaned["endpoints"],
             test_files=cleaned["test_files"],
             vantage_points=cleaned["vantage_points"],
         )
+        self.preview = campaign_preview(campaign=draft, rows=rows)
         if self.preview.refusal:
             self.add_error(None, f"matrix: {self.preview.refusal}")
+        elif "preview" in self.data:
+            self.duration = campaign_duration(campaign=draft, rows=rows)
 
     def save(self, commit: bool = True) -> Campaign:
         """Save the campaign and its relations; no vantage point chosen means the local one."""

@@ -74,6 +74,23 @@ class MatrixPreview:
         return None
 
 
+def matrix_rows_draft(
+    *,
+    endpoints: Iterable[Endpoint],
+    test_files: Iterable[TestFile],
+    vantage_points: Iterable[VantagePoint],
+) -> MatrixRows:
+    """The matrix rows of a campaign not saved yet (a form's, an API request's): its
+    relations come as arguments and nothing is written (no vantage point chosen: the local
+    one)."""
+    files = matrix_files(endpoints=endpoints, chosen=test_files)
+    points = list(vantage_points) or [
+        VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT).first()
+        or VantagePoint(name=LOCAL_VANTAGE_POINT)
+    ]
+    return MatrixRows(files, points)
+
+
 def campaign_preview_draft(
     *,
     draft: Campaign,
@@ -81,14 +98,11 @@ def campaign_preview_draft(
     test_files: Iterable[TestFile],
     vantage_points: Iterable[VantagePoint],
 ) -> MatrixPreview:
-    """The preview of a campaign not saved yet (a form's, an API request's): its relations
-    come as arguments and nothing is written (no vantage point chosen: the local one)."""
-    files = matrix_files(endpoints=endpoints, chosen=test_files)
-    points = list(vantage_points) or [
-        VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT).first()
-        or VantagePoint(name=LOCAL_VANTAGE_POINT)
-    ]
-    return campaign_preview(campaign=draft, rows=MatrixRows(files, points))
+    """The preview of a campaign not saved yet: see matrix_rows_draft."""
+    rows = matrix_rows_draft(
+        endpoints=endpoints, test_files=test_files, vantage_points=vantage_points
+    )
+    return campaign_preview(campaign=draft, rows=rows)
 
 
 def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> MatrixPreview:
@@ -101,16 +115,47 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
     return MatrixPreview(campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX)
 
 
+class LaunchWhileActive(Exception):
+    """A launch refused because runs of the campaign are still queued or running: launching
+    again would queue the same runs twice (a double click, a script run twice)."""
+
+    def __init__(self, active: int) -> None:
+        self.active = active
+        runs = "run" if active == 1 else "runs"
+        verb = "is" if active == 1 else "are"
+        super().__init__(f"{active} {runs} of this campaign {verb} still queued or running")
+
+
+def campaign_active_runs(*, campaign: Campaign) -> int:
+    """How many runs of the campaign are queued or running."""
+    return campaign.runs.filter(status__in=(Run.Status.QUEUED, Run.Status.RUNNING)).count()
+
+
 def campaign_launch(
-    *, campaign: Campaign, trigger: str, user: AbstractBaseUser | AnonymousUser | None = None
+    *,
+    campaign: Campaign,
+    trigger: str,
+    user: AbstractBaseUser | AnonymousUser | None = None,
+    if_idle: bool = False,
 ) -> list[Run]:
     """Create the campaign's runs (queued, launched by `user`: none for the schedule) and
-    enqueue each once the transaction commits."""
+    enqueue each once the transaction commits. The runs of one launch share its created_at.
+
+    `if_idle` (a person's launch, from a page or the API without ?again=1): refuse with
+    LaunchWhileActive while runs of the campaign are still queued or running.
+    """
     launched_by = user if user is not None and user.is_authenticated else None
     refusal = campaign_preview(campaign=campaign).refusal
     if refusal:
         raise ValidationError({"matrix": refusal})
     with transaction.atomic():
+        # Two launches of one campaign at once wait for each other here, so the second
+        # sees the first one's runs (PostgreSQL; SQLite runs one writer at a time anyway).
+        Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
+        active = campaign_active_runs(campaign=campaign)
+        if if_idle and active:
+            raise LaunchWhileActive(active)
+        launched_at = timezone.now()
         runs = Run.objects.bulk_create(
             Run(
                 campaign=campaign,
@@ -135,6 +180,13 @@ def campaign_launch(
             )
             for cell in campaign.cells()
         )
+        # auto_now_add gave each run its own instant: one launch, one instant (the campaign
+        # page's ETA tells this launch's runs from earlier ones by it).
+        Run.objects.filter(campaign=campaign, created_at__gte=launched_at).update(
+            created_at=launched_at
+        )
+        for run in runs:
+            run.created_at = launched_at
         transaction.on_commit(lambda: _enqueue(runs))
     return runs
 
@@ -394,6 +446,13 @@ def run_fail(*, run_id: int, message: str, error_class: str = "server-error") ->
         run.save(update_fields=["status", "finished_at", "errors"])
         _end_unreported_attempts(run, run.finished_at)
     return True
+
+
+def run_cancel_refusal(run: Run) -> str | None:
+    """Why cancelling the run would do nothing (it has already ended), or None."""
+    if run.is_final:
+        return f"run {run.pk} has already ended ({run.status}): there is nothing to cancel"
+    return None
 
 
 def run_cancel(*, run: Run) -> Run:

@@ -17,6 +17,7 @@ from django.views.generic import DetailView, ListView, TemplateView
 
 from webapp.accounts.roles import can_edit
 from webapp.api.filters import RunFilter
+from webapp.campaigns.estimates import campaign_duration, campaign_eta
 from webapp.campaigns.forms import CampaignForm
 from webapp.campaigns.models import (
     CAMPAIGN_CANCEL_REFUSAL,
@@ -33,11 +34,13 @@ from webapp.campaigns.selectors import (
     runs_progress,
 )
 from webapp.campaigns.services import (
+    LaunchWhileActive,
     campaign_cancel,
     campaign_clone,
     campaign_launch,
     campaign_preview,
     run_cancel,
+    run_cancel_refusal,
 )
 from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.dashboards.run_detail import run_charts
@@ -72,10 +75,14 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         context = super().get_context_data(**kwargs)
         campaign: Campaign = self.object
         rows = campaign.matrix_rows()
+        eta = campaign_eta(campaign=campaign)
         context.update(
             rows=rows,
             endpoints=campaign.endpoints.select_related("site"),
             preview=campaign_preview(campaign=campaign, rows=rows),
+            duration=campaign_duration(campaign=campaign, rows=rows),
+            # Runs still queued or running: Launch then asks first (CampaignLaunchView).
+            eta=eta,
             runs=campaign_run_summaries(campaign_ids=[campaign.pk]).get(campaign.pk),
             recent_runs=run_list().filter(campaign=campaign)[:20],
             runs_url=_runs_url(campaign=campaign.pk),
@@ -125,15 +132,30 @@ class CampaignFormView(OperatorRequiredMixin, View):
 
 
 class CampaignLaunchView(OperatorRequiredMixin, View):
+    """Launch; while runs of the campaign are still queued or running, ask first (a page
+    that says how many, with "Launch again"), as the API answers 409 without ?again=1."""
+
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         campaign = get_object_or_404(Campaign, pk=pk)
         try:
-            runs = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL, user=request.user)
+            runs = campaign_launch(
+                campaign=campaign,
+                trigger=Run.Trigger.MANUAL,
+                user=request.user,
+                if_idle=request.POST.get("again") != "1",
+            )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 messages.error(request, f"Not launched: {field}: {' '.join(errors)}")
             return redirect("campaigns:campaign-detail", pk=pk)
-        messages.success(request, f"{len(runs)} runs queued for {campaign.name!r}.")
+        except LaunchWhileActive as exc:
+            context = {
+                "campaign": campaign,
+                "active": exc.active,
+                "preview": campaign_preview(campaign=campaign),
+            }
+            return render(request, "campaigns/launch_confirm.html", context)
+        messages.success(request, f"{runs_text(len(runs))} queued for {campaign.name!r}.")
         return redirect(_runs_url(campaign=campaign.pk))
 
 
@@ -149,8 +171,8 @@ class CampaignCancelView(OperatorRequiredMixin, View):
         else:
             messages.success(
                 request,
-                f"{len(done.cancelled)} queued runs cancelled, {len(done.stopping)} running "
-                "runs asked to stop.",
+                f"{runs_text(len(done.cancelled), 'queued')} cancelled, "
+                f"{runs_text(len(done.stopping), 'running')} asked to stop.",
             )
         return redirect("campaigns:campaign-detail", pk=pk)
 
@@ -227,11 +249,15 @@ class RunCancelView(OperatorRequiredMixin, View):
         run = get_object_or_404(Run.objects.select_related("campaign"), pk=pk)
         if not run.cancellable_by(request.user):  # type: ignore[arg-type]
             raise PermissionDenied(RUN_CANCEL_REFUSAL)
+        refusal = run_cancel_refusal(run)
+        if refusal:
+            messages.error(request, f"Not cancelled: {refusal}.")
+            return redirect("campaigns:run-detail", pk=run.pk)
         run = run_cancel(run=run)
         if run.status == Run.Status.CANCELLED:
             messages.success(request, f"Run {run.pk} cancelled.")
         elif run.is_final:
-            messages.warning(request, f"Run {run.pk} had already ended ({run.status}).")
+            messages.error(request, f"Not cancelled: run {run.pk} ended meanwhile ({run.status}).")
         else:
             messages.success(request, f"Run {run.pk}: its worker was asked to stop.")
         return redirect("campaigns:run-detail", pk=run.pk)
@@ -256,6 +282,11 @@ def _parse_ids(text: str) -> list[int] | None:
     if len(parts) > MAX_STATUS_IDS or not all(ID.fullmatch(part) for part in parts):
         return None
     return [int(part) for part in parts]
+
+
+def runs_text(n: int, kind: str = "") -> str:
+    """ "1 run", "2 queued runs": a count of runs in words."""
+    return f"{n} {kind + ' ' if kind else ''}run{'' if n == 1 else 's'}"
 
 
 def _runs_url(**filters: object) -> str:

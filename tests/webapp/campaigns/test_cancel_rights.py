@@ -58,7 +58,8 @@ def test_launching_records_who_launched_and_the_schedule_records_nobody() -> Non
     (by_hand,) = launch(campaign, alice)
     (scheduled,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.SCHEDULE)
     assert (by_hand.launched_by, scheduled.launched_by) == (alice, None)
-    launched = api_for(user("bob")).post(f"/api/v1/campaigns/{campaign.pk}/launch/").json()
+    launched = api_for(user("bob")).post(f"/api/v1/campaigns/{campaign.pk}/launch/?again=1")
+    launched = launched.json()
     assert Run.objects.get(pk=launched["runs"][0]).launched_by.username == "bob"
 
 
