@@ -261,6 +261,92 @@ STATIC_ROOT = Path(env_str("FEDPROBE_STATIC_ROOT", str(BASE_DIR / "static-collec
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
+# Passwords set by an admin (the users page, `manage.py createuser`) or by createsuperuser.
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
+]
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    # Acts only on the sign-in callback, and only when FEDPROBE_OIDC_ISSUER is set.
+    "webapp.accounts.oidc.SsoBackend",
+]
+
+
+def env_oidc_issuer(name: str) -> str:
+    """The provider's issuer URL: https, or http on a loopback address (tests)."""
+    from urllib.parse import urlparse
+
+    value = env_str(name, "").strip().rstrip("/")
+    if not value:
+        return ""
+    parsed = urlparse(value)
+    loopback = parsed.hostname in {"127.0.0.1", "localhost", "::1"}
+    if parsed.scheme != "https" and not (parsed.scheme == "http" and loopback):
+        raise ImproperlyConfigured(f"{name}={value!r} is not an https:// URL")
+    return value
+
+
+def env_secret_file(name: str) -> str:
+    """A secret read from the file the variable names; neither appears in an error."""
+    path = env_str(name, "")
+    if not path:
+        raise ImproperlyConfigured(f"{name} must be set when FEDPROBE_OIDC_ISSUER is")
+    try:
+        secret = Path(path).read_text().strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name}: cannot read it ({exc.strerror})") from None
+    if not secret:
+        raise ImproperlyConfigured(f"{name}: the file is empty")
+    return secret
+
+
+def env_role_map(name: str) -> dict[str, str]:
+    """GROUP=ROLE pairs, comma-separated: which group of the provider gives which role."""
+    mapping = {}
+    for item in env_list(name, []):
+        group, _, role = item.rpartition("=")
+        if not group or role not in ("viewer", "operator", "admin"):
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not GROUP=ROLE with a role viewer, operator or admin"
+            )
+        mapping[group.strip()] = role
+    return mapping
+
+
+# Single sign-on through an OpenID Connect provider (INDIGO IAM, CERN SSO; docs/deployment.md),
+# off unless FEDPROBE_OIDC_ISSUER is set. The provider's endpoints come from its discovery
+# document (webapp.accounts.oidc); mozilla-django-oidc does the code flow with state, nonce
+# and PKCE, and these OIDC_* settings are its own.
+FEDPROBE_OIDC_ISSUER = env_oidc_issuer("FEDPROBE_OIDC_ISSUER")
+FEDPROBE_OIDC_NAME = env_str("FEDPROBE_OIDC_NAME", "single sign-on")
+FEDPROBE_OIDC_USERNAME_CLAIM = env_str("FEDPROBE_OIDC_USERNAME_CLAIM", "preferred_username")
+FEDPROBE_OIDC_ROLE_CLAIM = env_str("FEDPROBE_OIDC_ROLE_CLAIM", "groups")
+FEDPROBE_OIDC_ROLE_MAP = env_role_map("FEDPROBE_OIDC_ROLE_MAP")
+# The role of a new user in none of the mapped groups; "none" refuses them.
+FEDPROBE_OIDC_DEFAULT_ROLE = env_choice(
+    "FEDPROBE_OIDC_DEFAULT_ROLE", "viewer", ("viewer", "operator", "admin", "none")
+)
+OIDC_RP_CLIENT_ID = env_str("FEDPROBE_OIDC_CLIENT_ID", "")
+if FEDPROBE_OIDC_ISSUER and not OIDC_RP_CLIENT_ID:
+    raise ImproperlyConfigured("FEDPROBE_OIDC_CLIENT_ID must be set when FEDPROBE_OIDC_ISSUER is")
+OIDC_RP_CLIENT_SECRET = (
+    env_secret_file("FEDPROBE_OIDC_CLIENT_SECRET_FILE") if FEDPROBE_OIDC_ISSUER else ""
+)
+OIDC_RP_SIGN_ALGO = env_choice(
+    "FEDPROBE_OIDC_SIGN_ALGO", "RS256", ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512")
+)
+OIDC_RP_SCOPES = env_str("FEDPROBE_OIDC_SCOPES", "openid profile email")
+OIDC_USE_PKCE = True
+OIDC_TOKEN_USE_BASIC_AUTH = True  # client_secret_basic: what every provider accepts
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc-callback"
+OIDC_REDIRECT_REQUIRE_HTTPS = PRODUCTION
 
 # Throttle counts live in the cache: FEDPROBE_CACHE_URL=redis://... shares them between the
 # web processes; without it each process counts on its own.

@@ -1,4 +1,5 @@
-"""API tokens, kept as digests: a key is shown once, when it is made, and never stored."""
+"""API tokens, kept as digests (a key is shown once, when it is made, and never stored),
+and the single sign-on identities users sign in with."""
 
 from __future__ import annotations
 
@@ -52,3 +53,24 @@ class ApiToken(models.Model):
             return
         ApiToken.objects.filter(pk=self.pk).update(last_used=now)
         self.last_used = now
+
+
+class SsoIdentity(models.Model):
+    """A user's account at the single sign-on provider: its issuer and subject (`sub`)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "single sign-on identity"
+        verbose_name_plural = "single sign-on identities"
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

@@ -1,12 +1,24 @@
-"""Workflows on users: roles and API tokens."""
+"""Workflows on users: accounts, roles, single sign-on and API tokens."""
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser, Group
+from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
-from webapp.accounts.models import PREFIX_LENGTH, ApiToken, api_key_digest, new_api_key
-from webapp.accounts.roles import ROLES
+from webapp.accounts.models import (
+    PREFIX_LENGTH,
+    ApiToken,
+    SsoIdentity,
+    api_key_digest,
+    new_api_key,
+)
+from webapp.accounts.roles import ADMIN, ROLES
 
 
 def user_set_role(*, user: AbstractUser, role: str) -> None:
@@ -16,6 +28,168 @@ def user_set_role(*, user: AbstractUser, role: str) -> None:
     with transaction.atomic():
         user.groups.remove(*Group.objects.filter(name__in=ROLES).exclude(name=role))
         user.groups.add(Group.objects.get(name=role))
+
+
+class UserInputError(ValueError):
+    """Input a user workflow refuses; `field` names what is wrong, and nothing was changed."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise UserInputError("role", f"unknown role {role!r}: choose one of {', '.join(ROLES)}")
+
+
+def _check_username(username: str) -> None:
+    if not username:
+        raise UserInputError("username", "give a user name")
+    try:
+        UnicodeUsernameValidator()(username)
+    except ValidationError:
+        raise UserInputError(
+            "username", f"{username!r} may hold only letters, digits and @ . + - _"
+        ) from None
+    if len(username) > 150:
+        raise UserInputError("username", "at most 150 characters")
+    if get_user_model().objects.filter(username__iexact=username).exists():
+        raise UserInputError("username", f"a user named {username!r} exists already")
+
+
+def user_create(*, username: str, role: str, email: str = "", password: str | None) -> AbstractUser:
+    """A new active user with `role`; without a password (None) the user signs in through
+    single sign-on only (or uses an API token)."""
+    _check_username(username)
+    _check_role(role)
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise UserInputError("email", f"{email!r} is not an email address") from None
+    if password is not None:
+        try:
+            validate_password(password, get_user_model()(username=username, email=email))
+        except ValidationError as weak:
+            raise UserInputError("password", " ".join(weak.messages)) from None
+    with transaction.atomic():
+        user = get_user_model().objects.create_user(username, email=email, password=password)
+        user_set_role(user=user, role=role)
+    return user
+
+
+class LastAdmin(UserInputError):
+    """The change would leave no active admin."""
+
+
+def _refuse_last_admin(*, user: AbstractUser, field: str) -> None:
+    """Refuse to take the admin role from `user` when no other active admin is left.
+
+    Called inside the changing transaction: locking the admin group row serialises such
+    changes, so two admins demoting each other at once cannot both succeed.
+    """
+    Group.objects.select_for_update().get(name=ADMIN)
+    admins = get_user_model().objects.filter(
+        Q(is_superuser=True) | Q(groups__name=ADMIN), is_active=True
+    )
+    if not admins.filter(pk=user.pk).exists():
+        return
+    if not admins.exclude(pk=user.pk).exists():
+        raise LastAdmin(
+            field,
+            f"{user.get_username()} is the last active admin: make another user admin first",
+        )
+
+
+def user_change_role(*, user: AbstractUser, role: str) -> None:
+    """Give `user` exactly `role`: a superuser given another role stops being one."""
+    _check_role(role)
+    with transaction.atomic():
+        if role != ADMIN:
+            _refuse_last_admin(user=user, field="role")
+            if user.is_superuser or user.is_staff:
+                user.is_superuser = user.is_staff = False
+                user.save(update_fields=["is_superuser", "is_staff"])
+        user_set_role(user=user, role=role)
+
+
+def user_set_active(*, user: AbstractUser, active: bool) -> None:
+    """Deactivate (no sign-in, no API token, no role) or reactivate a user; users are never
+    deleted: runs and campaigns refer to them."""
+    with transaction.atomic():
+        if not active:
+            _refuse_last_admin(user=user, field="active")
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+
+
+class SignInRefused(Exception):
+    """A single sign-on that fedprobe refuses: the message tells the user why."""
+
+
+def sso_user_sign_in(
+    *,
+    issuer: str,
+    subject: str,
+    username: str,
+    email: str,
+    role: str | None,
+    provider: str,
+) -> AbstractUser:
+    """The user a provider's identity signs in as, made on the first sign-in with `role`.
+
+    The identity (issuer, subject) is what is matched, never an email address. A first
+    sign-in takes over an account an admin made for it (the same user name, no password,
+    no identity yet); any other account of that name is refused, as is a deactivated user
+    or, for a new user, no role.
+    """
+    identity = (
+        SsoIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+    )
+    if identity is not None:
+        user = identity.user
+    else:
+        user = _sso_first_sign_in(
+            issuer=issuer,
+            subject=subject,
+            username=username,
+            email=email,
+            role=role,
+            provider=provider,
+        )
+    if not user.is_active:
+        raise SignInRefused(
+            f"your fedprobe account {user.get_username()!r} is deactivated: ask an admin"
+        )
+    return user
+
+
+def _sso_first_sign_in(
+    *, issuer: str, subject: str, username: str, email: str, role: str | None, provider: str
+) -> AbstractUser:
+    users = get_user_model().objects
+    with transaction.atomic():
+        user = users.select_for_update().filter(username__iexact=username).first()
+        if user is not None:
+            if user.has_usable_password() or user.sso_identities.exists():
+                raise SignInRefused(
+                    f"a fedprobe account named {username!r} exists already and was not made "
+                    f"for {provider}: ask an admin"
+                )
+        elif role is None:
+            raise SignInRefused(
+                f"your {provider} account is in none of the groups that give a fedprobe "
+                "role: ask an admin for one"
+            )
+        else:
+            try:
+                user = user_create(username=username, role=role, email=email, password=None)
+            except UserInputError as bad:
+                raise SignInRefused(f"{provider}'s {bad.field} is refused: {bad.message}") from None
+        SsoIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+    return user
 
 
 class ApiTokenExists(Exception):

@@ -1,10 +1,24 @@
 from django.contrib.auth.views import LogoutView
 from django.urls import path
 
-from webapp.accounts.views import AccountView, LoginView
+from webapp.accounts.oidc import SsoAuthenticateView, SsoCallbackView
+from webapp.accounts.views import (
+    AccountView,
+    LoginView,
+    UserChangeView,
+    UserCreateView,
+    UserListView,
+)
 
 urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", LogoutView.as_view(), name="logout"),
     path("", AccountView.as_view(), name="account"),
+    path("users/", UserListView.as_view(), name="users"),
+    path("users/new/", UserCreateView.as_view(), name="user-create"),
+    path("users/<int:pk>/role/", UserChangeView.as_view(change="role"), name="user-role"),
+    path("users/<int:pk>/active/", UserChangeView.as_view(change="active"), name="user-active"),
+    # Register https://HOST/accounts/oidc/callback/ as the redirect URI at the provider.
+    path("oidc/authenticate/", SsoAuthenticateView.as_view(), name="oidc-authenticate"),
+    path("oidc/callback/", SsoCallbackView.as_view(), name="oidc-callback"),
 ]

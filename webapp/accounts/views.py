@@ -1,25 +1,34 @@
-"""Login, logout and the account page."""
+"""Login, logout, the account page and the users page."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.models import AbstractUser
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import redirect
-from django.views.generic import TemplateView
+from django.shortcuts import get_object_or_404, redirect
+from django.views.generic import FormView, TemplateView, View
 
+from webapp.accounts.forms import UserCreateForm
+from webapp.accounts.oidc import sso_enabled
+from webapp.accounts.roles import ROLES
+from webapp.accounts.selectors import user_list
 from webapp.accounts.services import (
     ApiTokenExists,
+    UserInputError,
     api_token_create,
     api_token_exists,
     api_token_revoke,
     api_token_rotate,
+    user_change_role,
+    user_set_active,
 )
 from webapp.accounts.throttles import LoginRateThrottle
-from webapp.core.views import ViewerRequiredMixin
+from webapp.core.views import AdminRequiredMixin, ViewerRequiredMixin
 
 
 def _retry_after(response: HttpResponse, throttle: LoginRateThrottle) -> HttpResponse:
@@ -34,6 +43,11 @@ class LoginView(auth_views.LoginView):
 
     template_name = "accounts/login.html"
     redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["sso_name"] = settings.FEDPROBE_OIDC_NAME if sso_enabled() else None
+        return context
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         throttle = LoginRateThrottle()
@@ -92,3 +106,60 @@ class AccountView(ViewerRequiredMixin, TemplateView):
                 messages.error(request, "You have a token already: replace it to see a new one.")
                 return redirect("account")
         return self.render_to_response(self.get_context_data(new_token=key))
+
+
+USERS_REFUSAL = "only admins manage users"
+
+
+class UserListView(AdminRequiredMixin, TemplateView):
+    """Every user with role, active flag, last login and API token; change role, deactivate."""
+
+    refusal = USERS_REFUSAL
+    template_name = "accounts/user_list.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context.update(users=user_list(), roles=ROLES, sso_name=settings.FEDPROBE_OIDC_NAME)
+        context["sso_enabled"] = sso_enabled()
+        return context
+
+
+class UserCreateView(AdminRequiredMixin, FormView):  # type: ignore[type-arg]
+    refusal = USERS_REFUSAL
+    template_name = "accounts/user_form.html"
+    form_class = UserCreateForm
+
+    def form_valid(self, form: UserCreateForm) -> HttpResponse:
+        user = form.save()
+        if user is None:
+            return self.form_invalid(form)
+        messages.success(self.request, f"User {user.get_username()} was created.")
+        return redirect("users")
+
+
+class UserChangeView(AdminRequiredMixin, View):
+    """`POST users/{id}/role/` {role} and `POST users/{id}/active/` {active: 0|1}: the change,
+    or the refusal naming its field, as a message on the users page."""
+
+    refusal = USERS_REFUSAL
+    change = ""  # "role" or "active"
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        user = get_object_or_404(get_user_model(), pk=pk)
+        name = user.get_username()
+        try:
+            if self.change == "role":
+                role = request.POST.get("role", "")
+                user_change_role(user=user, role=role)
+                done = f"{name} is now {role}."
+            else:
+                active = request.POST.get("active", "")
+                if active not in ("0", "1"):
+                    raise UserInputError("active", "give 1 (reactivate) or 0 (deactivate)")
+                user_set_active(user=user, active=active == "1")
+                done = f"{name} was {'reactivated' if active == '1' else 'deactivated'}."
+        except UserInputError as refused:
+            messages.error(request, f"{name}: {refused}")
+        else:
+            messages.success(request, done)
+        return redirect("users")

@@ -1,0 +1,56 @@
+"""Reads for the users page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser
+from django.db.models import Exists, OuterRef
+
+from webapp.accounts.models import ApiToken, SsoIdentity
+from webapp.accounts.roles import ADMIN, ROLES
+
+
+@dataclass(frozen=True)
+class UserRow:
+    """One user as the users page lists them."""
+
+    user: AbstractUser
+    role: str | None  # held while active: a deactivated user gets it back when reactivated
+    has_token: bool
+    has_sso: bool
+
+    @property
+    def is_active(self) -> bool:
+        return self.user.is_active
+
+    @property
+    def last_login(self) -> datetime | None:
+        return self.user.last_login
+
+
+def _role(user: AbstractUser) -> str | None:
+    if user.is_superuser:
+        return ADMIN
+    names = {group.name for group in user.groups.all()}
+    held = [role for role in ROLES if role in names]
+    return held[-1] if held else None
+
+
+def user_list() -> list[UserRow]:
+    """Every user, active ones first, by name; two queries however many users."""
+    users = (
+        get_user_model()
+        .objects.annotate(
+            has_token=Exists(ApiToken.objects.filter(user=OuterRef("pk"))),
+            has_sso=Exists(SsoIdentity.objects.filter(user=OuterRef("pk"))),
+        )
+        .prefetch_related("groups")
+        .order_by("-is_active", "username")
+    )
+    return [
+        UserRow(user=user, role=_role(user), has_token=user.has_token, has_sso=user.has_sso)
+        for user in users
+    ]
