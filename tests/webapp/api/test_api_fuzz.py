@@ -49,7 +49,7 @@ EXPLICIT_EXAMPLES = 3  # per fixed huge value (the other parameters drawn)
 HUGE_INTEGERS = (2**63, 2**64, -(2**63) - 1)
 DEEP_JSON = ("[" * 100_000, '{"a":' * 50_000)
 ROOT = Path(__file__).resolve().parents[3]
-DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns")
+DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns", "matrix")
 
 
 @pytest.fixture
