@@ -1,0 +1,53 @@
+"""The new-campaign form in Chromium: a newcomer fills in only the basic fields (the advanced
+ones are folded away, with their defaults), previews runs, bytes and duration, saves, and
+launches; a second launch asks first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.webapp.factories import TestFileFactory, VantagePointFactory
+from webapp.campaigns.models import Campaign
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_campaign_made_with_only_the_basic_fields_previews_saves_and_launches(
+    browser_page: Callable[..., Any], live_server: Any
+) -> None:
+    VantagePointFactory(name="local")
+    endpoint = TestFileFactory(size=16 * 1024 * 1024).endpoint
+    page, watch = browser_page("operator")
+    page.goto(f"{live_server.url}/campaigns/new/")
+    assert not page.locator("#id_depth").is_visible()  # folded away
+    page.fill("#id_name", "first campaign")
+    page.select_option("#id_endpoints", str(endpoint.pk))
+    page.fill("#id_methods", "direct")
+    page.fill("#id_patterns", "random, sequential")
+    page.fill("#id_read_sizes", "64k")
+    page.fill("#id_fractions", "0.1")
+    page.fill("#id_clients", "1")
+
+    page.get_by_role("button", name="Preview").click()
+    page.wait_for_selector("#preview")
+    assert page.locator(".preview-runs").inner_text() == "2"
+    assert page.locator(".preview-duration").inner_text() == "unknown: no earlier runs"
+    assert not Campaign.objects.exists()
+
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(f"{live_server.url}/campaigns/*/")
+    campaign = Campaign.objects.get(name="first campaign")
+    assert (campaign.depth, campaign.vector_size, campaign.repetitions) == (64, 256, 1)
+
+    page.get_by_role("button", name="Launch 2 runs").click()
+    page.wait_for_url(f"{live_server.url}/runs/*")
+    assert campaign.runs.count() == 2
+    page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
+    assert "2 runs of this campaign are still queued or running" in page.inner_text("main")
+    page.get_by_role("button", name="Launch 2 runs again…").click()
+    assert page.get_by_role("button", name="Launch again").is_visible()
+    assert campaign.runs.count() == 2  # asked, not launched
+    watch.assert_clean()
