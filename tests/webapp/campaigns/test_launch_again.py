@@ -119,6 +119,8 @@ def test_the_campaign_page_shows_what_is_still_queued_and_its_launch_asks_first(
     html = page.get(f"/campaigns/{campaign.pk}/").content.decode()
     assert "3 runs of this campaign are still queued or running" in html
     assert "Launch 3 runs again…</button>" in html
+    assert "0 of 3 runs launched since" in html
+    assert '<strong class="eta">unknown: no earlier runs to go by</strong>' in html
 
     asked = page.post(f"/campaigns/{campaign.pk}/launch/")
     assert asked.status_code == 200
