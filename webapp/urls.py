@@ -3,12 +3,19 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from webapp.accounts.views import admin_login
-from webapp.core.views import healthz
+from webapp.core.views import (
+    favicon,
+    healthz,
+    page_not_found,
+    permission_denied,
+    server_error,
+)
 from webapp.dashboards.home import HomeView
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", HomeView.as_view(), name="home"),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon),
     path("", include("webapp.sites.urls")),
     path("", include("webapp.campaigns.urls")),
     path("", include("webapp.dashboards.urls")),
@@ -21,3 +28,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # The split view serves Swagger UI's start-up script as a file: no inline script (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
 ]
+
+handler403 = permission_denied
+handler404 = page_not_found
+handler500 = server_error

@@ -301,7 +301,8 @@
       annotations.push({
         // On a log axis an annotation is placed in log units (a shape in data units).
         x: Math.log10(value), xref: "x", yref: "paper", y: 1 - 0.09 * i, yanchor: "top",
-        text: `${name} ${value} µs`, showarrow: false, xanchor: "left", font: { size: 11 },
+        text: `${name} ${fedprobeUnits.latencyUs(value)}`,
+        showarrow: false, xanchor: "left", font: { size: 11 },
         bgcolor: "rgba(255,255,255,0.8)",
       });
     });
@@ -359,9 +360,10 @@
         y: step.y,
         line: { shape: "hv", color: fedprobe.colour(i), width: 1.5 },
         fill: logCounts ? "none" : "tozeroy",
-        customdata: step.custom,
+        customdata: step.custom.map(([lower, upper, count]) =>
+          [fedprobeUnits.latencyUs(lower), fedprobeUnits.latencyUs(upper), count]),
         hovertemplate:
-          "%{customdata[0]} to %{customdata[1]} µs: %{customdata[2]} operations<extra></extra>",
+          "%{customdata[0]} to %{customdata[1]}: %{customdata[2]} operations<extra></extra>",
       };
       for (const bucket of hist.buckets) latencyDrawn.push({ kind, series: "bucket", ...bucket });
       for (const name of PERCENTILES) {

@@ -7,17 +7,6 @@
   const POLL_MS = 2000;
   const live = JSON.parse(document.getElementById("runs-live").textContent);
 
-  function formatSize(bytes) {
-    const units = ["B", "KiB", "MiB", "GiB"];
-    let value = bytes;
-    let unit = 0;
-    while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-      value /= 1024;
-      unit += 1;
-    }
-    return `${Number(value.toFixed(1))} ${units[unit]}`;
-  }
-
   function activeRows() {
     return Array.from(document.querySelectorAll("tr[data-run-id][data-final='false']"));
   }
@@ -32,7 +21,7 @@
       bar.textContent = `${run.percent}%`;
     }
     container.querySelector("[data-role='bytes']").textContent =
-      `${formatSize(run.bytes_read)} of ${formatSize(run.bytes_planned)}`;
+      `${fedprobeUnits.size(run.bytes_read)} of ${fedprobeUnits.size(run.bytes_planned)}`;
   }
 
   function update(row, run) {

@@ -1,4 +1,5 @@
-"""Pages every part of the application shares: the health check and the access mixins."""
+"""Pages every part of the application shares: the health check, the access mixins and the
+error pages."""
 
 from __future__ import annotations
 
@@ -7,11 +8,28 @@ from typing import Any
 from django.contrib.auth.mixins import AccessMixin
 from django.core.exceptions import PermissionDenied
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponsePermanentRedirect,
+    HttpResponseServerError,
+    JsonResponse,
+)
+from django.shortcuts import render
+from django.template import loader
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from webapp.accounts.roles import can_operate, can_view, is_admin
+from webapp.accounts.roles import (
+    ADMIN,
+    OPERATOR,
+    VIEWER,
+    can_operate,
+    can_view,
+    is_admin,
+    user_role,
+)
 
 
 @never_cache
@@ -26,8 +44,55 @@ def healthz(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"status": "ok"})
 
 
+# What each page that needs more than a viewer does, for its refusal: "creating campaigns
+# needs the operator role: you are a viewer". Keyed by URL name; other pages say "this page".
+ACTIONS = {
+    "campaigns:campaign-create": "creating campaigns",
+    "campaigns:campaign-edit": "editing campaigns",
+    "campaigns:campaign-launch": "launching campaigns",
+    "campaigns:campaign-cancel": "cancelling a campaign's runs",
+    "campaigns:campaign-clone": "cloning campaigns",
+    "campaigns:run-cancel": "cancelling runs",
+    "sites:site-create": "creating sites",
+    "sites:site-edit": "editing sites",
+    "sites:endpoint-create": "adding endpoints",
+    "sites:endpoint-edit": "editing endpoints",
+    "sites:endpoint-disable": "disabling endpoints",
+    "sites:endpoint-enable": "enabling endpoints",
+    "sites:endpoint-test": "testing an endpoint's connection",
+    "sites:endpoint-file-add": "adding test files",
+    "sites:endpoint-file-remove": "removing test files",
+    "sites:vantage-point-create": "creating vantage points",
+    "sites:vantage-point-edit": "editing vantage points",
+}
+NO_ROLE_REFUSAL = (
+    "your account has no role yet: an admin gives it one (viewer, operator or admin) "
+    "with manage.py setrole"
+)
+
+
+def role_refusal(request: HttpRequest, needed: str) -> str:
+    """Why the user may not do what this page does: what it needs, and what they are."""
+    match = request.resolver_match
+    action = ACTIONS.get(match.view_name, "this page") if match else "this page"
+    held = user_role(request.user)
+    if held is None:
+        return NO_ROLE_REFUSAL
+    article = "an" if held[0] in "aeiou" else "a"
+    return f"{action} needs the {needed} role: you are {article} {held}"
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Pages link the SVG icon; clients that ask for /favicon.ico anyway are sent to it."""
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
 class ViewerRequiredMixin(AccessMixin):
-    """Pages: anonymous users go to the login page; a user without a role gets a 403."""
+    """Pages: anonymous users go to the login page; a user without a role gets a 403 that
+    says what the page needs and what the user is."""
+
+    needed_role = VIEWER
 
     def allowed(self, request: HttpRequest) -> bool:
         return can_view(request.user)
@@ -36,23 +101,55 @@ class ViewerRequiredMixin(AccessMixin):
         if not request.user.is_authenticated:
             return self.handle_no_permission()
         if not self.allowed(request):
-            raise PermissionDenied("your role does not allow this page")
+            raise PermissionDenied(role_refusal(request, self.needed_role))
         return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
 
 
 class OperatorRequiredMixin(ViewerRequiredMixin):
     """Pages that create, launch or cancel: operators and admins only."""
 
+    needed_role = OPERATOR
+
     def allowed(self, request: HttpRequest) -> bool:
         return can_operate(request.user)
 
 
 class AdminRequiredMixin(OperatorRequiredMixin):
-    """Pages that change what only admins change (vantage points): 403 with `refusal`."""
+    """Pages that change what only admins change (vantage points): 403 with `refusal`
+    (what the page needs, and why, when set)."""
 
-    refusal = "only an admin may do this"
+    needed_role = ADMIN
+    refusal = ""
 
     def allowed(self, request: HttpRequest) -> bool:
         if not is_admin(request.user):
-            raise PermissionDenied(self.refusal)
+            reason = role_refusal(request, self.needed_role)
+            raise PermissionDenied(f"{reason} ({self.refusal})" if self.refusal else reason)
         return True
+
+
+# Error pages: styled like every other page, with the reason where there is one.
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """403 with what PermissionDenied said: what the page needs and what the user is."""
+    context = {"reason": str(exception) if exception.args else ""}
+    return render(request, "403.html", context, status=403)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """404; an Http404's own message ("No Campaign matches the given query.") is the reason,
+    the resolver's (a dict of the patterns tried) is not shown."""
+    message = exception.args[0] if exception.args else ""
+    context = {"reason": message if isinstance(message, str) else "", "path": request.path}
+    return render(request, "404.html", context, status=404)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """500 without the request's context (no user, no database): the page renders even when
+    the database or a context processor is what failed."""
+    try:
+        body = loader.get_template("500.html").render()
+    except Exception:
+        body = "<!doctype html><title>Server error</title><h1>Server error</h1>"
+    return HttpResponseServerError(body)

@@ -8,6 +8,9 @@ the templates for which buttons to show.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from dataclasses import fields as dataclass_fields
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -29,6 +32,7 @@ from webapp.sites.credentials import credential_summary
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from webapp.sites.services import (
+    ConnectionCheck,
     endpoint_file_add,
     endpoint_file_remove,
     endpoint_set_enabled,
@@ -39,10 +43,7 @@ RECENT_RUNS = 20
 
 
 SITE_REFUSAL = "only the site's owner or an admin may change it or its endpoints"
-VANTAGE_POINT_REFUSAL = (
-    "only an admin may create or change vantage points (each names the queue deployed "
-    "workers consume)"
-)
+VANTAGE_POINT_REFUSAL = "each names the queue that deployed workers consume"
 
 
 class EditRequiredMixin(OperatorRequiredMixin):
@@ -136,7 +137,8 @@ class SiteUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  # typ
 
 
 class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
-    """The endpoint, its test files and recent runs; also the answer to a connection test."""
+    """The endpoint, its test files and recent runs, and this session's latest connection test
+    of it."""
 
     template_name = "sites/endpoint_detail.html"
     context_object_name = "endpoint"
@@ -149,6 +151,8 @@ class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         context["runs"] = run_list().filter(endpoint=endpoint)[:RECENT_RUNS]
         context["can_edit"] = endpoint.editable_by(self.request.user)
         context["credential"] = credential_summary(endpoint.credential_info(), now=timezone.now())
+        for key, value in connection_check_recalled(self.request, endpoint).items():
+            context.setdefault(key, value)
         if context["can_edit"] and "file_form" not in context:
             context["file_form"] = TestFileForm(endpoint=endpoint)
         return context
@@ -217,14 +221,20 @@ class EndpointDisableView(EndpointEnableView):
 
 
 class EndpointTestView(OperatorRequiredMixin, View):
-    """Test the connection from the web host; the answer is the endpoint page with the outcome."""
+    """Test the connection from the web host, then redirect to the endpoint page, which shows
+    the outcome (kept in the session: reloading the page shows it again, tests nothing)."""
 
-    http_method_names = ["post"]
+    http_method_names = ["get", "post"]
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        # An old tab or history entry of this address: the endpoint page, not a 405.
+        return redirect("sites:endpoint-detail", pk=pk)
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         endpoint = get_object_or_404(Endpoint.objects.select_related("site__owner", "owner"), pk=pk)
         check = endpoint_test_connection(endpoint=endpoint)
-        return endpoint_page(request, endpoint, check=check)
+        connection_check_remember(request, endpoint, check)
+        return redirect(endpoint_url(endpoint))
 
 
 class EndpointFileAddView(EndpointActionView):
@@ -263,6 +273,40 @@ def endpoint_page(request: HttpRequest, endpoint: Endpoint, **extra: Any) -> Htt
     view.setup(request, pk=endpoint.pk)
     view.object = endpoint
     return view.render_to_response(view.get_context_data(**extra))
+
+
+# The latest connection test of each endpoint, per session (the few most recent endpoints).
+CHECKS_SESSION_KEY = "connection-checks"
+CHECKS_KEPT = 20
+
+
+def connection_check_remember(
+    request: HttpRequest, endpoint: Endpoint, check: ConnectionCheck
+) -> None:
+    checks = {
+        key: value
+        for key, value in request.session.get(CHECKS_SESSION_KEY, {}).items()
+        if key != str(endpoint.pk)
+    }
+    checks[str(endpoint.pk)] = {"check": asdict(check), "at": timezone.now().isoformat()}
+    request.session[CHECKS_SESSION_KEY] = dict(list(checks.items())[-CHECKS_KEPT:])
+
+
+def connection_check_recalled(request: HttpRequest, endpoint: Endpoint) -> dict[str, Any]:
+    """{"check": ConnectionCheck, "checked_at": datetime} of this session's latest test of
+    the endpoint, or {}."""
+    stored = request.session.get(CHECKS_SESSION_KEY, {}).get(str(endpoint.pk))
+    if not stored:
+        return {}
+    # Only the fields ConnectionCheck has now: a session may outlive a change of it.
+    known = {field.name for field in dataclass_fields(ConnectionCheck)}
+    values = {key: value for key, value in stored["check"].items() if key in known}
+    for key in ("served_by", "warnings"):
+        values[key] = tuple(values.get(key, ()))
+    return {
+        "check": ConnectionCheck(**values),
+        "checked_at": datetime.fromisoformat(stored["at"]),
+    }
 
 
 # Vantage points

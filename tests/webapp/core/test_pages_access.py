@@ -12,8 +12,9 @@ from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin
 
 pytestmark = pytest.mark.django_db
 
-# Pages outside our own apps: Django's admin has its own login, the API its own auth.
-NOT_PAGES = ("admin/", "api/", "accounts/login/", "accounts/logout/", "healthz")
+# Pages outside our own apps: Django's admin has its own login, the API its own auth; the
+# icon is for everyone.
+NOT_PAGES = ("admin/", "api/", "accounts/login/", "accounts/logout/", "healthz", "favicon.ico")
 # JSON the pages' scripts poll: login and role as for pages, but no navigation.
 PAGE_DATA = ("/runs/status/",)
 

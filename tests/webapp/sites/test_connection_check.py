@@ -49,7 +49,7 @@ def test_through_a_redirector_the_data_server_that_served_is_named(lab: Any) -> 
 
 def test_the_endpoint_page_shows_the_outcome(lab: Any, operator: Client) -> None:
     endpoint = lab_endpoint(lab, "local-root")
-    response = operator.post(f"/endpoints/{endpoint.pk}/test/")
+    response = operator.post(f"/endpoints/{endpoint.pk}/test/", follow=True)
     assert response.status_code == 200
     text = response.content.decode()
     assert "Connection test: ok" in text
@@ -65,9 +65,26 @@ def test_a_closed_port_fails_as_refused(operator: Client) -> None:
     assert not check.ok
     assert check.error_class == "refused"
     assert check.message
-    text = operator.post(f"/endpoints/{endpoint.pk}/test/").content.decode()
+    text = operator.post(f"/endpoints/{endpoint.pk}/test/", follow=True).content.decode()
     assert "Connection test: failed" in text
     assert ">refused<" in text
+
+
+def test_the_test_redirects_to_the_endpoint_page_which_keeps_the_outcome_on_reload(
+    operator: Client, viewer: Client
+) -> None:
+    endpoint = TestFileFactory(endpoint__base_url=f"root://127.0.0.1:{closed_port()}/").endpoint
+    page = f"/endpoints/{endpoint.pk}/"
+    answer = operator.post(f"{page}test/")
+    assert (answer.status_code, answer["Location"]) == (302, page)
+    for _reload in range(2):
+        text = operator.get(page).content.decode()
+        assert "Connection test: failed" in text and ">refused<" in text
+        assert "Tested at " in text
+    # The test's own address, reloaded from an old tab, is the endpoint page.
+    assert operator.get(f"{page}test/")["Location"] == page
+    # The outcome is the session's: another user's page does not show it.
+    assert "Connection test" not in viewer.get(page).content.decode()
 
 
 def test_a_closed_http_port_fails_as_refused() -> None:
@@ -82,7 +99,7 @@ def test_an_endpoint_without_a_test_file_says_so(operator: Client) -> None:
     endpoint = EndpointFactory()
     check = endpoint_test_connection(endpoint=endpoint)
     assert (check.ok, check.error_class) == (False, "no-test-file")
-    text = operator.post(f"/endpoints/{endpoint.pk}/test/").content.decode()
+    text = operator.post(f"/endpoints/{endpoint.pk}/test/", follow=True).content.decode()
     assert "has no test file" in text
 
 

@@ -97,7 +97,7 @@ def test_credential_is_stored_and_never_rendered(operator: Client) -> None:
         operator.get(f"/endpoints/{endpoint.pk}/edit/"),
         operator.get(f"/sites/{site.pk}/"),
         operator.get("/sites/"),
-        operator.post(f"/endpoints/{endpoint.pk}/test/"),
+        operator.post(f"/endpoints/{endpoint.pk}/test/", follow=True),
     ]
     for response in pages:
         assert response.status_code == 200

@@ -138,7 +138,7 @@ def test_the_endpoint_page_shows_what_the_connection_negotiated_and_no_secret(
     registered: Any, operator: Client
 ) -> None:
     endpoint = lab_endpoint("near-https")
-    page = operator.post(f"/endpoints/{endpoint.pk}/test/").content.decode()
+    page = operator.post(f"/endpoints/{endpoint.pk}/test/", follow=True).content.decode()
     assert "Connection test: ok" in page
     assert "<dt>Authentication</dt><dd>token</dd>" in page
     assert re.search(r"<dt>TLS</dt><dd>TLSv1\.[23], \S+", page)

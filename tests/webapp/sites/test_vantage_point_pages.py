@@ -15,8 +15,9 @@ def test_list_shows_the_worker_command_of_each(viewer: Client) -> None:
     VantagePointFactory(name="cern")
     VantagePointFactory(name="ral-t1")
     text = viewer.get("/vantage-points/").content.decode()
-    assert "<code>celery -A workers worker -Q vantage.cern</code>" in text
-    assert "<code>celery -A workers worker -Q vantage.ral-t1</code>" in text
+    command = "<code>celery -A workers worker -Q vantage.{0} --concurrency 1 -n {0}@%h</code>"
+    assert command.format("cern") in text
+    assert command.format("ral-t1") in text
     assert "New vantage point" not in text
     assert "/edit/" not in text
 

@@ -1,26 +1,30 @@
 """Template filters for the dashboards: {{ cell.value|metric_value:"bytes_wire" }} -> "4 MiB",
-{{ cell.since_good_s|age }} -> "3 h"."""
+{{ cell.since_good_s|age }} -> "3 h". Figures are written as webapp.core.units writes them."""
 
 from __future__ import annotations
 
 from django import template
 
-from workers.engine.units import format_size
+from webapp.core.units import format_duration_s, format_latency_us, format_size
 
 register = template.Library()
 
-_DIGITS = {"throughput_mbps": 1, "wall_s": 3, "open_s": 4, "ttfb_s": 4, "cpu_s": 3}
+_DIGITS = {"throughput_mbps": 1}
+_TIMES = ("wall_s", "open_s", "ttfb_s", "cpu_s")
 
 
 @register.filter
 def metric_value(value: float | None, metric: str) -> str:
-    """A metric's value as the tables show it (the unit is in the column or the title)."""
+    """A metric's value as the tables show it: sizes binary, times and latencies in ms from
+    1 ms (with their unit); others bare (their unit is in the column or the title)."""
     if value is None:
         return ""
     if metric == "bytes_wire":
         return format_size(value)
     if metric.startswith("latency_"):
-        return f"{value:,.0f}"
+        return format_latency_us(value)
+    if metric in _TIMES:
+        return format_duration_s(value)
     return f"{value:,.{_DIGITS.get(metric, 3)}f}"
 
 
