@@ -1,5 +1,6 @@
 // The matrix page: the controls apply as they change (the URL, without empty fields, is the
-// permalink), and the downloads give exactly the cells the table draws. The table itself is
+// permalink; empty good/bad take the metric's saved or default thresholds, shown as their
+// placeholders), and the downloads give exactly the cells the table draws. The table itself is
 // rendered by the server, so names are text and the page works without JavaScript.
 (function () {
   "use strict";
@@ -29,6 +30,11 @@
 
   const card = document.getElementById("matrix-card");
   if (!data || !card) return;
+  if (data.thresholds.source !== "address") {
+    // Empty boundaries mean the metric's thresholds: show which, as the fields' hint.
+    form.elements.good.placeholder = `${data.thresholds.good} (${data.thresholds.source})`;
+    form.elements.bad.placeholder = `${data.thresholds.bad} (${data.thresholds.source})`;
+  }
   const columns = data.view === "site-protocol"
     ? ["site", "site_name", "protocol", "metric", "unit", "value", "rating", "pairs",
        "measured", "failed_pairs", "last_good_at", "since_good_s"]

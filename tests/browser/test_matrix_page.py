@@ -1,7 +1,8 @@
 """The matrix page in Chromium with runs measured on the lab: the cells show the runs'
 values, the controls change the cells and the URL, the boundaries colour them, a cell opens
 the comparison for its pair, the CSV is the cells drawn, hostile names stay text, and a
-database with nothing measured says what to do."""
+database with nothing measured says what to do; the defaults colour a first visit and
+thresholds an operator saves (on the page or through the API) colour everyone's matrix."""
 
 from __future__ import annotations
 
@@ -13,9 +14,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import requests
+from django.contrib.auth.models import User
 
 from tests.webapp.dashboards.status_runs import RunMaker, night
 from tests.webapp.factories import CampaignFactory, SiteFactory, VantagePointFactory
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch, run_execute
 from webapp.sites.models import Endpoint
@@ -192,3 +196,85 @@ def test_a_bad_boundary_is_named_and_nothing_measured_says_what_to_do(
     )
     watch.errors = [e for e in watch.errors if "400" not in e]  # the page answers 400
     watch.assert_clean()
+
+
+def test_the_matrix_is_coloured_on_first_visit_and_by_thresholds_saved_for_everyone(
+    live_server: Any, browser_page: Callable[..., Any]
+) -> None:
+    make = RunMaker()
+    cern = VantagePointFactory(name="cern")
+    fast, slow = make.endpoint("fast-root"), make.endpoint("slow-root")
+    make.add(fast, cern, Run.Status.SUCCEEDED, night(1), throughput_mbps=150.0, wall_s=2.0)
+    make.add(slow, cern, Run.Status.SUCCEEDED, night(1), throughput_mbps=40.0, wall_s=20.0)
+
+    def ratings(page: Any) -> dict[str, str]:
+        return {
+            name: next(
+                c for c in cell(page, name, "cern").get_attribute("class").split()
+                if c.startswith("rating-")
+            )
+            for name in ("fast-root", "slow-root")
+        }  # fmt: skip
+
+    def source(page: Any) -> str:
+        return str(page.locator("[data-role=threshold-source]").inner_text())
+
+    # First visit, nothing saved: the defaults colour the cells, and the page says so.
+    viewer, viewer_watch = browser_page("viewer")
+    viewer.goto(f"{live_server.url}/matrix/")
+    assert ratings(viewer) == {"fast-root": "rating-good", "slow-root": "rating-warn"}
+    assert source(viewer) == "default thresholds (nobody has saved any for throughput_mbps)"
+    assert viewer.locator("#id_good").get_attribute("placeholder") == "100 (default)"
+    assert viewer.locator("#threshold-form").count() == 0  # viewers do not save
+
+    # An operator saves thresholds on the page: everyone's matrix uses them.
+    operator, operator_watch = browser_page("operator")
+    operator.goto(f"{live_server.url}/matrix/")
+    operator.fill("#id_thresholds-good", "200")
+    operator.fill("#id_thresholds-bad", "50")
+    with operator.expect_navigation():
+        operator.click("#threshold-form button[type=submit]:has-text('Save for everyone')")
+    assert source(operator).startswith("thresholds saved by operator-1 on ")
+    viewer.reload()
+    assert ratings(viewer) == {"fast-root": "rating-warn", "slow-root": "rating-bad"}
+    assert source(viewer).startswith("thresholds saved by operator-1 on ")
+
+    # A boundary the wrong way round is named on the field, and nothing changes.
+    operator.fill("#id_thresholds-good", "5")
+    operator.fill("#id_thresholds-bad", "50")
+    with operator.expect_navigation():
+        operator.click("#threshold-form button:has-text('Save for everyone')")
+    assert operator.locator("#id_thresholds-bad_error").inner_text() == (
+        "bad: throughput_mbps: higher is better, so bad must be at most good"
+    )
+    viewer.reload()
+    assert ratings(viewer) == {"fast-root": "rating-warn", "slow-root": "rating-bad"}
+
+    # Saved through the API, by the same operator's token.
+    token = api_token_create(user=User.objects.get(username="operator-1"))
+    answer = requests.put(
+        f"{live_server.url}/api/v1/matrix/thresholds/throughput_mbps/",
+        json={"good": 30, "bad": 10},
+        headers={"Authorization": f"Token {token}"},
+        timeout=30,
+    )
+    assert answer.status_code == 200, answer.text
+    viewer.reload()
+    assert ratings(viewer) == {"fast-root": "rating-good", "slow-root": "rating-good"}
+
+    # Boundaries typed in the controls still override, for that view only.
+    viewer.fill("#id_good", "100")
+    viewer.fill("#id_bad", "45")
+    viewer.press("#id_bad", "Enter")
+    viewer.wait_for_url("**bad=45*")
+    assert ratings(viewer) == {"fast-root": "rating-good", "slow-root": "rating-bad"}
+    assert source(viewer) == "the boundaries in this page's address, for this view only"
+
+    # Back to the defaults, on the page.
+    operator.goto(f"{live_server.url}/matrix/")
+    with operator.expect_navigation():
+        operator.click("#threshold-form button:has-text('Back to the defaults')")
+    assert source(operator).startswith("default thresholds")
+    operator_watch.errors = [e for e in operator_watch.errors if "400" not in e]
+    operator_watch.assert_clean()
+    viewer_watch.assert_clean()

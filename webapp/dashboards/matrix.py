@@ -66,6 +66,7 @@ ENDED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL, Run.Status.FAILED, Run.Status
 MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
 FAILED = (Run.Status.FAILED, Run.Status.TIMEOUT)
 ERROR_MESSAGE_CHARS = 300
+OVERRIDE_HELP = "in the metric's unit; empty: its saved (or default) threshold"
 
 
 class MatrixForm(forms.Form):
@@ -74,8 +75,8 @@ class MatrixForm(forms.Form):
     metric = forms.ChoiceField(
         choices=[(m, f"{m} ({unit})") for m, unit in SERIES_METRICS.items()], required=False
     )
-    good = forms.FloatField(help_text="boundary, in the metric's unit")
-    bad = forms.FloatField(help_text="boundary, in the metric's unit")
+    good = forms.FloatField(help_text=OVERRIDE_HELP)
+    bad = forms.FloatField(help_text=OVERRIDE_HELP)
     view = forms.ChoiceField(choices=VIEWS, required=False)
     method = forms.ChoiceField(choices=[("", "most common")] + [(m, m) for m in Method])
     pattern = forms.ChoiceField(choices=[("", "most common")] + [(p, p) for p in Pattern])
@@ -480,8 +481,8 @@ class MatrixView(ViewerRequiredMixin, View):
             return render(request, self.template_name, context, status=400)
         data = matrix_data(query=form.cleaned_data, recent=recent)
         if not saving.is_bound:
-            thresholds = data["thresholds"]
-            saving.initial = {"metric": data["metric"], **thresholds}
+            good, bad = data["thresholds"]["good"], data["thresholds"]["bad"]
+            saving.initial = {"metric": data["metric"], "good": f"{good:g}", "bad": f"{bad:g}"}
         context.update(
             data=data,
             grid=matrix_grid(data),
