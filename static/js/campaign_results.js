@@ -223,18 +223,17 @@
     return Object.keys(DIMENSIONS);
   }
 
-  function needsClients() {
-    return data.dimensions.clients.length >= 2
-      ? null
-      : "This campaign ran one client count: add client counts (e.g. 1, 4, 16) to see how " +
-          "throughput and open time change with them.";
+  /** What stands instead of a chart the campaign cannot draw (computed by the server from
+      what the campaign asks for: values to add, or runs still to come), or null. */
+  function guidance(name) {
+    return () => data.guidance[name];
   }
 
   function readaheadSuffix(cell) {
     return cell.readahead ? ` + read-ahead ${fedprobe.formatSize(cell.readahead)}` : "";
   }
 
-  /** Paper 002's names for the ways of reading. */
+  /** Furano & Hanushevsky's names for the ways of reading. */
   function variant(cell) {
     const names = {
       sequential: "sequential (sync)",
@@ -258,13 +257,6 @@
     return { tickvals, ticktext: tickvals.map(fedprobe.formatSize) };
   }
 
-  function median(values) {
-    const sorted = values.filter((v) => v !== null).sort((a, b) => a - b);
-    if (!sorted.length) return Infinity;
-    const middle = (sorted.length - 1) / 2;
-    return (sorted[Math.floor(middle)] + sorted[Math.ceil(middle)]) / 2;
-  }
-
   function withValues(rows, metrics) {
     return rows.filter((r) => metrics.some((m) => r[m] !== null));
   }
@@ -277,11 +269,7 @@
       id: "fraction",
       across: ["fraction", "method"],
       metrics: ["wall_s", "wall_s_p25", "wall_s_p75"],
-      needs: () =>
-        data.dimensions.fraction.length >= 2
-          ? null
-          : "This campaign measured one fraction of the file: add fractions (e.g. 0.1, 0.25, " +
-            "0.5, 0.75, 1) and methods direct + copy to draw the time to read against them.",
+      needs: guidance("fraction"),
       figure: (rows) => ({
         traces: methodLines(rows, "fraction", "wall_s", { spread: true, hover: "median (s)" }),
         layout: {
@@ -298,11 +286,7 @@
       id: "read-size",
       across: ["read_size", "method"],
       metrics: ["wall_s"],
-      needs: () =>
-        data.dimensions.read_size.length >= 2
-          ? null
-          : "This campaign measured one read size: add read sizes (e.g. 1k, 64k, 1M) to draw " +
-            "the time to read against them.",
+      needs: guidance("read_size"),
       figure: (rows) => ({
         traces: methodLines(rows, "read_size", "wall_s", { hover: "median (s)" }),
         layout: {
@@ -312,7 +296,11 @@
             tickvals: data.dimensions.read_size,
             ticktext: data.dimensions.read_size.map(fedprobe.formatSize),
           },
-          yaxis: { title: { text: "Time to read (s, log)" }, type: "log" },
+          yaxis: {
+            title: { text: "Time to read (log)" },
+            type: "log",
+            ...fedprobe.secondsTicks(rows.map((r) => r.wall_s)),
+          },
         },
       }),
     },
@@ -320,7 +308,7 @@
       id: "throughput",
       across: ["clients", "method"],
       metrics: ["throughput_mbps", "client_throughput_mbps"],
-      needs: needsClients,
+      needs: guidance("clients"),
       figure: (rows) => ({
         traces: [
           ...methodLines(rows, "clients", "throughput_mbps", {
@@ -343,7 +331,7 @@
       id: "open",
       across: ["clients", "method"],
       metrics: ["open_s"],
-      needs: needsClients,
+      needs: guidance("clients"),
       figure: (rows) => ({
         traces: methodLines(rows, "clients", "open_s", { hover: "open (s)" }),
         layout: {
@@ -364,12 +352,7 @@
       id: "latency",
       across: ["endpoint", "pattern", "readahead", "depth", "vector_size", "streams"],
       metrics: ["variant", "ttfb_s", "wall_s"],
-      needs: () =>
-        new Set(data.cells.map(variant)).size >= 2
-          ? null
-          : "This campaign reads with one access pattern: add patterns random, async and " +
-            "vector (paper 002's synchronous, asynchronous and vectored reads) to compare " +
-            "them; a campaign with a read-ahead adds read-ahead bars.",
+      needs: guidance("latency"),
       pick: (rows) =>
         rows.filter((r) => r.wall_s !== null).map((r) => ({ ...r, variant: variant(r) })),
       figure: latencyFigure,
@@ -440,14 +423,27 @@
     };
   }
 
+  const ORDER_TITLES = {
+    rtt: "Endpoint (in order of round-trip time)",
+    "direct-ttfb": "Endpoint (in order of the direct reads' time to first byte)",
+    name: "Endpoint",
+  };
+
+  /** The server's order of the endpoints for the vantage point the controls choose. */
+  function latencyOrder() {
+    const place = varying.includes("vantage_point")
+      ? selection.vantage_point
+      : data.dimensions.vantage_point[0];
+    return data.latency_order.find((o) => o.vantage_point === place);
+  }
+
   function latencyFigure(measured) {
-    const firstByte = new Map();
-    for (const [id, group] of groupBy(data.cells, (c) => c.endpoint)) {
-      firstByte.set(id, median(group.map((c) => c.ttfb_s)));
-    }
-    const order = [...new Set(measured.map((r) => r.endpoint))].sort(
-      (a, b) => firstByte.get(a) - firstByte.get(b),
-    );
+    const drawn = new Set(measured.map((r) => r.endpoint));
+    const known = latencyOrder() || { by: "name", endpoints: [] };
+    const order = [
+      ...known.endpoints.filter((id) => drawn.has(id)),
+      ...[...drawn].filter((id) => !known.endpoints.includes(id)),
+    ];
     const category = (id) => fedprobe.text(endpointName(id));
     const groups = groupBy(measured, (r) => r.variant);
     const traces = [...groups.keys()].sort().map((name, index) => {
@@ -468,12 +464,16 @@
       layout: {
         barmode: "group",
         xaxis: {
-          title: { text: "Endpoint (in order of median time to first byte)" },
+          title: { text: ORDER_TITLES[known.by] },
           type: "category",
           categoryorder: "array",
           categoryarray: order.map(category),
         },
-        yaxis: { title: { text: "Time to read (s, log)" }, type: "log" },
+        yaxis: {
+          title: { text: "Time to read (log)" },
+          type: "log",
+          ...fedprobe.secondsTicks(measured.map((r) => r.wall_s)),
+        },
       },
     };
   }
@@ -536,14 +536,8 @@
   }
 
   function crossoverSentence() {
-    const methods = data.dimensions.method;
     if (!data.cells.length) return "";
-    if (!methods.includes("direct") || !methods.includes("copy")) {
-      return (
-        "Add methods direct and copy to the campaign to find where copying the file first " +
-        "becomes faster than reading it directly."
-      );
-    }
+    if (data.guidance.methods) return data.guidance.methods;
     const found = crossoverFound();
     return found ? found.text : "No parameter set here was measured with both direct and copy.";
   }
@@ -554,14 +548,18 @@
     if (x === null) return;
     const line = { color: "#000000", dash: "dash", width: 1 };
     layout.shapes = [{ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line }];
+    // Inside the plot, at its top: above it is the title's.
     layout.annotations = [
       {
         xref: "x",
         yref: "paper",
         x,
         y: 1,
-        yanchor: "bottom",
+        xanchor: "left",
+        yanchor: "top",
+        xshift: 4,
         showarrow: false,
+        bgcolor: "rgba(255, 255, 255, 0.85)",
         text: `crossover ${x >= 0.01 ? Math.round(x * 100) : Math.round(x * 1000) / 10}%`,
       },
     ];
@@ -638,6 +636,11 @@
     card.querySelector("[data-role=selection]").textContent = selectionNote(chart.across);
     if (chart.id === "fraction") {
       document.getElementById("crossover-text").textContent = crossoverSentence();
+    }
+    if (chart.id === "latency") {
+      const order = latencyOrder();
+      card.querySelector("[data-role=note]").textContent =
+        order && !chart.needs() ? order.text : "";
     }
   }
 

@@ -38,6 +38,31 @@ const fedprobe = (() => {
     return `${Number(value.toFixed(1))} ${units[unit]}`;
   }
 
+  /** Seconds with their unit, so no two ticks read alike: 0.02 -> "20 ms", 2 -> "2 s". */
+  function formatSeconds(seconds) {
+    if (seconds < 1) return `${Number((seconds * 1000).toPrecision(3))} ms`;
+    return `${Number(seconds.toPrecision(3))} s`;
+  }
+
+  /** Ticks for a log axis of seconds spanning `values`: each labelled in full (Plotly's own
+      label minor ticks with one digit, so 0.2 s and 2 s look alike). 1, 2 and 5 of each
+      decade for up to three decades; every decade for up to six; else every other one; all
+      nine steps when the values lie within one decade. */
+  function secondsTicks(values) {
+    const positive = values.filter((v) => v > 0);
+    if (!positive.length) return {};
+    const low = Math.floor(Math.log10(Math.min(...positive)));
+    const high = Math.ceil(Math.log10(Math.max(...positive)));
+    const decades = Math.max(1, high - low);
+    const steps = decades <= 1 ? [1, 2, 3, 4, 5, 6, 7, 8, 9] : decades <= 3 ? [1, 2, 5] : [1];
+    const every = decades > 6 ? 2 : 1;
+    const tickvals = [];
+    for (let power = low; power <= high; power += every) {
+      for (const step of steps) tickvals.push(Number((step * 10 ** power).toPrecision(3)));
+    }
+    return { tickvals, ticktext: tickvals.map(formatSeconds), tickmode: "array" };
+  }
+
   function colour(index) {
     return palette[index % palette.length];
   }
@@ -114,7 +139,7 @@ const fedprobe = (() => {
   }
 
   return {
-    palette, data, text, formatSize, colour, config, layout, showMessage, toCsv, downloads,
-    permalink,
+    palette, data, text, formatSize, formatSeconds, secondsTicks, colour, config, layout,
+    showMessage, toCsv, downloads, permalink,
   };
 })();

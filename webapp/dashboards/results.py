@@ -30,6 +30,7 @@ from django.db.models.functions import Cast
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.selectors import Percentile, percentile
 from webapp.campaigns.services import MEASURED
+from webapp.dashboards.results_guidance import latency_order, results_guidance, still_to_come
 from webapp.sites.models import Endpoint
 
 # What makes two runs repetitions of one another: where, from where, and every parameter.
@@ -58,7 +59,13 @@ METRICS = (
     "bytes_requested",
     "bytes_read",
     "bytes_wire",
+    "preflight_rtt_ms",
 )
+# Metrics of the run JSON (Run.result), not of its columns: their annotation names.
+RESULT_METRICS = {
+    "client_throughput_mbps": "client_throughput",
+    "preflight_rtt_ms": "preflight_rtt",
+}
 # The spread of the time to read, drawn as error bars.
 SPREAD = {"wall_s_p25": 0.25, "wall_s_p75": 0.75}
 ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
@@ -132,6 +139,8 @@ class CampaignResults:
     endpoints: list[dict[str, Any]]
     active_runs: int
     dimensions: dict[str, list[Any]] = field(default_factory=dict)
+    guidance: dict[str, str | None] = field(default_factory=dict)
+    latency_order: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -143,6 +152,8 @@ class CampaignResults:
             "crossovers": [c.to_json() for c in self.crossovers],
             "failures": self.failures,
             "active_runs": self.active_runs,
+            "guidance": self.guidance,
+            "latency_order": self.latency_order,
         }
 
 
@@ -161,12 +172,18 @@ def campaign_results(
         campaign=campaign,
         cells=cells,
         crossovers=results_crossovers(
-            cells=cells, endpoint_names=names, name_vantage_point=several_vantage_points
+            cells=cells,
+            endpoint_names=names,
+            name_vantage_point=several_vantage_points,
+            asked_fractions=campaign.fractions or [],
+            active_runs=active,
         ),
         failures=failures,
         endpoints=endpoints,
         active_runs=active,
         dimensions=_dimensions(cells, failures, endpoints),
+        guidance=results_guidance(campaign=campaign, cells=cells, active_runs=active),
+        latency_order=latency_order(cells=cells, endpoint_names=names),
     )
 
 
@@ -175,7 +192,10 @@ def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> li
     computed by the database if it has percentile_cont (PostgreSQL), else in Python."""
     measured = runs.filter(status__in=MEASURED).annotate(
         vantage_point_name=F("vantage_point__name"),
-        client_throughput=Cast(KT("result__client_throughput_mbps"), FloatField()),
+        **{
+            source: Cast(KT(f"result__{metric}"), FloatField())
+            for metric, source in RESULT_METRICS.items()
+        },
     )
     if in_database is None:
         in_database = connection.vendor == "postgresql"
@@ -189,7 +209,7 @@ def _group_fields() -> list[str]:
 
 
 def _metric_source(name: str) -> str:
-    return "client_throughput" if name == "client_throughput_mbps" else name
+    return RESULT_METRICS.get(name, name)
 
 
 def _cells_in_database(runs: QuerySet[Run]) -> list[dict[str, Any]]:
@@ -325,8 +345,11 @@ def results_crossovers(
     cells: list[dict[str, Any]],
     endpoint_names: dict[int, str],
     name_vantage_point: bool = False,
+    asked_fractions: Sequence[float] = (),
+    active_runs: int = 0,
 ) -> list[Crossover]:
-    """For every parameter set measured with both direct and copy: the crossover fraction."""
+    """For every parameter set measured with both direct and copy: the crossover fraction
+    (`asked_fractions` and `active_runs` say why fewer than two fractions were measured)."""
     fixed = [name for name in DIMENSIONS if name not in CROSSOVER_ACROSS]
     times: dict[tuple[Any, ...], dict[str, dict[float, float]]] = defaultdict(
         lambda: defaultdict(dict)
@@ -341,24 +364,31 @@ def results_crossovers(
             where = endpoint_names.get(key[0], f"endpoint {key[0]}")
             if name_vantage_point:
                 where = f"{where} from {key[1]}"
-            found = crossover(by_method["direct"], by_method["copy"], where=where)
+            found = crossover(
+                by_method["direct"],
+                by_method["copy"],
+                where=where,
+                asked_fractions=asked_fractions,
+                active_runs=active_runs,
+            )
             crossovers.append(Crossover(key=dict(zip(fixed, key, strict=True)), **found))
     return crossovers
 
 
 def crossover(
-    direct: dict[float, float], copy: dict[float, float], *, where: str
+    direct: dict[float, float],
+    copy: dict[float, float],
+    *,
+    where: str,
+    asked_fractions: Sequence[float] = (),
+    active_runs: int = 0,
 ) -> dict[str, Any]:
     """Where copying first becomes faster than reading directly, between the fractions both
     were measured at (linear interpolation of the time difference), said in words."""
     fractions = sorted(direct.keys() & copy.keys())
     if len(fractions) < 2:
-        return {
-            "fraction": None,
-            "kind": "too-few-fractions",
-            "text": f"Direct and copy were measured together at fewer than two fractions on "
-            f"{where}: add fractions (e.g. 0.1, 0.25, 0.5, 0.75, 1) to find the crossover.",
-        }
+        text = _too_few_fractions(where, sorted(set(asked_fractions)), active_runs)
+        return {"fraction": None, "kind": "too-few-fractions", "text": text}
     gaps = [direct[f] - copy[f] for f in fractions]  # > 0: copying first is faster
     crossings = _crossings(fractions, gaps)
     span = f"{_percent(fractions[0])}-{_percent(fractions[-1])}"
@@ -407,6 +437,21 @@ def crossover(
         "text": f"Reading directly is faster at every measured fraction ({span}) on {where}: "
         "no crossover in the measured range.",
     }
+
+
+def _too_few_fractions(where: str, asked: list[float], active_runs: int) -> str:
+    """Why direct and copy have fewer than two fractions in common: runs still to come, runs
+    that failed, or a campaign that asks for fewer."""
+    said = f"Direct and copy were measured together at fewer than two fractions on {where}"
+    if len(asked) < 2:
+        return f"{said}: add fractions (e.g. 0.1, 0.25, 0.5, 0.75, 1) to find the crossover."
+    if active_runs:
+        return f"{said} so far: {still_to_come(active_runs)}. Reload when they end."
+    fractions = ", ".join(_percent(f) for f in asked)
+    return (
+        f"{said}, though the campaign asks for {fractions}: the other runs failed, timed out "
+        "or were cancelled (see Errors). Launch the campaign again to find the crossover."
+    )
 
 
 def _crossings(fractions: list[float], gaps: list[float]) -> list[tuple[float, bool]]:

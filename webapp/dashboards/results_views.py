@@ -175,6 +175,9 @@ class ResultsCell(ResultsParameterSet):
     bytes_requested = serializers.IntegerField(allow_null=True)
     bytes_read = serializers.IntegerField(allow_null=True)
     bytes_wire = serializers.IntegerField(allow_null=True)
+    preflight_rtt_ms = serializers.FloatField(
+        allow_null=True, help_text="the round-trip time each run's preflight measured"
+    )
     wall_s_p25 = serializers.FloatField(allow_null=True)
     wall_s_p75 = serializers.FloatField(allow_null=True)
 
@@ -202,6 +205,27 @@ class ResultsFailure(serializers.Serializer[Any]):
     of_runs = serializers.IntegerField(help_text="final runs of this endpoint and method")
 
 
+class ResultsGuidance(serializers.Serializer[Any]):
+    """What stands instead of the charts drawn across a parameter (what to add, or which
+    runs are still to come); null when they can be drawn. `methods`: the crossover of direct
+    and copy; `latency`: the latency-hiding chart."""
+
+    fraction = serializers.CharField(allow_null=True)
+    read_size = serializers.CharField(allow_null=True)
+    clients = serializers.CharField(allow_null=True)
+    methods = serializers.CharField(allow_null=True)
+    latency = serializers.CharField(allow_null=True)
+
+
+class ResultsLatencyOrder(serializers.Serializer[Any]):
+    """The latency-hiding chart's endpoints in order, from one vantage point."""
+
+    vantage_point = serializers.CharField()
+    by = serializers.ChoiceField(choices=["rtt", "direct-ttfb", "name"])
+    endpoints = serializers.ListField(child=serializers.IntegerField())
+    text = serializers.CharField(help_text="which order it is, in words")
+
+
 class CampaignResultsSerializer(serializers.Serializer[Any]):
     campaign = ResultsCampaign()
     dimensions = ResultsDimensions()
@@ -211,6 +235,8 @@ class CampaignResultsSerializer(serializers.Serializer[Any]):
     crossovers = ResultsCrossover(many=True)
     failures = ResultsFailure(many=True)
     active_runs = serializers.IntegerField(help_text="runs still queued or running")
+    guidance = ResultsGuidance()
+    latency_order = ResultsLatencyOrder(many=True)
 
 
 class CampaignResultsAPIView(APIView):

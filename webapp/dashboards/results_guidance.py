@@ -1,0 +1,221 @@
+"""What the campaign results page says about its charts, computed from what the campaign asked
+for and what its runs measured: why a chart cannot be drawn (and what to do about it), and in
+which order the latency-hiding chart puts the endpoints.
+
+A chart needs a parameter measured at two values or more. When the campaign asks for two or
+more, the advice says why they are not there yet (runs still to come) or not at all (their
+runs failed or were cancelled); only when it asks for one does it say what to add.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from webapp.campaigns.models import Campaign
+from webapp.campaigns.selectors import percentile
+from workers.engine.units import format_size
+
+# The parameters charts are drawn across (the time to read against fraction and read size;
+# throughput and open time against clients): the campaign field that asks for its values,
+# their name in a sentence, and for one of them, and what adding values draws.
+NEEDS = {
+    "fraction": (
+        "fractions",
+        "fractions of the file",
+        "one fraction of the file",
+        "add fractions (e.g. 0.1, 0.25, 0.5, 0.75, 1) to draw the time to read against them",
+    ),
+    "read_size": (
+        "read_sizes",
+        "read sizes",
+        "one read size",
+        "add read sizes (e.g. 1k, 64k, 1M) to draw the time to read against them",
+    ),
+    "clients": (
+        "clients",
+        "client counts",
+        "one client count",
+        "add client counts (e.g. 1, 4, 16) to see how throughput and open time change with them",
+    ),
+}
+CROSSOVER_METHODS = ("direct", "copy")
+# The papers behind a chart, for the sentences that point to them.
+FURANO_HANUSHEVSKY = "Furano & Hanushevsky (2008)"
+
+
+def _shown(name: str, value: Any) -> str:
+    if name == "fraction":
+        return f"{value * 100:g}%"
+    if name == "read_size":
+        return format_size(value)
+    return str(value)
+
+
+def _listed(name: str, values: Iterable[Any]) -> str:
+    return ", ".join(_shown(name, v) for v in sorted(values))
+
+
+def still_to_come(active_runs: int) -> str:
+    return f"{active_runs} run{'s' if active_runs != 1 else ''} still to come"
+
+
+def _not_measured(*, active_runs: int, what: str, missing: str) -> str:
+    """Why values the campaign asks for have no measured runs, and what to do."""
+    if active_runs:
+        return (
+            f"{still_to_come(active_runs)} (queued or running): {what} {missing} not measured "
+            "yet. Reload when they end."
+        )
+    return (
+        f"No run measured {what} {missing}, which the campaign asks for: their runs failed, "
+        "timed out or were cancelled (see Errors), or fall outside the days read. Launch the "
+        "campaign again to measure them."
+    )
+
+
+def value_advice(
+    *, name: str, campaign: Campaign, measured: Sequence[Any], active_runs: int
+) -> str | None:
+    """Why the charts drawn across parameter `name` cannot be drawn, or None if they can."""
+    field, plural, one, add = NEEDS[name]
+    if len(set(measured)) >= 2:
+        return None
+    asked = set(getattr(campaign, field) or [])
+    if len(asked) >= 2:
+        missing = _listed(name, asked - set(measured))
+        return _not_measured(active_runs=active_runs, what=plural, missing=missing)
+    return f"This campaign measures {one}: {add}."
+
+
+def methods_advice(*, campaign: Campaign, measured: Iterable[str], active_runs: int) -> str | None:
+    """Why no crossover of direct and copy can be found, or None if one can be looked for."""
+    missing = set(CROSSOVER_METHODS) - set(measured)
+    if not missing:
+        return None
+    if set(CROSSOVER_METHODS) <= set(campaign.methods or []):
+        return _not_measured(
+            active_runs=active_runs, what="method", missing=" and ".join(sorted(missing))
+        )
+    return (
+        "Add methods direct and copy to the campaign to find where copying the file first "
+        "becomes faster than reading it directly."
+    )
+
+
+def variant(cell: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells two ways of reading apart on the latency-hiding chart (the page's
+    `variant`): the pattern with its depth or vector size, the read-ahead, the streams."""
+    pattern = cell["pattern"]
+    extra = {"async": cell["depth"], "vector": cell["vector_size"]}.get(pattern, 0)
+    return (pattern, extra, cell["readahead"], cell["streams"])
+
+
+def latency_advice(
+    *, campaign: Campaign, cells: Sequence[dict[str, Any]], active_runs: int
+) -> str | None:
+    """Why the latency-hiding chart has nothing to compare, or None if it has."""
+    if len({variant(c) for c in cells if c["wall_s"] is not None}) >= 2:
+        return None
+    asked = set(campaign.patterns or [])
+    measured = {c["pattern"] for c in cells if c["wall_s"] is not None}
+    if len(asked) >= 2:
+        missing = ", ".join(sorted(asked - measured)) or "the other ways"
+        return _not_measured(active_runs=active_runs, what="patterns", missing=missing)
+    return (
+        "This campaign reads with one access pattern: add patterns random, async and vector "
+        f"(the synchronous, asynchronous and vectored reads of {FURANO_HANUSHEVSKY}) to "
+        "compare them; a campaign with a read-ahead adds read-ahead bars."
+    )
+
+
+def results_guidance(
+    *, campaign: Campaign, cells: Sequence[dict[str, Any]], active_runs: int
+) -> dict[str, str | None]:
+    """Per parameter a chart is drawn across, `methods` (the crossover) and `latency` (the
+    latency-hiding chart): the sentence that stands instead of the chart, or None."""
+    guidance: dict[str, str | None] = {
+        name: value_advice(
+            name=name,
+            campaign=campaign,
+            measured=[c[name] for c in cells],
+            active_runs=active_runs,
+        )
+        for name in NEEDS
+    }
+    guidance["methods"] = methods_advice(
+        campaign=campaign, measured={c["method"] for c in cells}, active_runs=active_runs
+    )
+    guidance["latency"] = latency_advice(campaign=campaign, cells=cells, active_runs=active_runs)
+    return guidance
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    ordered = sorted(v for v in values if v is not None)
+    return percentile(ordered, 0.5) if ordered else None
+
+
+def _in_order(
+    ids: Sequence[int], key: dict[int, float | None], names: dict[int, str]
+) -> list[int] | None:
+    """`ids` by `key` (then name), or None if one of them has no value."""
+    if any(key.get(i) is None for i in ids):
+        return None
+    return sorted(ids, key=lambda i: (key[i], names.get(i, "")))
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3g} ms"
+
+
+def latency_order(
+    *, cells: Sequence[dict[str, Any]], endpoint_names: dict[int, str]
+) -> list[dict[str, Any]]:
+    """Per vantage point, the endpoints in the order the latency-hiding chart draws them, and
+    the sentence that says which order it is: by the round-trip time each run's preflight
+    measured (median over its parameter sets), else by the time to first byte of the direct
+    reads (copies wait for the whole file), else by name."""
+    by_place: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for cell in cells:
+        if cell["wall_s"] is not None:
+            by_place[cell["vantage_point"]][cell["endpoint"]].append(cell)
+    orders = []
+    for vantage_point in sorted(by_place):
+        endpoints = by_place[vantage_point]
+        ids = sorted(endpoints)
+        orders.append({"vantage_point": vantage_point, **_order(ids, endpoints, endpoint_names)})
+    return orders
+
+
+def _order(
+    ids: list[int], endpoints: dict[int, list[dict[str, Any]]], names: dict[int, str]
+) -> dict[str, Any]:
+    def name(i: int) -> str:
+        return names.get(i, f"endpoint {i}")
+
+    def listed(key: dict[int, float | None], order: list[int], show: Callable[..., str]) -> str:
+        return ", ".join(f"{name(i)} {show(key[i])}" for i in order)
+
+    rtt = {i: _median(c["preflight_rtt_ms"] for c in endpoints[i]) for i in ids}
+    order = _in_order(ids, rtt, names)
+    if order is not None:
+        values = listed(rtt, order, lambda ms: _ms(ms / 1000))
+        text = f"Endpoints in order of their round-trip time (measured before each run): {values}."
+        return {"by": "rtt", "endpoints": order, "text": text}
+    direct = [c for i in ids for c in endpoints[i] if c["method"] == "direct"]
+    ttfb = {i: _median(c["ttfb_s"] for c in direct if c["endpoint"] == i) for i in ids}
+    order = _in_order(ids, ttfb, names)
+    if order is not None:
+        values = listed(ttfb, order, _ms)
+        text = (
+            "Endpoints in order of the median time to first byte of their direct reads (these "
+            f"runs recorded no round-trip time): {values}."
+        )
+        return {"by": "direct-ttfb", "endpoints": order, "text": text}
+    order = sorted(ids, key=name)
+    text = (
+        "Endpoints in name order: not every one has a round-trip time or a direct read to "
+        "order them by."
+    )
+    return {"by": "name", "endpoints": order, "text": text}
