@@ -13,8 +13,16 @@ from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin
 pytestmark = pytest.mark.django_db
 
 # Pages outside our own apps: Django's admin has its own login, the API its own auth; the
-# icon is for everyone.
-NOT_PAGES = ("admin/", "api/", "accounts/login/", "accounts/logout/", "healthz", "favicon.ico")
+# icon is for everyone; single sign-on is how anonymous users log in (tests/webapp/accounts).
+NOT_PAGES = (
+    "admin/",
+    "api/",
+    "accounts/login/",
+    "accounts/logout/",
+    "accounts/oidc/",
+    "healthz",
+    "favicon.ico",
+)
 # JSON the pages' scripts poll: login and role as for pages, but no navigation.
 PAGE_DATA = ("/runs/status/",)
 
