@@ -269,6 +269,10 @@ class Run(models.Model):
             models.Index(fields=["endpoint", "created_at"]),
             models.Index(fields=["campaign", "created_at"]),
             models.Index(fields=["status", "created_at"]),
+            # The run list sorted by wall time or throughput (?ordering=), read from the index
+            # both ways: a year of runs is not sorted to show 50 of them.
+            models.Index(fields=["wall_s", "id"], name="run_wall_idx"),
+            models.Index(fields=["throughput_mbps", "id"], name="run_throughput_idx"),
             models.Index(fields=["vantage_point", "endpoint", "created_at"]),
             # Whether a vantage point's workers took anything lately (runs_resend_stale).
             models.Index(fields=["vantage_point", "started_at"], name="run_vantage_started_idx"),
