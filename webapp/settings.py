@@ -478,13 +478,24 @@ FEDPROBE_SCHEDULE_CATCHUP_S = env_int("FEDPROBE_SCHEDULE_CATCHUP_S", 6 * 3600)
 # is failed ("no worker took the run").
 FEDPROBE_RESEND_AFTER_S = env_int("FEDPROBE_RESEND_AFTER_S", 300)
 FEDPROBE_RESEND_MAX_SENDS = env_int("FEDPROBE_RESEND_MAX_SENDS", 3)
+# Worker health (webapp/sites/health.py; docs/workers.md): each worker writes a heartbeat row
+# per queue it consumes this often, and counts as gone once its last one is this old.
+FEDPROBE_WORKER_HEARTBEAT_S = env_int("FEDPROBE_WORKER_HEARTBEAT_S", 30)
+FEDPROBE_WORKER_STALE_S = env_int("FEDPROBE_WORKER_STALE_S", 120)
 for _name in (
     "FEDPROBE_SCHEDULE_CATCHUP_S",
     "FEDPROBE_RESEND_AFTER_S",
     "FEDPROBE_RESEND_MAX_SENDS",
+    "FEDPROBE_WORKER_HEARTBEAT_S",
+    "FEDPROBE_WORKER_STALE_S",
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")
+if FEDPROBE_WORKER_STALE_S <= FEDPROBE_WORKER_HEARTBEAT_S:
+    raise ImproperlyConfigured(
+        "FEDPROBE_WORKER_STALE_S must be more than FEDPROBE_WORKER_HEARTBEAT_S: a live worker "
+        "would show as gone between its heartbeats"
+    )
 
 # Celery (workers/celery.py; docs/workers.md). The broker only carries "measure run N" and
 # control messages: state lives in our rows, so there is no result backend.

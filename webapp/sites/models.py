@@ -262,3 +262,25 @@ class VantagePoint(models.Model):
     def queue(self) -> str:
         """Workers started with `celery -A workers worker -Q vantage.NAME` measure from here."""
         return f"vantage.{self.name}"
+
+
+class WorkerHeartbeat(models.Model):
+    """A Celery worker consuming one queue, as it last reported itself (webapp.sites.health)."""
+
+    hostname = models.CharField(max_length=200, help_text="the worker's node name, NAME@host")
+    queue = models.CharField(max_length=200, help_text="vantage.NAME, or control")
+    pid = models.PositiveIntegerField()
+    version = models.CharField(max_length=50, blank=True)
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField()
+    stopped_at = models.DateTimeField(null=True, blank=True, help_text="a warm shutdown's end")
+    current_run_id = models.PositiveBigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["hostname", "queue"], name="worker_hostname_queue")
+        ]
+        indexes = [models.Index(fields=["queue", "last_seen"], name="worker_queue_seen")]
+
+    def __str__(self) -> str:
+        return f"{self.hostname} on {self.queue}"
