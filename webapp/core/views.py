@@ -122,6 +122,8 @@ class AdminRequiredMixin(OperatorRequiredMixin):
     refusal = ""
 
     def allowed(self, request: HttpRequest) -> bool:
+        if not can_view(request.user):
+            return False  # no role at all: the refusal says so, without this page's reason
         if not is_admin(request.user):
             reason = role_refusal(request, self.needed_role)
             raise PermissionDenied(f"{reason} ({self.refusal})" if self.refusal else reason)

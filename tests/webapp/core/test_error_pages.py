@@ -43,6 +43,7 @@ def test_a_viewer_opening_the_campaign_form_is_told_why_on_a_page_with_navigatio
             "the queue that deployed workers consume)",
         ),
         (None, "/runs/", "Your account has no role yet"),
+        (None, "/vantage-points/new/", "Your account has no role yet: an admin gives it one"),
     ],
 )
 def test_each_refusal_names_what_is_needed(
