@@ -6,6 +6,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, ProtectedError, QuerySet
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -15,6 +17,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,6 +26,7 @@ from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
 from webapp.api.filters import RunFilter
 from webapp.api.parsers import PARSER_CLASSES
 from webapp.api.permissions import CanCancelCampaign, CanCancelRun, CanEditRow, IsAdminOrReadOnly
+from webapp.api.run_csv import CSVRenderer, run_csv_lines
 from webapp.api.serializers import (
     CampaignSerializer,
     EndpointSerializer,
@@ -249,6 +253,28 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
             return Response(body, status=status.HTTP_409_CONFLICT)
         run = run_cancel(run=run)
         return Response(RunListSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="the runs the filters select, in their order, as CSV (streamed, "
+                "no page limit): id, status, error_class, error_message, wall_s, "
+                "throughput_mbps, endpoint, endpoint_url, vantage_point, campaign, the "
+                "parameters, created_at, started_at, finished_at",
+            ),
+            400: OpenApiResponse(description="a filter or the ordering is not valid (named)"),
+        },
+    )
+    @action(detail=False, methods=["get"], renderer_classes=[JSONRenderer, CSVRenderer])
+    def csv(self, request: Request) -> StreamingHttpResponse:
+        """The run list as CSV: the same filters and ordering, every matching run."""
+        runs = self.filter_queryset(self.get_queryset())
+        return StreamingHttpResponse(
+            run_csv_lines(runs),
+            content_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="runs.csv"'},
+        )
 
 
 def _series_fraction(value: float) -> None:

@@ -16,7 +16,7 @@ from django.views import View
 from django.views.generic import DetailView, ListView, TemplateView
 
 from webapp.accounts.roles import can_edit
-from webapp.api.filters import RunFilter
+from webapp.api.filters import RunFilter, with_first_error
 from webapp.campaigns.estimates import campaign_duration, campaign_eta
 from webapp.campaigns.forms import CampaignForm
 from webapp.campaigns.models import (
@@ -25,6 +25,7 @@ from webapp.campaigns.models import (
     Campaign,
     Run,
 )
+from webapp.campaigns.run_table import RunError, run_list_columns
 from webapp.campaigns.selectors import (
     campaign_list,
     campaign_rows,
@@ -186,27 +187,42 @@ class CampaignCloneView(OperatorRequiredMixin, View):
 
 
 class RunListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
-    """Runs filtered by the API's query parameters (RunFilter), so a page and an API call
-    with the same query string list the same runs."""
+    """Runs filtered and ordered by the API's query parameters (RunFilter), so a page and an
+    API call with the same query string list the same runs; an ordering the list does not
+    offer is ignored, with a message."""
 
     template_name = "campaigns/run_list.html"
     context_object_name = "runs"
     paginate_by = 50
 
     def get_queryset(self) -> QuerySet[Run]:
-        self.filterset = RunFilter(self.request.GET or None, queryset=run_list())
+        self.query = query = self.request.GET.copy()
+        query.pop("page", None)
+        self.filterset = RunFilter(query or None, queryset=run_list())
+        self.ordering_refused = ""
+        if self.filterset.is_bound and "ordering" in self.filterset.errors:
+            self.ordering_refused = query.pop("ordering", [""])[0]
+            self.filterset = RunFilter(query or None, queryset=run_list())
         if self.filterset.is_bound and not self.filterset.is_valid():
             return Run.objects.none()
-        return self.filterset.qs
+        return with_first_error(self.filterset.qs)
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         runs = list(context["runs"])
         active = [run.pk for run in runs if run.status in ACTIVE]
         progress = {p.id: p for p in runs_progress(run_ids=active)}
+        form = self.filterset.form
+        ordering = form.cleaned_data.get("ordering") if self.filterset.is_bound else None
+        # The column headers sort; the filter form keeps the order in a hidden field.
+        form.fields.pop("ordering", None)
         context.update(
             filterset=self.filterset,
-            rows=[(run, progress.get(run.pk)) for run in runs],
+            rows=[(run, progress.get(run.pk), RunError.of(run)) for run in runs],
+            columns=run_list_columns(self.query, ordering[0] if ordering else ""),
+            ordering=",".join(ordering or []),
+            ordering_refused=self.ordering_refused,
+            csv_url=f"{reverse('run-csv')}?{self.query.urlencode()}",
             live={"status_url": reverse("campaigns:run-status")},
         )
         return context
