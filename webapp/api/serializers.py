@@ -28,6 +28,7 @@ from webapp.sites.credentials import (
     credential_change,
     credential_check,
 )
+from webapp.sites.health import VantagePointHealth, WorkerSeen, vantage_points_health
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine import InvalidParams
 from workers.engine.urls import check_url
@@ -150,12 +151,56 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
         return attrs
 
 
+class WorkerSeenSerializer(serializers.Serializer[WorkerSeen]):
+    hostname = serializers.CharField(help_text="the worker's node name, NAME@host")
+    pid = serializers.IntegerField(help_text="its main process")
+    version = serializers.CharField(help_text="fedprobe's version on the worker")
+    started_at = serializers.DateTimeField()
+    last_seen = serializers.DateTimeField(help_text="its latest heartbeat")
+    stopped_at = serializers.DateTimeField(allow_null=True, help_text="set by a warm shutdown")
+    current_run = serializers.IntegerField(
+        source="current_run_id", allow_null=True, help_text="the run it is measuring, if any"
+    )
+    live = serializers.BooleanField(
+        help_text="not stopped, and heard from within stale_after_s seconds"
+    )
+
+
+class VantagePointHealthSerializer(serializers.Serializer[VantagePointHealth]):
+    listening = serializers.BooleanField(
+        help_text="whether a live worker consumes its queue: if not, its runs wait"
+    )
+    last_seen = serializers.DateTimeField(
+        allow_null=True, help_text="the newest heartbeat of any of its workers; null: never seen"
+    )
+    workers = WorkerSeenSerializer(many=True, help_text="live workers first, then gone ones")
+    queued_runs = serializers.IntegerField(help_text="its runs in status queued")
+    broker_messages = serializers.IntegerField(
+        allow_null=True,
+        help_text="messages waiting in the broker on its queue; null: the broker did not answer",
+    )
+    stale_after_s = serializers.IntegerField(
+        help_text="a worker not heard from for this long counts as gone"
+    )
+
+
 class VantagePointSerializer(serializers.ModelSerializer[VantagePoint]):
     queue = serializers.CharField(read_only=True)
+    health = serializers.SerializerMethodField(
+        help_text="workers listening on its queue and the runs waiting there (read-only)"
+    )
 
     class Meta:
         model = VantagePoint
-        fields = ["id", "name", "location", "description", "queue"]
+        fields = ["id", "name", "location", "description", "queue", "health"]
+
+    @extend_schema_field(VantagePointHealthSerializer)
+    def get_health(self, obj: VantagePoint) -> dict[str, Any]:
+        # A list computes its page's health at once (the view's serializer context).
+        health = self.context.get("health", {}).get(obj.pk)
+        if health is None:
+            health = vantage_points_health(vantage_points=[obj], broker=True)[obj.pk]
+        return VantagePointHealthSerializer(health).data  # type: ignore[return-value]
 
     def validate_name(self, value: str) -> str:
         refusal = self.instance.rename_refusal(value) if self.instance is not None else None

@@ -45,6 +45,7 @@ from webapp.campaigns.services import (
 )
 from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.dashboards.run_detail import run_charts
+from webapp.sites.health import vantage_points_health
 
 MAX_STATUS_IDS = 100
 ID = re.compile(r"[0-9]{1,18}")
@@ -77,8 +78,13 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         campaign: Campaign = self.object
         rows = campaign.matrix_rows()
         eta = campaign_eta(campaign=campaign)
+        health = vantage_points_health(vantage_points=rows.vantage_points)
+        vantage_points = [(vp, health[vp.pk]) for vp in rows.vantage_points]
         context.update(
             rows=rows,
+            # Where no worker listens, a launch's runs wait: the page says so before launch.
+            vantage_points=vantage_points,
+            unheard=[(vp, state) for vp, state in vantage_points if not state.listening],
             endpoints=campaign.endpoints.select_related("site"),
             preview=campaign_preview(campaign=campaign, rows=rows),
             duration=campaign_duration(campaign=campaign, rows=rows),

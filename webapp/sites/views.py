@@ -13,6 +13,7 @@ from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.messages.views import SuccessMessageMixin
 from django.core.exceptions import PermissionDenied
@@ -30,6 +31,7 @@ from webapp.campaigns.selectors import run_list
 from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.sites.credentials import credential_summary
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
+from webapp.sites.health import vantage_points_health
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from webapp.sites.services import (
     ConnectionCheck,
@@ -316,6 +318,19 @@ class VantagePointListView(ViewerRequiredMixin, ListView):  # type: ignore[type-
     template_name = "sites/vantage_point_list.html"
     context_object_name = "vantage_points"
     queryset = VantagePoint.objects.order_by("name")
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        vantage_points = list(context["vantage_points"])
+        health = vantage_points_health(vantage_points=vantage_points, broker=True)
+        for vantage_point in vantage_points:
+            vantage_point.health = health[vantage_point.pk]  # type: ignore[attr-defined]
+        context.update(
+            vantage_points=vantage_points,
+            heartbeat_s=settings.FEDPROBE_WORKER_HEARTBEAT_S,
+            stale_after_s=settings.FEDPROBE_WORKER_STALE_S,
+        )
+        return context
 
 
 class VantagePointCreateView(AdminRequiredMixin, SuccessMessageMixin, CreateView):  # type: ignore[type-arg]
