@@ -12,6 +12,8 @@ from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import run_list, runs_progress
 from webapp.core.views import ViewerRequiredMixin
 from webapp.dashboards.alerts import alerts_data
+from webapp.sites.health import VantagePointHealth, vantage_points_health
+from webapp.sites.models import VantagePoint
 
 TOP = 5  # rows of each list on the home page; the alerts page has them all
 RUNNING_ROWS = 20
@@ -29,9 +31,17 @@ class HomeView(ViewerRequiredMixin, TemplateView):
             failing=alerts["failing"][:TOP],
             slower=alerts["slower"][:TOP],
             live={"status_url": reverse("campaigns:run-status")},
+            worker_health=_worker_health(),
             **_active_runs(),
         )
         return context
+
+
+def _worker_health() -> list[tuple[VantagePoint, VantagePointHealth]]:
+    """Each vantage point with whether a worker listens on its queue (no broker call)."""
+    vantage_points = list(VantagePoint.objects.order_by("name"))
+    health = vantage_points_health(vantage_points=vantage_points)
+    return [(vantage_point, health[vantage_point.pk]) for vantage_point in vantage_points]
 
 
 def _active_runs() -> dict[str, Any]:
