@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -107,7 +108,7 @@ def _start(tmp_path: Path, lab_dir: Path) -> BinRun:
 
 
 def _measure_the_auth_example(run: BinRun) -> list[dict[str, str]]:
-    token = _token(run.env)
+    token = _token(run)
     campaigns = _get(f"{run.web}/api/v1/campaigns/", token)["results"]  # type: ignore[index]
     example = next(c for c in campaigns if c["name"] == AUTH_EXAMPLE)
     launched = _post(f"{run.web}/api/v1/campaigns/{example['id']}/launch/", token)
@@ -218,12 +219,15 @@ def _processes_of(tmp_path: Path) -> list[int]:
 AUTH_EXAMPLE = "Lab example: what TLS and authentication cost at the near site"
 
 
-def _token(env: dict[str, str]) -> str:
-    answer = subprocess.run(
-        [".venv/bin/python", "manage.py", "apitoken", "admin"],
-        cwd=REPO, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return answer.stdout.strip().splitlines()[-1]
+def _token(run: BinRun) -> str:
+    """The API token bin/run printed (kept in VAR_DIR/api-token: the same at every start)."""
+    def printed() -> re.Match[str] | None:
+        return re.search(r"^  token +([0-9a-f]{40})$", run.log.read_text(), re.MULTILINE)
+
+    run.wait(printed, 60, "the token printed")
+    found = printed()
+    assert found is not None
+    return found.group(1)
 
 
 def _survivors(tmp_path: Path) -> list[str]:

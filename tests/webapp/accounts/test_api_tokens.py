@@ -121,3 +121,25 @@ def test_keys_are_40_hex_digits_and_differ(viewer: User) -> None:
     keys = {api_token_rotate(user=viewer) for _ in range(5)}
     assert len(keys) == 5
     assert all(len(key) == 40 and int(key, 16) >= 0 for key in keys)
+
+
+def test_a_kept_key_is_printed_again_while_it_is_the_users_token(
+    viewer: User, tmp_path: Any
+) -> None:
+    """bin/run shows the embedded admin's token at every start: `apitoken --keep FILE`."""
+    kept = tmp_path / "api-token"
+
+    def keep() -> str:
+        out = StringIO()
+        call_command("apitoken", viewer.username, "--keep", str(kept), stdout=out)
+        return out.getvalue().strip()
+
+    first = keep()
+    assert kept.stat().st_mode & 0o777 == 0o600
+    assert keep() == first  # the same key, still working
+    assert api_get(first).status_code == 200
+    api_token_rotate(user=viewer)  # replaced elsewhere (the account page): the kept key is dead
+    renewed = keep()
+    assert renewed != first
+    assert api_get(renewed).status_code == 200
+    assert kept.read_text().strip() == renewed
