@@ -8,9 +8,11 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from celery.worker import state as worker_state
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -20,6 +22,8 @@ from tests.webapp.sites.conftest import login_as
 from tests.workers.test_celery_embedded import embedded_env, manage  # noqa: F401
 from webapp.sites.health import VantagePointHealth, vantage_points_health
 from webapp.sites.models import VantagePoint, WorkerHeartbeat
+from workers.celery import _current_run_id
+from workers.dispatch import MEASURE_RUN, REAP_RUNS
 
 HEARTBEAT_S = 1
 STALE_S = 3
@@ -146,3 +150,12 @@ def test_health_on_the_embedded_database_and_broker(
         worker.stop()
     assert read(send=False)["local"]["listening"] is False
     assert (Path(env["FEDPROBE_VAR_DIR"]) / "fedprobe.sqlite3").exists()
+
+
+def test_the_heartbeat_names_the_run_the_worker_is_measuring(monkeypatch: Any) -> None:
+    measuring = SimpleNamespace(name=MEASURE_RUN, args=[42])
+    other = SimpleNamespace(name=REAP_RUNS, args=[])
+    monkeypatch.setattr(worker_state, "active_requests", [other, measuring])
+    assert _current_run_id() == 42
+    monkeypatch.setattr(worker_state, "active_requests", [other])
+    assert _current_run_id() is None

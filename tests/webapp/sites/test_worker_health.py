@@ -180,6 +180,23 @@ def test_the_vantage_points_page_warns_where_no_worker_listens(
     assert "one not heard from for 120 s" in text
 
 
+def test_the_vantage_points_page_links_the_run_a_worker_is_measuring(viewer: Client) -> None:
+    cern = VantagePointFactory(name="cern")
+    run = RunFactory(vantage_point=cern, status=Run.Status.RUNNING)
+    now = timezone.now()
+    worker_heartbeat(
+        hostname="w1@host",
+        queues=[cern.queue],
+        pid=1,
+        version="0.1.0",
+        started_at=now,
+        current_run_id=run.pk,
+        now=now,
+    )
+    text = viewer.get("/vantage-points/").content.decode()
+    assert f'measuring <a href="/runs/{run.pk}/">run {run.pk}</a>' in text
+
+
 def test_the_campaign_page_warns_before_launch_when_a_vantage_point_has_no_worker(
     viewer: Client,
 ) -> None:
