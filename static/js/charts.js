@@ -46,15 +46,15 @@ const fedprobe = (() => {
 
   /** Ticks for a log axis of seconds spanning `values`: each labelled in full (Plotly's own
       label minor ticks with one digit, so 0.2 s and 2 s look alike). 1, 2 and 5 of each
-      decade for up to three decades; every decade for up to six; else every other one; all
-      nine steps when the values lie within one decade. */
+      decade for up to three decades; every decade for up to six; else every other one; 1, 2,
+      3, 5 and 7 when the values lie within one decade. */
   function secondsTicks(values) {
     const positive = values.filter((v) => v > 0);
     if (!positive.length) return {};
     const low = Math.floor(Math.log10(Math.min(...positive)));
     const high = Math.ceil(Math.log10(Math.max(...positive)));
     const decades = Math.max(1, high - low);
-    const steps = decades <= 1 ? [1, 2, 3, 4, 5, 6, 7, 8, 9] : decades <= 3 ? [1, 2, 5] : [1];
+    const steps = decades <= 1 ? [1, 2, 3, 5, 7] : decades <= 3 ? [1, 2, 5] : [1];
     const every = decades > 6 ? 2 : 1;
     const tickvals = [];
     for (let power = low; power <= high; power += every) {
