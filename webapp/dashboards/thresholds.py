@@ -13,7 +13,7 @@ from typing import Any, Literal
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.accounts.roles import IsOperatorOrReadOnly, User, can_view, user_role
+from webapp.api.parsers import PARSER_CLASSES
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.dashboards.models import MatrixThreshold
 from webapp.dashboards.parameter_sets import higher_is_better
@@ -163,7 +164,7 @@ class CanSaveThresholds(IsOperatorOrReadOnly):
         return allowed
 
 
-class ThresholdSerializer(serializers.Serializer[Thresholds]):
+class MatrixThresholdSerializer(serializers.Serializer[Thresholds]):
     """A metric's thresholds in effect; `good` and `bad` (and `metric` on POST) are written."""
 
     metric = serializers.ChoiceField(choices=list(SERIES_METRICS))
@@ -185,7 +186,7 @@ class ThresholdSerializer(serializers.Serializer[Thresholds]):
         return attrs
 
 
-class ThresholdWriteSerializer(ThresholdSerializer):
+class MatrixThresholdWriteSerializer(MatrixThresholdSerializer):
     """PUT: the metric is the path's."""
 
     metric = serializers.CharField(read_only=True)
@@ -201,12 +202,15 @@ def threshold_json(metric: str, thresholds: Thresholds) -> dict[str, Any]:
 
 
 _WRITE_ANSWERS = {
-    200: ThresholdSerializer,
-    201: ThresholdSerializer,
+    200: MatrixThresholdSerializer,
+    201: MatrixThresholdSerializer,
     400: OpenApiResponse(description="{field: [message]} for each bad field: nothing saved"),
     403: OpenApiResponse(description="not an operator or admin: nothing saved"),
 }
 _UNKNOWN = {404: OpenApiResponse(description="unknown metric")}
+_METRIC = OpenApiParameter(
+    "metric", str, OpenApiParameter.PATH, enum=list(SERIES_METRICS), description="the metric"
+)
 
 
 class ThresholdListAPIView(APIView):
@@ -214,14 +218,22 @@ class ThresholdListAPIView(APIView):
     metric's for everyone (201 the first time, 200 when it replaces saved ones)."""
 
     permission_classes = [CanSaveThresholds]
+    parser_classes = PARSER_CLASSES
 
-    @extend_schema(responses={200: ThresholdSerializer(many=True)})
+    @extend_schema(
+        summary="every metric's thresholds: saved, else the defaults",
+        responses={200: MatrixThresholdSerializer(many=True)},
+    )
     def get(self, request: Request) -> Response:
         return Response([threshold_json(m, t) for m, t in thresholds_all().items()])
 
-    @extend_schema(request=ThresholdSerializer, responses=_WRITE_ANSWERS)
+    @extend_schema(
+        summary="save a metric's thresholds for everyone's matrix",
+        request=MatrixThresholdSerializer,
+        responses=_WRITE_ANSWERS,
+    )
     def post(self, request: Request) -> Response:
-        serializer = ThresholdSerializer(data=request.data)
+        serializer = MatrixThresholdSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         return _save(request, serializer.validated_data)
 
@@ -231,6 +243,7 @@ class ThresholdAPIView(APIView):
     DELETE goes back to the defaults and answers them."""
 
     permission_classes = [CanSaveThresholds]
+    parser_classes = PARSER_CLASSES
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -238,17 +251,30 @@ class ThresholdAPIView(APIView):
         if metric not in SERIES_METRICS:
             raise NotFound(f"unknown metric {metric!r}: one of {', '.join(SERIES_METRICS)}")
 
-    @extend_schema(responses={200: ThresholdSerializer, **_UNKNOWN})
+    @extend_schema(
+        parameters=[_METRIC],
+        summary="the metric's thresholds: saved, else the defaults",
+        responses={200: MatrixThresholdSerializer, **_UNKNOWN},
+    )
     def get(self, request: Request, metric: str) -> Response:
         return Response(threshold_json(metric, thresholds_for(metric)))
 
-    @extend_schema(request=ThresholdWriteSerializer, responses={**_WRITE_ANSWERS, **_UNKNOWN})
+    @extend_schema(
+        parameters=[_METRIC],
+        summary="save the metric's thresholds for everyone's matrix",
+        request=MatrixThresholdWriteSerializer,
+        responses={**_WRITE_ANSWERS, **_UNKNOWN},
+    )
     def put(self, request: Request, metric: str) -> Response:
-        serializer = ThresholdWriteSerializer(data=request.data, context={"metric": metric})
+        serializer = MatrixThresholdWriteSerializer(data=request.data, context={"metric": metric})
         serializer.is_valid(raise_exception=True)
         return _save(request, serializer.validated_data)
 
-    @extend_schema(responses={200: ThresholdSerializer, 403: _WRITE_ANSWERS[403], **_UNKNOWN})
+    @extend_schema(
+        parameters=[_METRIC],
+        summary="back to the metric's default thresholds (answers them)",
+        responses={200: MatrixThresholdSerializer, 403: _WRITE_ANSWERS[403], **_UNKNOWN},
+    )
     def delete(self, request: Request, metric: str) -> Response:
         matrix_threshold_reset(metric=metric)
         return Response(threshold_json(metric, thresholds_for(metric)))
