@@ -221,6 +221,7 @@ AUTH_EXAMPLE = "Lab example: what TLS and authentication cost at the near site"
 
 def _token(run: BinRun) -> str:
     """The API token bin/run printed (kept in VAR_DIR/api-token: the same at every start)."""
+
     def printed() -> re.Match[str] | None:
         return re.search(r"^  token +([0-9a-f]{40})$", run.log.read_text(), re.MULTILINE)
 
