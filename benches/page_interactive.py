@@ -98,12 +98,24 @@ def campaign_results_preset() -> list[str]:
     ]
 
 
+def run_list_preset() -> list[str]:
+    """The runs list on the synthetic year (benches/run_list_year.py fills it): an HTML
+    table, interactive once its last row is on the page."""
+    table = "|table.runs-table tbody tr:last-child"
+    return [
+        f"/runs/{table}",
+        f"/runs/?ordering=-wall_s{table}",
+        f"/runs/?error_class=refused&ordering=throughput_mbps{table}",
+    ]
+
+
 PRESETS: dict[str, Callable[[], list[str]]] = {
     "compare": compare_preset,
     "matrix": matrix_preset,
     "home": home_preset,
     "run-detail": run_detail_preset,
     "campaign-results": campaign_results_preset,
+    "run-list": run_list_preset,
 }
 
 
