@@ -22,6 +22,7 @@ from tests.webapp.factories import CampaignFactory, SiteFactory, VantagePointFac
 from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch, run_execute
+from webapp.core.units import format_duration_s
 from webapp.sites.models import Endpoint
 from webapp.sites.services import lab_register, vantage_point_local
 
@@ -133,7 +134,7 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     page.wait_for_url("**/matrix/?metric=wall_s*")
     assert query(page)["metric"] == ["wall_s"]
     value = cell(page, "lab-local-root", "local").locator(".value").inner_text()
-    assert value == f"{local_root.wall_s:,.3f}"
+    assert value == format_duration_s(local_root.wall_s)  # "10.2 ms": the pages' units
     assert page.locator("h2#matrix-title").inner_text().startswith("Latest wall_s (s)")
 
     # Boundaries colour the cells (lower is better for wall time) and stay in the URL.
