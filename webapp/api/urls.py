@@ -6,6 +6,7 @@ from webapp.dashboards.alerts import AlertsAPIView
 from webapp.dashboards.compare_views import CompareAPIView
 from webapp.dashboards.matrix import MatrixAPIView
 from webapp.dashboards.results_views import CampaignResultsAPIView
+from webapp.dashboards.site_summary import SiteSummaryAPIView
 from webapp.dashboards.thresholds import ThresholdAPIView, ThresholdListAPIView
 
 router = DefaultRouter()
@@ -31,5 +32,6 @@ urlpatterns = [
         CampaignResultsAPIView.as_view(),
         name="campaign-results-api",
     ),
+    path("sites/<int:pk>/summary/", SiteSummaryAPIView.as_view(), name="site-summary-api"),
     path("", include(router.urls)),
 ]

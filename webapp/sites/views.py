@@ -29,6 +29,7 @@ from django.views.generic import CreateView, DetailView, ListView, UpdateView, V
 
 from webapp.campaigns.selectors import run_list
 from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin, ViewerRequiredMixin
+from webapp.dashboards.site_summary import site_summary
 from webapp.sites.credentials import credential_summary
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
 from webapp.sites.health import vantage_points_health
@@ -109,6 +110,8 @@ class SiteListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
 
 
 class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
+    """The site's summary (webapp/dashboards/site_summary.py), then its endpoints."""
+
     template_name = "sites/site_detail.html"
     context_object_name = "site"
     queryset = Site.objects.select_related("owner")
@@ -119,6 +122,7 @@ class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
             "name"
         )
         context["can_edit"] = self.object.editable_by(self.request.user)
+        context["summary"] = site_summary(site=self.object)
         return context
 
 
