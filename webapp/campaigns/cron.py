@@ -25,6 +25,8 @@ MACROS = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
+# How far ahead Cron.next_after looks: past the longest gap between two 29 Februaries.
+NEXT_SEARCH_DAYS = 9 * 366
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
 _WEEKDAYS = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
 
@@ -82,6 +84,18 @@ class Cron:
                     if moment <= end:
                         return moment if moment >= start else None
             day -= timedelta(days=1)
+        return None
+
+    def next_after(self, moment: datetime) -> datetime | None:
+        """The first time this schedule fires strictly after `moment`; None if not within
+        NEXT_SEARCH_DAYS (a 29 February can be eight years away, around 2100)."""
+        start = moment.astimezone(UTC)
+        for offset in range(NEXT_SEARCH_DAYS + 1):
+            day = start.date() + timedelta(days=offset)
+            if self.matches_day(day):
+                for time in reversed(list(self._times_of(day))):
+                    if time > start:
+                        return time
         return None
 
     def _times_of(self, day: date) -> Iterator[datetime]:

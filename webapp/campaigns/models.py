@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from webapp.accounts.roles import User, can_edit, can_operate
 from webapp.campaigns.cron import validate_cron
+from webapp.campaigns.cron_words import cron_words
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
 from workers.engine.params import Method, Pattern
@@ -92,6 +93,10 @@ class Campaign(models.Model):
         validators=[validate_cron],
         help_text="cron in UTC (minute hour day-of-month month day-of-week), e.g. 0 2 * * *",
     )
+    # A paused schedule keeps its cron and launches nothing; resuming starts from the next
+    # slot: the slots that passed while it was paused are not launched (schedules.py).
+    schedule_paused_at = models.DateTimeField(null=True, blank=True)
+    schedule_resumed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -100,6 +105,15 @@ class Campaign(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def schedule_paused(self) -> bool:
+        return self.schedule_paused_at is not None
+
+    @property
+    def schedule_words(self) -> str:
+        """The schedule in English ("every day at 02:00 UTC"), else its cron; "" for none."""
+        return cron_words(self.schedule) if self.schedule else ""
 
     def runs_cancellable_by(self, user: User | None) -> models.QuerySet[Run]:
         """The runs of it that `user` may cancel: all of them for its owner or an admin,

@@ -6,16 +6,24 @@ slot at or before now counts, and only if it lies within the catch-up window
 for a night launches the missed slot once, not once per missed slot. A slot is claimed by
 inserting its ScheduledLaunch row (unique per campaign and slot) in the transaction that
 creates the runs, so two beats, or a beat restarted within the minute, launch it once.
+
+A paused campaign (`campaign_schedule_pause`) keeps its cron and launches nothing; resuming
+(`campaign_schedule_resume`) starts from the next slot: the slots that passed while it was
+paused, even within the catch-up window, are not launched.
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import suppress
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
 
 from webapp.campaigns.cron import CronError, parse_cron
 from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
@@ -34,14 +42,16 @@ def campaign_due_slot(*, campaign: Campaign, now: datetime) -> datetime | None:
         log.error("campaign %s has an invalid schedule %r: %s", campaign.pk, campaign.schedule, exc)
         return None
     window_start = now - timedelta(seconds=settings.FEDPROBE_SCHEDULE_CATCHUP_S)
-    return cron.latest(at_or_before=now, not_before=max(window_start, campaign.created_at))
+    since = max(filter(None, (window_start, campaign.created_at, campaign.schedule_resumed_at)))
+    return cron.latest(at_or_before=now, not_before=since)
 
 
 def campaigns_launch_due(*, now: datetime) -> list[ScheduledLaunch]:
     """Launch every scheduled campaign whose due slot is not launched yet; the slots this
     call claimed (with the runs they launched, or the error that stopped them)."""
     claimed = []
-    for campaign in Campaign.objects.exclude(schedule="").order_by("pk"):
+    scheduled = Campaign.objects.exclude(schedule="").filter(schedule_paused_at__isnull=True)
+    for campaign in scheduled.order_by("pk"):
         slot = campaign_due_slot(campaign=campaign, now=now)
         if slot is None or ScheduledLaunch.objects.filter(campaign=campaign, slot=slot).exists():
             continue
@@ -55,6 +65,10 @@ def _slot_launch(campaign: Campaign, slot: datetime, now: datetime) -> Scheduled
     """Claim the slot and launch in one transaction (runs are enqueued once it commits);
     None if another caller holds the slot."""
     with transaction.atomic():
+        # Paused since this pass read it. (Not a row lock: the claim's deferred foreign key
+        # check would wait for it at another claimer's commit, and deadlock.)
+        if not Campaign.objects.filter(pk=campaign.pk, schedule_paused_at__isnull=True).exists():
+            return None
         try:
             with transaction.atomic():
                 launch = ScheduledLaunch.objects.create(
@@ -95,3 +109,118 @@ def _error_text(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return " ".join(exc.messages)
     return f"{type(exc).__name__}: {exc}"
+
+
+class ScheduleConflict(Exception):
+    """A pause of a paused schedule, a resume of a running one, or a pause without one."""
+
+
+def campaign_schedule_pause(*, campaign: Campaign, now: datetime | None = None) -> Campaign:
+    """Stop launching the campaign's slots, keeping its cron. ScheduleConflict if it has no
+    schedule or is paused already."""
+    if not campaign.schedule:
+        raise ScheduleConflict(f"{campaign.name!r} has no schedule to pause")
+    paused_at = now or timezone.now()
+    changed = Campaign.objects.filter(pk=campaign.pk, schedule_paused_at__isnull=True).update(
+        schedule_paused_at=paused_at
+    )
+    campaign.refresh_from_db(fields=["schedule_paused_at", "schedule_resumed_at"])
+    if not changed:
+        since = f"{campaign.schedule_paused_at:%Y-%m-%d %H:%M} UTC"
+        raise ScheduleConflict(f"{campaign.name!r} is already paused (since {since})")
+    log.info("campaign %s: schedule paused", campaign.pk)
+    return campaign
+
+
+def campaign_schedule_resume(*, campaign: Campaign, now: datetime | None = None) -> Campaign:
+    """Launch the campaign's slots again from the next one: none that passed while it was
+    paused. ScheduleConflict if it is not paused."""
+    resumed_at = now or timezone.now()
+    changed = Campaign.objects.filter(pk=campaign.pk, schedule_paused_at__isnull=False).update(
+        schedule_paused_at=None, schedule_resumed_at=resumed_at
+    )
+    campaign.refresh_from_db(fields=["schedule_paused_at", "schedule_resumed_at"])
+    if not changed:
+        raise ScheduleConflict(f"{campaign.name!r} is not paused: its schedule is running")
+    log.info("campaign %s: schedule resumed", campaign.pk)
+    return campaign
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    """One slot a schedule launched: its runs so far by outcome, or why it launched none."""
+
+    slot: datetime
+    launched_at: datetime
+    run_count: int
+    error: str
+    succeeded: int
+    failed: int  # failed, partial or timed out
+    cancelled: int
+    active: int  # still queued or running
+
+
+@dataclass(frozen=True)
+class ScheduleState:
+    """A campaign's schedule as pages and the API show it."""
+
+    cron: str
+    words: str
+    paused: bool
+    paused_at: datetime | None
+    next_slot: datetime | None  # None when paused, unscheduled or never again
+    next_in: str  # "in 5 h"
+    launches: list[LaunchOutcome]
+
+
+LAUNCHES_SHOWN = 5
+_FAILED = (Run.Status.FAILED, Run.Status.PARTIAL, Run.Status.TIMEOUT)
+_ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+def campaign_schedule_state(
+    *, campaign: Campaign, now: datetime | None = None, launches: int = LAUNCHES_SHOWN
+) -> ScheduleState:
+    """The schedule in words, its next slot (none while paused) and its latest `launches`
+    slots with their outcome, newest first (one query)."""
+    now = now or timezone.now()
+    next_slot = None
+    if campaign.schedule and not campaign.schedule_paused:
+        with suppress(CronError):  # stored before schedules were validated
+            next_slot = parse_cron(campaign.schedule).next_after(now)
+    return ScheduleState(
+        cron=campaign.schedule,
+        words=campaign.schedule_words,
+        paused=campaign.schedule_paused,
+        paused_at=campaign.schedule_paused_at,
+        next_slot=next_slot,
+        next_in=until_text((next_slot - now).total_seconds()) if next_slot else "",
+        launches=scheduled_launch_outcomes(campaign_id=campaign.pk, limit=launches),
+    )
+
+
+def scheduled_launch_outcomes(*, campaign_id: int, limit: int) -> list[LaunchOutcome]:
+    rows = (
+        ScheduledLaunch.objects.filter(campaign_id=campaign_id)
+        .annotate(
+            succeeded=Count("runs", filter=Q(runs__status=Run.Status.SUCCEEDED)),
+            failed=Count("runs", filter=Q(runs__status__in=_FAILED)),
+            cancelled=Count("runs", filter=Q(runs__status=Run.Status.CANCELLED)),
+            active=Count("runs", filter=Q(runs__status__in=_ACTIVE)),
+        )
+        .order_by("-slot", "-id")
+        .values(*(field.name for field in fields(LaunchOutcome)))[:limit]
+    )
+    return [LaunchOutcome(**row) for row in rows]
+
+
+def until_text(seconds: float) -> str:
+    """How long until a time, as a person says it: "in 40 s", "in 12 min", "in 5 h",
+    "in 3 days"."""
+    if seconds < 60:
+        return f"in {max(1, round(seconds))} s"
+    if seconds < 3600:
+        return f"in {round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"in {round(seconds / 3600)} h"
+    return f"in {round(seconds / 86400)} days"

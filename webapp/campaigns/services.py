@@ -200,6 +200,7 @@ def campaign_clone(*, campaign: Campaign, owner: AbstractBaseUser) -> Campaign:
         copy = Campaign.objects.get(pk=campaign.pk)
         copy.pk, copy._state.adding = None, True
         copy.name, copy.owner, copy.schedule = name, owner, ""
+        copy.schedule_paused_at = copy.schedule_resumed_at = None
         copy.save()
         copy.endpoints.set(campaign.endpoints.all())
         copy.test_files.set(campaign.test_files.all())
