@@ -96,7 +96,7 @@ def main() -> None:
     redis.Redis.from_url(BROKER).flushdb()
     with running_lab(args.lab_dir, "test", [1 << 20], base_port=27000) as lab:
         lab_register(lab=lab)
-        endpoint = Endpoint.objects.get(name="lab-local-root")
+        endpoint = Endpoint.objects.get(name="local-root")
         log = Path(tempfile.mkdtemp(prefix="fedprobe-bench-worker-")) / "worker.log"
         env = {**os.environ, "FEDPROBE_BROKER_URL": BROKER}
         worker = WorkerProcess("bench", ["vantage.local"], env, log).start()

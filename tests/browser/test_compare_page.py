@@ -36,7 +36,7 @@ MEDIAN_TRACES = "t => t.legendgroup && t.name !== 'q1' && t.name !== 'q3' && t.m
 def lab_runs(lab: Any) -> list[Endpoint]:
     """Two runs of the parameter set on each of the near and far xrootd, measured now."""
     lab_register(lab=lab)
-    endpoints = [Endpoint.objects.get(name=f"lab-{n}-root") for n in ("near", "far")]
+    endpoints = [Endpoint.objects.get(name=f"{n}-root") for n in ("near", "far")]
     campaign = CampaignFactory(name="lab compare", endpoints=endpoints)
     for endpoint in endpoints:
         for _ in range(2):

@@ -47,7 +47,7 @@ def alerts_history(lab: Any) -> dict[str, Run]:
     """A lab run that succeeds, one refused by a closed port on a hostile site, a week of
     nights then a slow night on another endpoint, and a running run."""
     lab_register(lab=lab)
-    ok = measure(Endpoint.objects.get(name="lab-local-root"))
+    ok = measure(Endpoint.objects.get(name="local-root"))
     assert ok.status == Run.Status.SUCCEEDED, ok.errors
     closed = TestFileFactory(
         endpoint__name="closed-root",

@@ -43,7 +43,7 @@ def measured_matrix(lab: Any) -> dict[str, Run]:
     """Three lab endpoints measured from this host (the "local" vantage point), plus runs
     recorded from a second vantage point: one timed out, one on a site with a hostile name."""
     lab_register(lab=lab)
-    endpoints = [Endpoint.objects.get(name=f"lab-{name}") for name in LAB_ENDPOINTS]
+    endpoints = [Endpoint.objects.get(name=name) for name in LAB_ENDPOINTS]
     campaign = CampaignFactory(
         name="matrix", endpoints=endpoints, vantage_points=[vantage_point_local()],
         methods=["direct"], patterns=["random"], read_sizes=[65536], fractions=[0.1],
@@ -108,13 +108,13 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     )
     assert headers == ["Endpoint", "local", "ral"]
     for name in LAB_ENDPOINTS:
-        value = cell(page, f"lab-{name}", "local").locator(".value").inner_text()
-        assert value == f"{runs[f'lab-{name}'].throughput_mbps:,.1f}"
-    timed_out = cell(page, "lab-near-root", "ral")
+        value = cell(page, name, "local").locator(".value").inner_text()
+        assert value == f"{runs[name].throughput_mbps:,.1f}"
+    timed_out = cell(page, "near-root", "ral")
     assert timed_out.locator(".value").inner_text() == "55.5"  # the last measured value
     assert timed_out.locator(".fail").inner_text() == "✗ timeout"
     assert "failed" in timed_out.get_attribute("class")
-    assert cell(page, "lab-local-root", "ral").get_attribute("class") == "cell empty"
+    assert cell(page, "local-root", "ral").get_attribute("class") == "cell empty"
 
     # Hostile names are text: in the row header, and in the downloads.
     assert page.locator("table.matrix th", has_text=HOSTILE).count() == 1
@@ -122,18 +122,18 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     drawn = download_csv(page)
     assert len(drawn) == page.locator("td.cell:not(.empty)").count() == 5
     by_pair = {(r["vantage_point"], r["endpoint_name"]): r for r in drawn}
-    local_root = runs["lab-local-root"]
-    assert float(by_pair["local", "lab-local-root"]["value"]) == pytest.approx(
+    local_root = runs["local-root"]
+    assert float(by_pair["local", "local-root"]["value"]) == pytest.approx(
         local_root.throughput_mbps
     )
     assert by_pair["ral", "hostile-site-root"]["site_name"] == HOSTILE
-    assert by_pair["ral", "lab-near-root"]["failed"] == "true"
+    assert by_pair["ral", "near-root"]["failed"] == "true"
 
     # Another metric: the URL keeps it and the cells show its values.
     page.select_option("#id_metric", "wall_s")
     page.wait_for_url("**/matrix/?metric=wall_s*")
     assert query(page)["metric"] == ["wall_s"]
-    value = cell(page, "lab-local-root", "local").locator(".value").inner_text()
+    value = cell(page, "local-root", "local").locator(".value").inner_text()
     assert value == format_duration_s(local_root.wall_s)  # "10.2 ms": the pages' units
     assert page.locator("h2#matrix-title").inner_text().startswith("Latest wall_s (s)")
 
@@ -143,16 +143,16 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     page.press("#id_bad", "Enter")
     page.wait_for_url("**bad=2.5*")
     assert query(page)["good"] == ["1"]
-    assert "rating-good" in cell(page, "lab-local-root", "local").get_attribute("class")
+    assert "rating-good" in cell(page, "local-root", "local").get_attribute("class")
     assert "rating-bad" in cell(page, "hostile-site-root", "ral").get_attribute("class")  # 3 s
     ratings = {(r["vantage_point"], r["endpoint_name"]): r["rating"] for r in download_csv(page)}
     assert ratings["ral", "hostile-site-root"] == "bad"
-    assert ratings["local", "lab-local-root"] == "good"
+    assert ratings["local", "local-root"] == "good"
     screenshot(page, "matrix")
     watch.assert_clean()
 
     # A cell opens the comparison of its pair, with the metric and the parameter set.
-    cell(page, "lab-local-root", "local").locator("a").click()
+    cell(page, "local-root", "local").locator("a").click()
     page.wait_for_url("**/compare/?*")
     opened = query(page)
     assert opened["endpoint"] == [str(local_root.endpoint_id)]

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 # The far site is 10 ms away in the test profile: 4 KiB random reads of 5% and 20% of its
 # 16 MiB file take ~2 s and ~8 s, long enough to see a run running, short enough to wait for.
-ENDPOINT = "lab-far-root"
+ENDPOINT = "far-root"
 RUNS = 4  # direct and copy, at two fractions
 FINISHED = {Run.Status.SUCCEEDED, Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.CANCELLED}
 

@@ -29,7 +29,7 @@ def lab_campaign(lab: Any) -> Campaign:
     """direct + copy x 3 fractions x 1-2 clients on the near site's xrootd, reading 1 MiB;
     a few random and async reads on near and far (paper 002); one cancelled run."""
     lab_register(lab=lab)
-    near, far = (Endpoint.objects.get(name=f"lab-{n}-root") for n in ("near", "far"))
+    near, far = (Endpoint.objects.get(name=f"{n}-root") for n in ("near", "far"))
     files = {e: e.files.get(size=1 * MiB) for e in (near, far)}
     campaign = CampaignFactory(
         name="lab direct vs copy",
@@ -64,7 +64,7 @@ def lab_campaign(lab: Any) -> Campaign:
 def make_hostile(campaign: Campaign) -> Endpoint:
     """Give the near endpoint and its site script-shaped names (the endpoint's bypasses the
     form's validator, as a row written by other means would)."""
-    near = Endpoint.objects.get(name="lab-near-root")
+    near = Endpoint.objects.get(name="near-root")
     Site.objects.filter(pk=near.site_id).update(name=f"site {HOSTILE}")
     Endpoint.objects.filter(pk=near.pk).update(name=f"near {HOSTILE}")
     return near

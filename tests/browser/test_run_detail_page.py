@@ -45,7 +45,7 @@ CLIENTS = 6
 def measured_run(lab: Any, clients: int = CLIENTS) -> Run:
     """A random-read run through the lab's redirector, measured in this process."""
     lab_register(lab=lab)
-    endpoint = Endpoint.objects.get(name="lab-redirector-root")
+    endpoint = Endpoint.objects.get(name="redirector-root")
     campaign = CampaignFactory(
         name="redirected reads", endpoints=[endpoint], clients=[clients], read_sizes=[16384],
         fractions=[0.5],

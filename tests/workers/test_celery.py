@@ -44,7 +44,7 @@ FINAL = {s.value for s in Run.FINAL}
 
 def lab_endpoint(lab: Any, name: str) -> Endpoint:
     lab_register(lab=lab)
-    return Endpoint.objects.get(name=f"lab-{name}")
+    return Endpoint.objects.get(name=name)
 
 
 def wait_for_final(runs: list[Run], *workers: WorkerProcess, timeout_s: float = 90) -> list[Run]:

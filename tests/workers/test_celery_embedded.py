@@ -30,7 +30,7 @@ campaign = Campaign.objects.create(
     name="embedded", methods=["direct"], patterns=["random"], read_sizes=[65536],
     fractions=[0.1], clients=[2],
 )
-campaign.endpoints.set([Endpoint.objects.get(name="lab-local-root")])
+campaign.endpoints.set([Endpoint.objects.get(name="local-root")])
 campaign.vantage_points.set([vantage_point_local()])
 launched = campaign_launch(campaign=campaign, trigger="manual")
 runs = Run.objects.filter(pk__in=[run.pk for run in launched])

@@ -63,7 +63,9 @@ def local_ca_dir() -> Path:
 def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
     """Record the running lab's sites, endpoints and test files (idempotent).
 
-    Each endpoint's largest file is its default test file. Authenticated endpoints get the
+    Endpoints keep the lab's names (`far-root`, as `lab status` lists them); their sites are
+    named `lab-<site>` (tier "lab"), which tells them apart from real ones. Each endpoint's
+    largest file is its default test file. Authenticated endpoints get the
     lab's credentials: an oauth client of its issuer where a token is asked for, a fresh
     proxy of its CA where an X.509 proxy is. With `ca_dir`, that folder is made the CA
     folder of this host plus the lab's CA (settings.LOCAL_CA_DIR: the embedded mode's).
@@ -77,7 +79,7 @@ def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
         sites.add(site.pk)
         kind, credential = _lab_credential(lab, lab_endpoint.auth)
         endpoint, _ = Endpoint.objects.update_or_create(
-            name=f"lab-{lab_endpoint.name}",
+            name=lab_endpoint.name,
             defaults={
                 "site": site,
                 "protocol": lab_endpoint.protocol,

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.django_db
 
 def lab_endpoint(lab: Any, name: str) -> Endpoint:
     lab_register(lab=lab)
-    return Endpoint.objects.get(name=f"lab-{name}")
+    return Endpoint.objects.get(name=name)
 
 
 def test_launch_creates_one_run_per_cell_and_enqueues_after_commit(

@@ -29,7 +29,7 @@ def launch_one(endpoint: Endpoint) -> Run:
 
 
 def test_a_run_on_a_token_site_succeeds_with_the_oauth_clients_token(registered: Any) -> None:
-    run = launch_one(Endpoint.objects.get(name="lab-near-roots"))
+    run = launch_one(Endpoint.objects.get(name="near-roots"))
     run_execute(run_id=run.pk, worker="test@host")
     run.refresh_from_db()
     assert run.status == Run.Status.SUCCEEDED, run.errors
@@ -40,7 +40,7 @@ def test_a_run_on_a_token_site_succeeds_with_the_oauth_clients_token(registered:
 def test_an_issuer_refusing_the_client_fails_the_run_as_auth_before_any_client(
     registered: Any,
 ) -> None:
-    endpoint = Endpoint.objects.get(name="lab-near-https")
+    endpoint = Endpoint.objects.get(name="near-https")
     wrong = {**registered.oauth_client(), "client_secret": "wr0ng-client-s3cret"}
     endpoint.credential = OAuthClient.from_json(json.dumps(wrong)).to_json()
     endpoint.save()

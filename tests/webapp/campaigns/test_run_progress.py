@@ -21,7 +21,7 @@ WAIT_S = 60
 @pytest.mark.django_db(transaction=True)
 def test_heartbeats_record_each_clients_bytes_while_the_run_runs(lab: Any) -> None:
     lab_register(lab=lab)
-    endpoint = Endpoint.objects.get(name="lab-near-root")  # 2 ms away: 1 KiB reads take a while
+    endpoint = Endpoint.objects.get(name="near-root")  # 2 ms away: 1 KiB reads take a while
     run = RunFactory(test_file=endpoint.default_file, read_size=1024, fraction=1.0, clients=2)
 
     def execute() -> None:

@@ -39,7 +39,7 @@ def test_bootstrap_registers_the_lab_an_admin_and_the_example_campaigns(
         ("root", "x509-proxy"),
         ("https", "x509-proxy"),
     }
-    assert Endpoint.objects.filter(name="lab-near-root", files__is_default=True).exists()
+    assert Endpoint.objects.filter(name="near-root", files__is_default=True).exists()
     assert VantagePoint.objects.filter(name="local").exists()
 
     again = io.StringIO()

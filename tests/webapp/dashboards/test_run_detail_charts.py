@@ -31,7 +31,7 @@ pytestmark = pytest.mark.django_db
 def lab_run(lab: Any, endpoint: str, path: str | None = None, **params: Any) -> Run:
     """A run of the lab's `endpoint` measured in this process (as a worker would)."""
     lab_register(lab=lab)
-    endpoint_row = Endpoint.objects.get(name=f"lab-{endpoint}")
+    endpoint_row = Endpoint.objects.get(name=endpoint)
     axes = ("methods", "patterns", "read_sizes", "fractions", "clients")
     campaign = CampaignFactory(
         endpoints=[endpoint_row], **{k: [v] if k in axes else v for k, v in params.items()}

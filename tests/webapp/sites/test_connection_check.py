@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 def lab_endpoint(lab: Any, name: str) -> Endpoint:
     lab_register(lab=lab)
-    return Endpoint.objects.get(name=f"lab-{name}")
+    return Endpoint.objects.get(name=name)
 
 
 def closed_port() -> int:

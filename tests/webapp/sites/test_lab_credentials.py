@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 
 def lab_endpoint(name: str) -> Endpoint:
-    return Endpoint.objects.get(name=f"lab-{name}")
+    return Endpoint.objects.get(name=name)
 
 
 def test_lab_register_gives_each_authenticated_endpoint_its_kind_of_credential(
@@ -35,7 +35,7 @@ def test_lab_register_gives_each_authenticated_endpoint_its_kind_of_credential(
     kinds = {e.name: e.credential_kind for e in Endpoint.objects.all()}
     for lab_endpoint_ in registered.endpoints():
         expected = {"none": "none", "token": "oauth-client", "x509": "x509-proxy"}
-        assert kinds[f"lab-{lab_endpoint_.name}"] == expected[lab_endpoint_.auth]
+        assert kinds[lab_endpoint_.name] == expected[lab_endpoint_.auth]
     client = OAuthClient.from_json(lab_endpoint("near-roots").credential)
     assert client.public_json() == {
         k: v for k, v in registered.oauth_client().items() if k != "client_secret"

@@ -23,12 +23,12 @@ EXAMPLE = "Lab example: direct vs copy at the near site"
 AUTH_EXAMPLE = "Lab example: what TLS and authentication cost at the near site"
 # The near site's doors: anonymous, a WLCG token (roots, https), an X.509 proxy (gsi, https).
 AUTH_ENDPOINTS = (
-    "lab-near-root",
-    "lab-near-roots",
-    "lab-near-gsi-root",
-    "lab-near-http",
-    "lab-near-https",
-    "lab-near-gsi-https",
+    "near-root",
+    "near-roots",
+    "near-gsi-root",
+    "near-http",
+    "near-https",
+    "near-gsi-https",
 )
 ADMIN = "admin"
 
@@ -45,7 +45,7 @@ class Command(BaseCommand):
         self._admin()
         self._example(
             EXAMPLE,
-            ["lab-near-root", "lab-near-http"],
+            ["near-root", "near-http"],
             vantage_point,
             description="Paper 000's question on the lab: read in place, or copy first?",
             methods=["direct", "copy"],
