@@ -9,8 +9,12 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from webapp.accounts.roles import IsOperatorOrReadOnly, can_view, is_admin
-from webapp.campaigns.models import CAMPAIGN_CANCEL_REFUSAL, RUN_CANCEL_REFUSAL
+from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly, can_view, is_admin
+from webapp.campaigns.models import (
+    CAMPAIGN_CANCEL_REFUSAL,
+    RUN_CANCEL_REFUSAL,
+    SCHEDULE_PAUSE_REFUSAL,
+)
 
 
 class CanEditRow(IsOperatorOrReadOnly):
@@ -49,3 +53,9 @@ class CanCancelCampaign(IsOperatorOrReadOnly):
 
     def has_object_permission(self, request: Request, view: APIView, obj: Any) -> bool:
         return bool(obj.cancellable_by(request.user))
+
+
+class CanPauseSchedule(CanEditObject):
+    """A campaign's schedule is paused and resumed by its owner or an admin (roles.can_edit)."""
+
+    message = SCHEDULE_PAUSE_REFUSAL

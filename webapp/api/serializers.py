@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.schedules import LaunchOutcome, ScheduleState
 from webapp.campaigns.services import MatrixPreview, campaign_preview, campaign_preview_draft
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
@@ -260,6 +262,20 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
     owner = serializers.CharField(source="owner.username", read_only=True, default=None)
     matrix_size = serializers.SerializerMethodField()
     planned_bytes = serializers.SerializerMethodField()
+    schedule_words = serializers.CharField(
+        read_only=True,
+        help_text='the schedule in English ("every day at 02:00 UTC") where a short phrase is '
+        "exact, else the cron; empty without a schedule",
+    )
+    schedule_paused = serializers.BooleanField(
+        read_only=True,
+        help_text="the schedule launches nothing while paused; its cron is kept (POST "
+        "campaigns/{id}/pause/ and resume/)",
+    )
+    schedule_paused_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    next_launch_at = serializers.SerializerMethodField(
+        help_text="the schedule's next slot (UTC); null while paused or without a schedule"
+    )
 
     class Meta:
         model = Campaign
@@ -285,6 +301,10 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
             "repetitions",
             "deadline_s",
             "schedule",
+            "schedule_words",
+            "schedule_paused",
+            "schedule_paused_at",
+            "next_launch_at",
             "matrix_size",
             "planned_bytes",
             "created_at",
@@ -334,6 +354,38 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
 
     def get_planned_bytes(self, campaign: Campaign) -> int:
         return campaign_preview(campaign=campaign).planned_bytes
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_next_launch_at(self, campaign: Campaign) -> str | None:
+        slot = campaign.schedule_next_slot(timezone.now())
+        return None if slot is None else serializers.DateTimeField().to_representation(slot)
+
+
+class ScheduledLaunchSerializer(serializers.Serializer[LaunchOutcome]):
+    """One slot the schedule launched: its runs so far by outcome, or why it launched none."""
+
+    slot = serializers.DateTimeField(help_text="the time the cron named (UTC)")
+    launched_at = serializers.DateTimeField()
+    run_count = serializers.IntegerField(help_text="runs launched")
+    error = serializers.CharField(help_text="why the slot launched nothing; empty if it did")
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField(help_text="failed, partial or timed out")
+    cancelled = serializers.IntegerField()
+    active = serializers.IntegerField(help_text="still queued or running")
+
+
+class CampaignScheduleSerializer(serializers.Serializer[ScheduleState]):
+    """A campaign's schedule: in words, paused or not, its next slot and latest launches."""
+
+    cron = serializers.CharField(help_text="the campaign's schedule; empty: launched by hand")
+    words = serializers.CharField(help_text="the cron in English where exact, else the cron")
+    paused = serializers.BooleanField()
+    paused_at = serializers.DateTimeField(allow_null=True)
+    next_slot = serializers.DateTimeField(
+        allow_null=True, help_text="the next slot (UTC); null while paused or unscheduled"
+    )
+    next_in = serializers.CharField(help_text='how soon, as "in 5 h"; empty without next_slot')
+    launches = ScheduledLaunchSerializer(many=True, help_text="the latest slots, newest first")
 
 
 class RunListSerializer(serializers.ModelSerializer[Run]):

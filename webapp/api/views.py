@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -25,9 +26,16 @@ from rest_framework.views import APIView
 from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
 from webapp.api.filters import RunFilter
 from webapp.api.parsers import PARSER_CLASSES
-from webapp.api.permissions import CanCancelCampaign, CanCancelRun, CanEditRow, IsAdminOrReadOnly
+from webapp.api.permissions import (
+    CanCancelCampaign,
+    CanCancelRun,
+    CanEditRow,
+    CanPauseSchedule,
+    IsAdminOrReadOnly,
+)
 from webapp.api.run_csv import CSVRenderer, run_csv_lines
 from webapp.api.serializers import (
+    CampaignScheduleSerializer,
     CampaignSerializer,
     EndpointSerializer,
     RunDetailSerializer,
@@ -36,6 +44,12 @@ from webapp.api.serializers import (
     VantagePointSerializer,
 )
 from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.schedules import (
+    ScheduleConflict,
+    campaign_schedule_pause,
+    campaign_schedule_resume,
+    campaign_schedule_state,
+)
 from webapp.campaigns.selectors import SERIES_METRICS, endpoint_series, run_json, run_list
 from webapp.campaigns.services import (
     LaunchWhileActive,
@@ -225,6 +239,55 @@ class CampaignViewSet(OwnedViewSet):
             )
         body = {"cancelled": done.cancelled, "stopping": done.stopping}
         return Response(body, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses=CampaignScheduleSerializer)
+    @action(detail=True, methods=["get"])
+    def schedule(self, request: Request, pk: str | None = None) -> Response:
+        """The campaign's schedule: its cron in words, whether it is paused, its next slot
+        and its latest scheduled launches with their runs by outcome (or the error)."""
+        state = campaign_schedule_state(campaign=self.get_object())
+        return Response(CampaignScheduleSerializer(state).data)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: CampaignScheduleSerializer,
+            403: OpenApiResponse(description="neither the campaign's owner nor an admin"),
+            409: OpenApiResponse(
+                description="{detail, schedule_paused}: already paused (since when), or the "
+                "campaign has no schedule"
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"], permission_classes=[CanPauseSchedule])
+    def pause(self, request: Request, pk: str | None = None) -> Response:
+        """Pause the campaign's schedule: its cron is kept and launches nothing until
+        resumed. Its owner or an admin."""
+        return self._schedule_change(campaign_schedule_pause)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: CampaignScheduleSerializer,
+            403: OpenApiResponse(description="neither the campaign's owner nor an admin"),
+            409: OpenApiResponse(description="{detail, schedule_paused}: not paused"),
+        },
+    )
+    @action(detail=True, methods=["post"], permission_classes=[CanPauseSchedule])
+    def resume(self, request: Request, pk: str | None = None) -> Response:
+        """Resume a paused schedule from its next slot: the slots that passed while it was
+        paused are not launched. Its owner or an admin."""
+        return self._schedule_change(campaign_schedule_resume)
+
+    def _schedule_change(self, change: Callable[..., Campaign]) -> Response:
+        campaign = self.get_object()
+        try:
+            campaign = change(campaign=campaign)
+        except ScheduleConflict as exc:
+            body = {"detail": str(exc), "schedule_paused": campaign.schedule_paused}
+            return Response(body, status=status.HTTP_409_CONFLICT)
+        state = campaign_schedule_state(campaign=campaign)
+        return Response(CampaignScheduleSerializer(state).data)
 
 
 class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]

@@ -6,6 +6,7 @@ import itertools
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -13,7 +14,7 @@ from django.db import models
 from django.utils import timezone
 
 from webapp.accounts.roles import User, can_edit, can_operate
-from webapp.campaigns.cron import validate_cron
+from webapp.campaigns.cron import CronError, parse_cron, validate_cron
 from webapp.campaigns.cron_words import cron_words
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
@@ -23,6 +24,7 @@ from workers.engine.params import Method, Pattern
 RUN_CANCEL_REFUSAL = (
     "only the campaign's owner, whoever launched the run, or an admin may cancel it"
 )
+SCHEDULE_PAUSE_REFUSAL = "only the campaign's owner or an admin may pause or resume its schedule"
 CAMPAIGN_CANCEL_REFUSAL = (
     "only the campaign's owner or an admin may cancel it (an operator who launched some of "
     "its runs: those runs)"
@@ -109,6 +111,15 @@ class Campaign(models.Model):
     @property
     def schedule_paused(self) -> bool:
         return self.schedule_paused_at is not None
+
+    def schedule_next_slot(self, now: datetime) -> datetime | None:
+        """The first slot of its schedule after `now`; None while paused or unscheduled."""
+        if not self.schedule or self.schedule_paused:
+            return None
+        try:
+            return parse_cron(self.schedule).next_after(now)
+        except CronError:  # stored before schedules were validated
+            return None
 
     @property
     def schedule_words(self) -> str:

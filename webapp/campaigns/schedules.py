@@ -15,7 +15,6 @@ paused, even within the catch-up window, are not launched.
 from __future__ import annotations
 
 import logging
-from contextlib import suppress
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 
@@ -184,10 +183,7 @@ def campaign_schedule_state(
     """The schedule in words, its next slot (none while paused) and its latest `launches`
     slots with their outcome, newest first (one query)."""
     now = now or timezone.now()
-    next_slot = None
-    if campaign.schedule and not campaign.schedule_paused:
-        with suppress(CronError):  # stored before schedules were validated
-            next_slot = parse_cron(campaign.schedule).next_after(now)
+    next_slot = campaign.schedule_next_slot(now)
     return ScheduleState(
         cron=campaign.schedule,
         words=campaign.schedule_words,
