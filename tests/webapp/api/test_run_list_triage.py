@@ -208,7 +208,7 @@ def test_run_list_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
     env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
     tests = [
         str(Path(__file__).relative_to(ROOT)),
-        "tests/webapp/campaigns/test_run_list_page.py",
+        "tests/webapp/campaigns/test_run_list_views.py",
     ]
     run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
     done = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
