@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.forms.models import construct_instance
 
+from webapp.campaigns.cron_words import cron_phrase, cron_words
 from webapp.campaigns.estimates import CampaignDuration, campaign_duration
 from webapp.campaigns.models import Campaign
 from webapp.campaigns.services import MatrixPreview, campaign_preview, matrix_rows_draft
@@ -179,6 +180,20 @@ ADVANCED = (
 )
 
 
+SCHEDULE_EXAMPLES = ("0 2 * * *", "30 6 * * 1", "*/15 * * * *", "0 2 1 * *")
+
+
+def schedule_help(current: str) -> str:
+    """The schedule field's help: cron examples in words, and the schedule given, if any."""
+    examples = "; ".join(f"`{cron}`: {cron_words(cron)}" for cron in SCHEDULE_EXAMPLES)
+    text = (
+        "Cron in UTC (minute hour day-of-month month day-of-week): "
+        f"{examples}. Empty: launched by hand."
+    )
+    phrase = cron_phrase(current) if current.strip() else None
+    return f"{text} This one: {phrase}." if phrase else text
+
+
 class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     """Checks everything the API checks; `preview` is the matrix once the fields are valid."""
 
@@ -261,6 +276,9 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["schedule"].help_text = schedule_help(
+            self.data.get("schedule", "") if self.is_bound else self.instance.schedule
+        )
         self.preview: MatrixPreview | None = None
         self.duration: CampaignDuration | None = None  # asked for by Preview only
         self._offer_endpoints_and_files()

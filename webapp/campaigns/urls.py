@@ -11,6 +11,16 @@ urlpatterns = [
     path("campaigns/<int:pk>/edit/", views.CampaignFormView.as_view(), name="campaign-edit"),
     path("campaigns/<int:pk>/launch/", views.CampaignLaunchView.as_view(), name="campaign-launch"),
     path("campaigns/<int:pk>/cancel/", views.CampaignCancelView.as_view(), name="campaign-cancel"),
+    path(
+        "campaigns/<int:pk>/pause/",
+        views.CampaignSchedulePauseView.as_view(),
+        name="campaign-pause",
+    ),
+    path(
+        "campaigns/<int:pk>/resume/",
+        views.CampaignSchedulePauseView.as_view(resume=True),
+        name="campaign-resume",
+    ),
     path("campaigns/<int:pk>/clone/", views.CampaignCloneView.as_view(), name="campaign-clone"),
     path("runs/", views.RunListView.as_view(), name="run-list"),
     path("runs/status/", views.RunStatusView.as_view(), name="run-status"),

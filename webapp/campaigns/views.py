@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views import View
 from django.views.generic import DetailView, ListView, TemplateView
 
@@ -22,10 +23,17 @@ from webapp.campaigns.forms import CampaignForm
 from webapp.campaigns.models import (
     CAMPAIGN_CANCEL_REFUSAL,
     RUN_CANCEL_REFUSAL,
+    SCHEDULE_PAUSE_REFUSAL,
     Campaign,
     Run,
 )
 from webapp.campaigns.run_table import RunError, run_list_columns
+from webapp.campaigns.schedules import (
+    ScheduleConflict,
+    campaign_schedule_pause,
+    campaign_schedule_resume,
+    campaign_schedule_state,
+)
 from webapp.campaigns.selectors import (
     campaign_list,
     campaign_rows,
@@ -94,6 +102,7 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
             recent_runs=run_list().filter(campaign=campaign)[:20],
             runs_url=_runs_url(campaign=campaign.pk),
             can_edit=can_edit(self.request.user, campaign),  # type: ignore[arg-type]
+            schedule=campaign_schedule_state(campaign=campaign) if campaign.schedule else None,
             # The queued or running runs this user may cancel (all for the owner or an admin).
             cancellable_runs=campaign.runs_cancellable_by(self.request.user)  # type: ignore[arg-type]
             .filter(status__in=ACTIVE)
@@ -182,6 +191,33 @@ class CampaignCancelView(OperatorRequiredMixin, View):
                 f"{runs_text(len(done.stopping), 'running')} asked to stop.",
             )
         return redirect("campaigns:campaign-detail", pk=pk)
+
+
+class CampaignSchedulePauseView(OperatorRequiredMixin, View):
+    """Pause (or, with `resume`, resume) the campaign's schedule: its owner or an admin."""
+
+    resume = False
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        campaign = get_object_or_404(Campaign, pk=pk)
+        if not can_edit(request.user, campaign):  # type: ignore[arg-type]
+            raise PermissionDenied(SCHEDULE_PAUSE_REFUSAL)
+        change = campaign_schedule_resume if self.resume else campaign_schedule_pause
+        try:
+            campaign = change(campaign=campaign)
+        except ScheduleConflict as exc:
+            messages.info(request, f"{exc}.")
+        else:
+            messages.success(request, _schedule_message(campaign))
+        return redirect("campaigns:campaign-detail", pk=pk)
+
+
+def _schedule_message(campaign: Campaign) -> str:
+    if campaign.schedule_paused:
+        return f"Schedule of {campaign.name!r} paused: it launches nothing until resumed."
+    following = campaign.schedule_next_slot(timezone.now())
+    when = f"{following:%Y-%m-%d %H:%M} UTC" if following else "no slot to come"
+    return f"Schedule of {campaign.name!r} resumed: next launch {when}."
 
 
 class CampaignCloneView(OperatorRequiredMixin, View):
