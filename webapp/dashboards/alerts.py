@@ -276,6 +276,7 @@ def alerts_slower(
     groups' measured runs of those eight nights, compared in the database."""
     if not set(metrics) <= set(SPEED_METRICS) or not metrics:
         raise ValueError(f"metrics must be some of {SPEED_METRICS}")
+    metrics = list(dict.fromkeys(metrics))  # ?metric=wall_s&metric=wall_s asks once
     window_start = datetime.combine(since, datetime.min.time(), UTC) - timedelta(
         days=BASELINE_NIGHTS
     )

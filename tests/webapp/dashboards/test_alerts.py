@@ -136,6 +136,17 @@ def test_slower_thresholds_and_metrics_are_the_operators(nightly: dict[str, Any]
     assert rows == []
 
 
+def test_a_metric_named_twice_is_checked_once(client: Client, nightly: dict[str, Any]) -> None:
+    """The schema fuzzer's find: a repeated metric made the SQL's column list disagree with
+    its query (500)."""
+    login(client, "viewer")
+    twice = "metric=throughput_mbps&metric=wall_s&metric=throughput_mbps"
+    response = client.get(f"/api/v1/alerts/?{twice}")
+    assert response.status_code == 200, response.content
+    slower = [(r["endpoint_name"], r["metric"]) for r in response.json()["slower"]]
+    assert slower == [("dropped", "throughput_mbps")]
+
+
 def test_alerts_take_two_queries(
     failing: dict[str, Any], nightly: dict[str, Any], django_assert_num_queries: Any
 ) -> None:
