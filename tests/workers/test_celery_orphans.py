@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -189,8 +188,10 @@ def test_after_kill_9_of_a_worker_or_its_pool_process_no_client_measures_on_and_
             reaper = workers["reaper"]
             wait_until(lambda: count(runs, Run.FINAL) == 2, STALE_AFTER_S + 50, "reaped", reaper)
             assert time.monotonic() - killed_at <= STALE_AFTER_S + 30 + 10
+        # The beat sent the reaper, and the runs carry its message (assert_reaped). Which
+        # worker of the control queue ran it is not asserted: the suite's shared worker
+        # consumes that queue too when an earlier test started it.
         assert "Sending due task reap-runs (fedprobe.reap_runs)" in beat_log.read_text()
-        assert re.search(r"fedprobe\.reap_runs\[.+\] succeeded in .+: [12]$", reaper.log(), re.M)
         assert_reaped(failing, Run.Status.FAILED)
         assert_reaped(partial, Run.Status.PARTIAL)
 
