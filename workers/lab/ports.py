@@ -131,12 +131,23 @@ def check_ports_free(layout: PortLayout) -> None:
             )
 
 
+# Blocks this process has handed out: never handed out again, so that a lab started right
+# after another (a test after a test) cannot meet what the one before left on its ports.
+_handed_out: set[int] = set()
+
+
 def free_base_port(low: int = 22000, high: int = 32000, tries: int = 50) -> int:
-    """A base port whose whole block is free, picked at random in [low, high)."""
-    blocks = list(range(low - low % BLOCK_SIZE + BLOCK_SIZE, high - BLOCK_SIZE, BLOCK_SIZE))
+    """A base port whose whole block is free, picked at random in [low, high) among the
+    blocks this process has not handed out before."""
+    blocks = [
+        base
+        for base in range(low - low % BLOCK_SIZE + BLOCK_SIZE, high - BLOCK_SIZE, BLOCK_SIZE)
+        if base not in _handed_out
+    ]
     for base in random.sample(blocks, min(tries, len(blocks))):
         layout = PortLayout(base)
         if all(port_is_free(port) for port in layout.named_ports()):
+            _handed_out.add(base)
             return base
     raise LabError(f"no free block of {BLOCK_SIZE} ports between {low} and {high}")
 

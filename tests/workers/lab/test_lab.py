@@ -166,6 +166,14 @@ def test_a_taken_port_is_named_before_anything_starts(tmp_path: Path) -> None:
     assert not (tmp_path / "lab" / "run").exists()
 
 
+def test_a_block_is_never_handed_out_twice_by_one_process() -> None:
+    """The test below leaves TIME_WAIT connections of a socket without SO_REUSEADDR on its
+    port, which a lab's xrootd could not bind for a minute (seen: 'address already in use'
+    at start-up): a lab started after it never gets that block."""
+    bases = [free_base_port() for _ in range(20)]
+    assert len(set(bases)) == len(bases)
+
+
 def test_a_port_held_only_by_connections_in_time_wait_is_free() -> None:
     port = free_base_port()
     # Without SO_REUSEADDR, as the GridFTP server's data sockets: even a SO_REUSEADDR bind of
