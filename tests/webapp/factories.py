@@ -1,4 +1,5 @@
-"""factory_boy factories for the web application's models, and credentials to store."""
+"""factory_boy factories for the web application's models, users of a role with clients
+logged in as them, and credentials to store."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from django.contrib.auth.models import User
+from django.test import Client
+from rest_framework.test import APIClient
 
+from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 
@@ -143,3 +148,24 @@ def oauth_client(
         "scope": "storage.read:/",
         "audience": "https://wlcg.cern.ch/jwt/v1/any",
     }
+
+
+def user(name: str, role: str = "operator") -> User:
+    """A user named `name` with `role` (viewer, operator, admin)."""
+    made = User.objects.create_user(name)
+    user_set_role(user=made, role=role)
+    return made
+
+
+def page_for(who: User) -> Client:
+    """A browser-like client logged in as `who`."""
+    page = Client()
+    page.force_login(who)
+    return page
+
+
+def api_for(who: User) -> APIClient:
+    """An API client authenticated as `who`."""
+    api = APIClient()
+    api.force_authenticate(who)
+    return api

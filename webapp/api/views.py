@@ -59,6 +59,7 @@ from webapp.campaigns.services import (
     run_cancel_refusal,
 )
 from webapp.campaigns.validation import MAX_ID
+from webapp.dashboards.parameter_sets import ParameterSetSerializer
 from webapp.dashboards.run_detail import run_charts
 from webapp.sites.health import VantagePointHealth, vantage_points_health
 from webapp.sites.models import Endpoint, Site, VantagePoint
@@ -391,19 +392,11 @@ class SeriesPoint(serializers.Serializer[Any]):
     max = serializers.FloatField()
 
 
-class SeriesParameterSet(serializers.Serializer[Any]):
-    method = serializers.CharField()
-    pattern = serializers.CharField()
-    read_size = serializers.IntegerField()
-    fraction = serializers.FloatField()
-    clients = serializers.IntegerField()
-
-
 class SeriesSerializer(serializers.Serializer[Any]):
     endpoint = serializers.IntegerField()
     metric = serializers.CharField()
     unit = serializers.CharField()
-    parameter_set = SeriesParameterSet(
+    parameter_set = ParameterSetSerializer(
         allow_null=True, help_text="the runs' parameter set; null with mix=1 or no runs"
     )
     points = SeriesPoint(many=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from django import forms
 from django.db import connection
+from rest_framework import serializers
 
 from webapp.campaigns.models import Run
 from workers.engine.units import format_size
@@ -58,6 +59,16 @@ class ParameterSet:
 
     def matches(self, given: Mapping[str, Any]) -> bool:
         return all(given.get(f) in (None, "", getattr(self, f)) for f in FIELDS)
+
+
+class ParameterSetSerializer(serializers.Serializer[Any]):
+    """A ParameterSet in API output (series, site summary)."""
+
+    method = serializers.CharField()
+    pattern = serializers.CharField()
+    read_size = serializers.IntegerField()
+    fraction = serializers.FloatField()
+    clients = serializers.IntegerField()
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from webapp.campaigns.models import Run
 from webapp.campaigns.run_table import RunError
 from webapp.dashboards.compare import _bucket, _midnight, parameter_sets_measured
 from webapp.dashboards.matrix import COMPARE_PATH, ENDED
-from webapp.dashboards.parameter_sets import FIELDS, ParameterSet
+from webapp.dashboards.parameter_sets import FIELDS, ParameterSet, ParameterSetSerializer
 from webapp.sites.models import Endpoint, Site
 
 DAYS = 14
@@ -426,12 +426,7 @@ class FailureSerializer(serializers.Serializer[Any]):
     message = serializers.CharField(help_text="the first error's first line")
 
 
-class ParameterSetSerializer(serializers.Serializer[Any]):
-    method = serializers.CharField()
-    pattern = serializers.CharField()
-    read_size = serializers.IntegerField()
-    fraction = serializers.FloatField()
-    clients = serializers.IntegerField()
+class LabelledParameterSet(ParameterSetSerializer):
     label = serializers.CharField()
 
 
@@ -439,7 +434,7 @@ class SiteSummarySerializer(serializers.Serializer[Any]):
     site = serializers.IntegerField()
     site_name = serializers.CharField()
     today = serializers.DateField(help_text="UTC")
-    parameter_set = ParameterSetSerializer(
+    parameter_set = LabelledParameterSet(
         allow_null=True,
         help_text=f"of the key figures: the site's most measured of the last {WEEKS} weeks",
     )

@@ -12,23 +12,10 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.webapp.factories import CampaignFactory, RunFactory
-from webapp.accounts.services import user_set_role
+from tests.webapp.factories import CampaignFactory, RunFactory, api_for, user
 from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
 
 pytestmark = pytest.mark.django_db
-
-
-def user(name: str, role: str = "operator") -> User:
-    made = User.objects.create_user(name)
-    user_set_role(user=made, role=role)
-    return made
-
-
-def api_for(who: User) -> APIClient:
-    api = APIClient()
-    api.force_authenticate(who)
-    return api
 
 
 def nightly(owner: User | None = None, schedule: str = "0 2 * * *") -> Campaign:

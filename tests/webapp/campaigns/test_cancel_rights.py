@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
-from rest_framework.test import APIClient
 
-from tests.webapp.factories import CampaignFactory, EndpointFactory, TestFileFactory
-from webapp.accounts.services import user_set_role
+from tests.webapp.factories import (
+    CampaignFactory,
+    EndpointFactory,
+    TestFileFactory,
+    api_for,
+    page_for,
+    user,
+)
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import campaign_launch
 
@@ -18,24 +22,6 @@ pytestmark = pytest.mark.django_db
 
 CAMPAIGN_BUTTON = "queued or running runs</button>"
 RUN_BUTTON = 'class="danger">Cancel</button>'
-
-
-def user(name: str, role: str = "operator") -> User:
-    made = User.objects.create_user(name)
-    user_set_role(user=made, role=role)
-    return made
-
-
-def page_for(who: User) -> Client:
-    page = Client()
-    page.force_login(who)
-    return page
-
-
-def api_for(who: User) -> APIClient:
-    api = APIClient()
-    api.force_authenticate(who)
-    return api
 
 
 def campaign_of(owner: User | None, runs: int = 2) -> Campaign:

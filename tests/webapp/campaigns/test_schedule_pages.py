@@ -10,28 +10,14 @@ from html import unescape
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 
-from tests.webapp.factories import CampaignFactory, RunFactory
-from webapp.accounts.services import user_set_role
+from tests.webapp.factories import CampaignFactory, RunFactory, page_for, user
 from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
 
 pytestmark = pytest.mark.django_db
 
 PAUSE = "Pause schedule</button>"
 RESUME = "Resume schedule</button>"
-
-
-def user(name: str, role: str = "operator") -> User:
-    made = User.objects.create_user(name)
-    user_set_role(user=made, role=role)
-    return made
-
-
-def page_for(who: User) -> Client:
-    page = Client()
-    page.force_login(who)
-    return page
 
 
 def text(html: bytes) -> str:
