@@ -12,9 +12,6 @@ parser recurses (on every write). Launches send to an in-memory broker: nothing 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +21,6 @@ import pytest
 import requests
 import schemathesis
 from django.contrib.auth.models import Group, User
-from django.db import connection
 from hypothesis import strategies
 from schemathesis import APIOperation, GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -39,6 +35,7 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import api_token_create
 from webapp.accounts.throttles import WriteRateThrottle
 from webapp.campaigns.models import Run
@@ -48,7 +45,6 @@ EXAMPLES = 30  # per operation and generation mode: ~1,800 requests in all
 EXPLICIT_EXAMPLES = 3  # per fixed huge value (the other parameters drawn)
 HUGE_INTEGERS = (2**63, 2**64, -(2**63) - 1)
 DEEP_JSON = ("[" * 100_000, '{"a":' * 50_000)
-ROOT = Path(__file__).resolve().parents[3]
 DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns", "matrix")
 
 
@@ -123,14 +119,10 @@ def test_fuzzing_every_operation_finds_no_server_error(
 def test_fuzzing_on_the_embedded_sqlite_database_finds_no_server_error(tmp_path: Path) -> None:
     """The fuzzer above, in a pytest of its own on SQLite (this session's database is
     PostgreSQL; on SQLite the test above is this one)."""
-    if connection.vendor == "sqlite":
-        pytest.skip("this session runs on SQLite: the test above fuzzes it")
-    env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
-    test = f"{Path(__file__).relative_to(ROOT)}::test_fuzzing_every_operation_finds_no_server_error"
-    fuzz = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test]
-    done = subprocess.run(fuzz, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert "1 passed" in done.stdout
+    output = pytest_on_sqlite(
+        tmp_path, f"{this_file(__file__)}::test_fuzzing_every_operation_finds_no_server_error"
+    )
+    assert "1 passed" in output
 
 
 def _collection(operation: APIOperation) -> str:

@@ -7,25 +7,20 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.http import StreamingHttpResponse
 from rest_framework.test import APIClient
 
 from tests.webapp.api.test_api import client_for
 from tests.webapp.factories import CampaignFactory, RunFactory, TestFileFactory
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.models import Run
 from webapp.sites.models import Endpoint
 
 pytestmark = pytest.mark.django_db
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -203,14 +198,7 @@ def test_csv_with_accept_text_csv(viewer: APIClient, triage_runs: dict[str, Run]
 
 def test_run_list_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
     """This file and the page's tests, in a pytest of their own on SQLite."""
-    if connection.vendor == "sqlite":
-        pytest.skip("this session runs on SQLite: the tests above are these")
-    env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
-    tests = [
-        str(Path(__file__).relative_to(ROOT)),
-        "tests/webapp/campaigns/test_run_list_views.py",
-    ]
-    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
-    done = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert " passed, 1 skipped" in done.stdout and "failed" not in done.stdout
+    output = pytest_on_sqlite(
+        tmp_path, this_file(__file__), "tests/webapp/campaigns/test_run_list_views.py"
+    )
+    assert " passed, 1 skipped" in output and "failed" not in output

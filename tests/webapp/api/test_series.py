@@ -4,25 +4,21 @@ test runs this file again on the embedded SQLite database."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from tests.webapp.api.test_api import client_for
 from tests.webapp.factories import RunFactory, TestFileFactory
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import endpoint_series
 from webapp.sites.models import Endpoint
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[3]
 SMALL_DIRECT = {"method": "direct", "pattern": "random", "read_size": 4096, "fraction": 0.1}
 LARGE_COPY = {"method": "copy", "pattern": "sequential", "read_size": 1048576, "fraction": 1.0}
 
@@ -124,11 +120,5 @@ def test_series_selector_reads_in_two_queries(django_assert_num_queries: Any) ->
 
 def test_series_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
     """The tests above, in a pytest of their own on SQLite (the embedded default)."""
-    if connection.vendor == "sqlite":
-        pytest.skip("this session runs on SQLite: the tests above are these")
-    env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
-    tests = f"{Path(__file__).relative_to(ROOT)}"
-    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", tests]
-    done = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert "6 passed, 1 skipped" in done.stdout
+    output = pytest_on_sqlite(tmp_path, this_file(__file__))
+    assert "6 passed, 1 skipped" in output

@@ -5,14 +5,10 @@ this file again on the embedded database)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from pytest_django.fixtures import DjangoAssertNumQueries
 
@@ -22,6 +18,7 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.estimates import (
     campaign_duration,
     campaign_eta,
@@ -34,7 +31,6 @@ from webapp.sites.models import TestFile, VantagePoint
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[3]
 MiB = 1024 * 1024
 
 
@@ -245,11 +241,5 @@ def test_durations_read_as_people_say_them(seconds: float, text: str) -> None:
 
 def test_the_estimates_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
     """This file again, in a pytest of its own on SQLite (this session's is PostgreSQL)."""
-    if connection.vendor == "sqlite":
-        pytest.skip("this session runs on SQLite: the tests above are on it")
-    env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
-    test = str(Path(__file__).relative_to(ROOT))
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test]
-    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout and "failed" not in done.stdout
+    output = pytest_on_sqlite(tmp_path, this_file(__file__))
+    assert " passed" in output and "failed" not in output

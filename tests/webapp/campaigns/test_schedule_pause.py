@@ -4,17 +4,14 @@ next slot and its latest launches with their outcome. Also run on SQLite (the la
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 
 from tests.webapp.campaigns.test_schedules import at, scheduled, slots
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.schedules import (
     ScheduleConflict,
@@ -26,8 +23,6 @@ from webapp.campaigns.schedules import (
     until_text,
 )
 from webapp.campaigns.services import campaign_clone
-
-ROOT = Path(__file__).resolve().parents[3]
 
 pytestmark = pytest.mark.django_db
 
@@ -198,11 +193,5 @@ def test_how_soon_reads_as_a_person_says_it(seconds: float, text: str) -> None:
 
 def test_pause_and_resume_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
     """The tests above, in a pytest of their own on SQLite (the embedded default)."""
-    if connection.vendor == "sqlite":
-        pytest.skip("this session runs on SQLite: the tests above are these")
-    env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
-    tests = f"{Path(__file__).relative_to(ROOT)}"
-    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", tests]
-    done = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert " passed, 1 skipped" in done.stdout and "failed" not in done.stdout
+    output = pytest_on_sqlite(tmp_path, this_file(__file__))
+    assert " passed, 1 skipped" in output and "failed" not in output

@@ -4,9 +4,6 @@ the recent failures, bounded queries; the site page and GET /api/v1/sites/{id}/s
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,12 +11,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
 from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night
 from tests.webapp.factories import SiteFactory, VantagePointFactory
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 from webapp.dashboards.site_summary import DAYS, RECENT_FAILURES, WEEKS, site_summary
@@ -27,7 +24,6 @@ from webapp.sites.models import Site
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[3]
 S = Run.Status
 HOSTILE = "<img src=x onerror=alert(1)>"
 
@@ -361,11 +357,5 @@ def test_the_summary_is_in_the_openapi_schema(client: Client) -> None:
 
 def test_site_summary_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
     """The tests above, in a pytest of their own on SQLite (the embedded default)."""
-    if connection.vendor == "sqlite":
-        pytest.skip("this session runs on SQLite: the tests above are these")
-    env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
-    tests = f"{Path(__file__).relative_to(ROOT)}"
-    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", tests]
-    done = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert " passed, 1 skipped" in done.stdout and "failed" not in done.stdout
+    output = pytest_on_sqlite(tmp_path, this_file(__file__))
+    assert " passed, 1 skipped" in output and "failed" not in output

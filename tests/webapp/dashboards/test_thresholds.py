@@ -5,20 +5,18 @@ On PostgreSQL and, in a pytest of its own, on the embedded SQLite database."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.test import Client
 
 from tests.webapp.dashboards.status_runs import RunMaker, night
 from tests.webapp.factories import VantagePointFactory
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
@@ -35,7 +33,6 @@ from webapp.dashboards.thresholds import (
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[3]
 S = Run.Status
 
 
@@ -366,11 +363,5 @@ def test_the_page_refuses_viewers_saying_why(client: Client) -> None:
 
 def test_thresholds_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
     """The tests above, in a pytest of their own on SQLite (the embedded default)."""
-    if connection.vendor == "sqlite":
-        pytest.skip("this session runs on SQLite: the tests above are these")
-    env = {**os.environ, "DATABASE_URL": "", "FEDPROBE_VAR_DIR": str(tmp_path)}
-    tests = f"{Path(__file__).relative_to(ROOT)}"
-    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", tests]
-    done = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert " passed, 1 skipped" in done.stdout and "failed" not in done.stdout
+    output = pytest_on_sqlite(tmp_path, this_file(__file__))
+    assert " passed, 1 skipped" in output and "failed" not in output
