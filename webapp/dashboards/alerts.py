@@ -48,13 +48,13 @@ from webapp.dashboards.matrix import (
     ERROR_MESSAGE_CHARS,
     FAILED,
     MEASURED,
-    _compare_url,
     _datetime,
 )
 from webapp.dashboards.parameter_sets import (
     FIELDS,
     FractionField,
     ParameterSet,
+    compare_url,
     higher_is_better,
 )
 from webapp.sites.models import Endpoint, Site, VantagePoint
@@ -237,7 +237,7 @@ def _group_row(row: dict[str, Any]) -> dict[str, Any]:
         "protocol": row["protocol"],
         **parameter_set.query(),
         "parameter_set": parameter_set.label,
-        "compare_url": _compare_url(pair, row.get("metric", "throughput_mbps"), parameter_set),
+        "compare_url": compare_url(pair, row.get("metric", "throughput_mbps"), parameter_set),
     }
 
 

@@ -16,7 +16,6 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlencode
 
 from django import forms
 from django.core.exceptions import PermissionDenied
@@ -41,6 +40,7 @@ from webapp.dashboards.parameter_sets import (
     FractionField,
     ParameterSet,
     RecentParameterSet,
+    compare_url,
     parameter_set_choose,
     parameter_sets_recent,
 )
@@ -61,7 +61,6 @@ ENDPOINTS = "endpoint"
 SITES = "site-protocol"
 VIEWS = [(ENDPOINTS, "endpoints x vantage points"), (SITES, "sites x protocols")]
 DEFAULT_METRIC = "throughput_mbps"
-COMPARE_PATH = "/compare/"  # design.md's page contract; the compare page reads these names
 ENDED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.TIMEOUT)
 MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
 FAILED = (Run.Status.FAILED, Run.Status.TIMEOUT)
@@ -361,13 +360,8 @@ def _cell(
     row["since_good_s"] = None if good_at is None else round((now - good_at).total_seconds())
     row["failed"] = row["last_status"] in FAILED
     query = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
-    row["compare_url"] = _compare_url(query, metric, parameter_set)
+    row["compare_url"] = compare_url(query, metric, parameter_set)
     return row
-
-
-def _compare_url(pair: dict[str, Any], metric: str, parameter_set: ParameterSet | None) -> str:
-    query = {**pair, "metric": metric, **(parameter_set.query() if parameter_set else {})}
-    return f"{COMPARE_PATH}?{urlencode(query)}"
 
 
 def _site_protocol_cells(
@@ -401,7 +395,7 @@ def _site_protocol_cells(
                 "last_good_at": stalest,
                 "since_good_s": None if None in since else max(since),
                 "rating": thresholds.rate(value),
-                "compare_url": _compare_url(
+                "compare_url": compare_url(
                     {"site": site, "protocol": protocol}, metric, parameter_set
                 ),
             }

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.db import connection
@@ -15,6 +16,9 @@ from webapp.campaigns.models import Run
 from workers.engine.units import format_size
 
 FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
+# design.md's page contract: the compare and matrix pages read these query names.
+COMPARE_PATH = "/compare/"
+MATRIX_PATH = "/matrix/"
 # The runs a default parameter set is chosen from: the newest, read from run_newest_idx.
 RECENT_RUNS = 10_000
 # Every other metric of SERIES_METRICS is better lower (times, latencies, CPU, bytes moved).
@@ -105,3 +109,17 @@ def parameter_set_choose(
         if candidate.parameter_set.matches(given):
             return candidate.parameter_set
     return None
+
+
+def compare_url(chosen: Mapping[str, Any], metric: str, parameter_set: ParameterSet | None) -> str:
+    """The compare page over time for `chosen` (endpoint, site, vantage point ...), one
+    metric, the runs of one parameter set (any, when None)."""
+    query = {**chosen, "metric": metric, **(parameter_set.query() if parameter_set else {})}
+    return f"{COMPARE_PATH}?{urlencode(query)}"
+
+
+def matrix_url(chosen: Mapping[str, Any], parameter_set: ParameterSet | None) -> str:
+    """The matrix for `chosen` (a site ...), for one parameter set (the default, when None)."""
+    return (
+        f"{MATRIX_PATH}?{urlencode({**chosen, **(parameter_set.query() if parameter_set else {})})}"
+    )

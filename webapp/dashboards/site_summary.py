@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import date, datetime, timedelta
 from typing import Any, TypedDict
-from urllib.parse import urlencode
 
 from django.db.models import Count, OuterRef, Subquery
 from django.shortcuts import get_object_or_404
@@ -32,8 +31,14 @@ from webapp.api.filters import with_first_error
 from webapp.campaigns.models import Run
 from webapp.campaigns.run_table import RunError
 from webapp.dashboards.compare import _bucket, _midnight, parameter_sets_measured
-from webapp.dashboards.matrix import COMPARE_PATH, ENDED
-from webapp.dashboards.parameter_sets import FIELDS, ParameterSet, ParameterSetSerializer
+from webapp.dashboards.matrix import ENDED
+from webapp.dashboards.parameter_sets import (
+    FIELDS,
+    ParameterSet,
+    ParameterSetSerializer,
+    compare_url,
+    matrix_url,
+)
 from webapp.sites.models import Endpoint, Site
 
 DAYS = 14
@@ -47,7 +52,6 @@ AVAILABILITY_BAD = 0.80
 # A failure rate that moved by less than this (1 percentage point) is steady.
 TREND_STEADY = 0.01
 FAILURES = (Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.PARTIAL)
-MATRIX_PATH = "/matrix/"  # design.md's page contract, as COMPARE_PATH
 
 
 class Cell(TypedDict):
@@ -160,8 +164,8 @@ def site_summary(*, site: Site, now: datetime | None = None) -> SiteSummary:
         "site_weeks": [_cell(w, site_counts, _week(w)) for w in weeks],
         "failure_rate": _failure_rate(site_counts, today),
         "recent_failures": _recent_failures(runs),
-        "compare_url": _compare_url({"site": site.pk}, parameter_set),
-        "matrix_url": _matrix_url({"site": site.pk}, parameter_set),
+        "compare_url": compare_url({"site": site.pk}, "throughput_mbps", parameter_set),
+        "matrix_url": matrix_url({"site": site.pk}, parameter_set),
     }
 
 
@@ -296,8 +300,8 @@ def _endpoint_summary(
         "days": [_cell(d, counts, [d]) for d in days],
         "weeks": [_cell(w, counts, _week(w)) for w in weeks],
         "failure_rate": _failure_rate(counts, days[-1]),
-        "compare_url": _compare_url({"endpoint": endpoint.pk}, parameter_set),
-        "matrix_url": _matrix_url(
+        "compare_url": compare_url({"endpoint": endpoint.pk}, "throughput_mbps", parameter_set),
+        "matrix_url": matrix_url(
             {"site": endpoint.site_id, "protocol": endpoint.protocol}, parameter_set
         ),
     }
@@ -348,20 +352,6 @@ def _failure(run: Run) -> Failure:
         "error_class": error.error_class if error else "",
         "message": error.first_line if error else "",
     }
-
-
-def _compare_url(chosen: dict[str, Any], parameter_set: ParameterSet | None) -> str:
-    """Compare over time of these endpoints, for the key figures' parameter set."""
-    query = {**chosen, "metric": "throughput_mbps", **_set_query(parameter_set)}
-    return f"{COMPARE_PATH}?{urlencode(query)}"
-
-
-def _matrix_url(chosen: dict[str, Any], parameter_set: ParameterSet | None) -> str:
-    return f"{MATRIX_PATH}?{urlencode({**chosen, **_set_query(parameter_set)})}"
-
-
-def _set_query(parameter_set: ParameterSet | None) -> dict[str, Any]:
-    return parameter_set.query() if parameter_set else {}
 
 
 # The API view and the schema of its answer
