@@ -317,12 +317,12 @@ class _Execution:
     def _explained(self, record: ClientResult) -> ClientResult:
         """A client that failed after the guard refused one of its connections failed
         for that reason (class egress)."""
-        if self.guard is None or record.error is None:
+        error = record.error
+        if self.guard is None or error is None:
             return record
-        refusal = self.guard.refusal(client_label(record.client))
-        if refusal is not None and record.error.error_class != ErrorClass.EGRESS:
-            message = f"refused by egress policy: {refusal}"
-            record.error = ClientError(ErrorClass.EGRESS, message, record.error.wasted_s)
+        failure = ProbeError(error.error_class, error.message)
+        explained = self.guard.explain(failure, client_label(record.client))
+        record.error = ClientError(explained.error_class, explained.message, error.wasted_s)
         return record
 
     def _kill_remaining(self, error_class: ErrorClass, message: str) -> None:
