@@ -46,7 +46,7 @@ def test_served_by_names_the_server_as_the_client_reached_it_whatever_the_method
     assert run["served_by"] == [server_of(lab, "near-root")]
 
 
-def test_xcache_warm_read_is_faster_than_the_cold_one(lab: Any) -> None:
+def test_xcache_serves_a_warm_read_from_its_cache_without_crossing_the_wan(lab: Any) -> None:
     name = f"/fedprobe/xcache-{time.time_ns()}"
     data = random.Random(name).randbytes(8 * MiB)
     fresh = Path(lab.data_dir("far")) / name.lstrip("/")
@@ -56,15 +56,25 @@ def test_xcache_warm_read_is_faster_than_the_cold_one(lab: Any) -> None:
     params = RunParams(
         urls=(url,), read_size=MiB, fraction=1.0, adler32=((url, f"{zlib.adler32(data):08x}"),)
     )
+    origin = lab.relay_of("far-root")  # the cache's origin, behind the far site's emulated WAN
     try:
+        before = origin_bytes(lab, origin)
         cold = run_probe(params).to_json()
+        after_cold = origin_bytes(lab, origin)
         warm = run_probe(params).to_json()
+        after_warm = origin_bytes(lab, origin)
     finally:
         fresh.unlink()
     assert cold["status"] == warm["status"] == "succeeded"
     assert cold["checksum"] == warm["checksum"] == "ok"
-    # Cold: every 1 MiB block crosses the far site's emulated WAN. Warm: served from disk.
-    assert warm["wall_s"] < cold["wall_s"] / 2
+    # Cold: every block crosses the WAN from the origin. Warm: served from the cache's disk
+    # (how much faster that is depends on the emulated RTT: benches, not this test).
+    assert after_cold - before >= len(data)
+    assert after_warm - after_cold < MiB // 8
+
+
+def origin_bytes(lab: Any, relay: str) -> int:
+    return int(lab.relay_stats()[relay]["bytes_down"])
 
 
 def test_gridftp_copy_brings_the_whole_file_and_verifies_it(lab: Any) -> None:
