@@ -514,7 +514,7 @@ if _broker_url:
     if _visibility_timeout_s < 1:
         raise ImproperlyConfigured("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S must be at least 1")
     CELERY_BROKER_URL = _broker_url
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         # An unacked message (its worker died) returns to the queue after this. It does not
         # matter for runs: a redelivered run was already claimed and is left alone, and runs
         # lost mid-measurement are ended by the reaper, never by redelivery. It only brings

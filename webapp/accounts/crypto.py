@@ -14,7 +14,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django import forms
@@ -96,7 +96,14 @@ class _EmptyOnlyExact(Exact):
         return super().get_prep_lookup()
 
 
-class EncryptedTextField(models.TextField):
+if TYPE_CHECKING:
+    # What a model's field is set to and gives back: text, as for TextField.
+    _TextField = models.TextField[str, str]
+else:
+    _TextField = models.TextField
+
+
+class EncryptedTextField(_TextField):
     """A text column that stores a Fernet token and gives the plaintext in Python.
 
     Lookups other than `isnull` and comparison with "" are refused. Forms render it as an

@@ -121,9 +121,7 @@ class SsoBackend(OIDCAuthenticationBackend):
 
         self.UserModel = get_user_model()
 
-    def authenticate(  # type: ignore[override]
-        self, request: HttpRequest | None, **kwargs: Any
-    ) -> AbstractBaseUser | None:
+    def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> AbstractBaseUser | None:
         # Only the callback passes a nonce: a login form posted to ?code=...&state=... is not
         # a sign-in through the provider.
         if request is None or "nonce" not in kwargs or not sso_enabled():
@@ -150,7 +148,7 @@ class SsoBackend(OIDCAuthenticationBackend):
                 f"ID token refused: signed with {algorithm!r}, not {self.OIDC_RP_SIGN_ALGO}"
             )
         try:
-            return jwt.decode(  # type: ignore[no-any-return]
+            return jwt.decode(
                 payload,
                 key,
                 algorithms=[algorithm],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser, Group
+from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
@@ -21,7 +21,7 @@ from webapp.accounts.models import (
 from webapp.accounts.roles import ADMIN, ROLES
 
 
-def user_set_role(*, user: AbstractUser, role: str) -> None:
+def user_set_role(*, user: User, role: str) -> None:
     """Give `user` exactly one role: the groups of the other roles are left."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}: choose one of {', '.join(ROLES)}")
@@ -59,7 +59,7 @@ def _check_username(username: str) -> None:
         raise UserInputError("username", f"a user named {username!r} exists already")
 
 
-def user_create(*, username: str, role: str, email: str = "", password: str | None) -> AbstractUser:
+def user_create(*, username: str, role: str, email: str = "", password: str | None) -> User:
     """A new active user with `role`; without a password (None) the user signs in through
     single sign-on only (or uses an API token)."""
     _check_username(username)
@@ -84,7 +84,7 @@ class LastAdmin(UserInputError):
     """The change would leave no active admin."""
 
 
-def _refuse_last_admin(*, user: AbstractUser, field: str) -> None:
+def _refuse_last_admin(*, user: User, field: str) -> None:
     """Refuse to take the admin role from `user` when no other active admin is left.
 
     Called inside the changing transaction: locking the admin group row serialises such
@@ -103,7 +103,7 @@ def _refuse_last_admin(*, user: AbstractUser, field: str) -> None:
         )
 
 
-def user_change_role(*, user: AbstractUser, role: str) -> None:
+def user_change_role(*, user: User, role: str) -> None:
     """Give `user` exactly `role`: a superuser given another role stops being one."""
     _check_role(role)
     with transaction.atomic():
@@ -115,7 +115,7 @@ def user_change_role(*, user: AbstractUser, role: str) -> None:
         user_set_role(user=user, role=role)
 
 
-def user_set_active(*, user: AbstractUser, active: bool) -> None:
+def user_set_active(*, user: User, active: bool) -> None:
     """Deactivate (no sign-in, no API token, no role) or reactivate a user; users are never
     deleted: runs and campaigns refer to them."""
     with transaction.atomic():
@@ -137,7 +137,7 @@ def sso_user_sign_in(
     email: str,
     role: str | None,
     provider: str,
-) -> AbstractUser:
+) -> User:
     """The user a provider's identity signs in as, made on the first sign-in with `role`.
 
     The identity (issuer, subject) is what is matched, never an email address. A first
@@ -168,7 +168,7 @@ def sso_user_sign_in(
 
 def _sso_first_sign_in(
     *, issuer: str, subject: str, username: str, email: str, role: str | None, provider: str
-) -> AbstractUser:
+) -> User:
     users = get_user_model().objects
     with transaction.atomic():
         user = users.select_for_update().filter(username__iexact=username).first()
@@ -196,15 +196,15 @@ class ApiTokenExists(Exception):
     """The user has a token already: its key cannot be shown again, only replaced."""
 
 
-def api_token_exists(*, user: AbstractUser) -> bool:
+def api_token_exists(*, user: User) -> bool:
     return ApiToken.objects.filter(user=user).exists()
 
 
-def api_token_revoke(*, user: AbstractUser) -> None:
+def api_token_revoke(*, user: User) -> None:
     ApiToken.objects.filter(user=user).delete()
 
 
-def api_token_create(*, user: AbstractUser) -> str:
+def api_token_create(*, user: User) -> str:
     """A token for `user`, who has none: its key, which only its digest is kept of."""
     key = new_api_key()
     try:
@@ -217,7 +217,7 @@ def api_token_create(*, user: AbstractUser) -> str:
     return key
 
 
-def api_token_rotate(*, user: AbstractUser) -> str:
+def api_token_rotate(*, user: User) -> str:
     """A new token for `user`; the old one stops working."""
     with transaction.atomic():
         api_token_revoke(user=user)

@@ -7,9 +7,16 @@ when FEDPROBE_CACHE_URL names a Redis server.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.http import HttpRequest
 from rest_framework.permissions import SAFE_METHODS
+from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
+
+if TYPE_CHECKING:
+    # rest_framework.views loads DEFAULT_THROTTLE_CLASSES, this module among them.
+    from rest_framework.views import APIView
 
 
 class LoginRateThrottle(SimpleRateThrottle):
@@ -17,7 +24,14 @@ class LoginRateThrottle(SimpleRateThrottle):
 
     scope = "login"
 
-    def get_cache_key(self, request: HttpRequest, view: object) -> str:
+    def allow_page_request(self, request: HttpRequest) -> bool:
+        """allow_request for a Django page (not an API view): the count is keyed by the client
+        address alone, which DRF's Request reads from the Django request it wraps."""
+        from rest_framework.views import APIView
+
+        return self.allow_request(Request(request), APIView())
+
+    def get_cache_key(self, request: Request, view: APIView) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
@@ -26,12 +40,12 @@ class WriteRateThrottle(SimpleRateThrottle):
 
     scope = "writes"
 
-    def allow_request(self, request: HttpRequest, view: object) -> bool:
+    def allow_request(self, request: Request, view: APIView) -> bool:
         if request.method in SAFE_METHODS:
             return True
         return super().allow_request(request, view)
 
-    def get_cache_key(self, request: HttpRequest, view: object) -> str:
+    def get_cache_key(self, request: Request, view: APIView) -> str:
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
             ident = f"user-{user.pk}"

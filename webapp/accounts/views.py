@@ -8,7 +8,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.views.generic import FormView, TemplateView, View
@@ -51,7 +51,7 @@ class LoginView(auth_views.LoginView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         throttle = LoginRateThrottle()
-        if throttle.allow_request(request, self):
+        if throttle.allow_page_request(request):
             return super().post(request, *args, **kwargs)
         context = self.get_context_data(form=self.get_form_class()(request), throttled=True)
         return _retry_after(self.render_to_response(context, status=429), throttle)
@@ -61,7 +61,7 @@ def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = Non
     """The admin's login page, its attempts counted with those of LoginView (same throttle)."""
     if request.method == "POST":
         throttle = LoginRateThrottle()
-        if not throttle.allow_request(request, None):
+        if not throttle.allow_page_request(request):
             refused = HttpResponse(
                 "Too many login attempts from this address: try again later.",
                 status=429,
@@ -84,7 +84,9 @@ class AccountView(ViewerRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        context["has_token"] = api_token_exists(user=self.request.user)
+        user = self.request.user
+        assert isinstance(user, User)  # ViewerRequiredMixin let only signed-in users here
+        context["has_token"] = api_token_exists(user=user)
         return context
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -92,7 +94,7 @@ class AccountView(ViewerRequiredMixin, TemplateView):
         if action not in self.actions:
             return HttpResponseBadRequest(f"action: choose one of {', '.join(self.actions)}")
         user = request.user
-        assert isinstance(user, AbstractUser)
+        assert isinstance(user, User)
         if action == "revoke":
             api_token_revoke(user=user)
             messages.success(request, "Your API token was revoked: scripts using it stop working.")

@@ -102,7 +102,7 @@ class ViewerRequiredMixin(AccessMixin):
             return self.handle_no_permission()
         if not self.allowed(request):
             raise PermissionDenied(role_refusal(request, self.needed_role))
-        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc, no-any-return]
 
 
 class OperatorRequiredMixin(ViewerRequiredMixin):

@@ -38,7 +38,7 @@ class EndpointAdminForm(forms.ModelForm):  # type: ignore[type-arg]
                     fields.setdefault(name, []).extend(messages)
                 else:
                     fields.setdefault(NON_FIELD_ERRORS, []).extend(f"{name}: {m}" for m in messages)
-            error = ValidationError(fields)  # type: ignore[arg-type]
+            error = ValidationError(fields)
         super().add_error(field, error)
 
 

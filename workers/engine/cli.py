@@ -25,7 +25,7 @@ from workers.engine.credentials import (
 from workers.engine.driver import Progress, run_probe
 from workers.engine.errors import InvalidParams
 from workers.engine.params import Method, Pattern, RunParams
-from workers.engine.results import RunResult, RunStatus
+from workers.engine.results import RunJson, RunResult, RunStatus
 from workers.engine.units import format_size, parse_size
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -292,7 +292,7 @@ def summary_table(result: RunResult) -> str:
             f"({ratio} of read)",
         ),
         ("cpu", _seconds(run["cpu_s"]) if result.clients else "-"),
-        ("served by", ", ".join(str(s) for s in run["served_by"]) or "-"),  # type: ignore[attr-defined]
+        ("served by", ", ".join(run["served_by"]) or "-"),
         ("server", str(run["server_version"] or "-")),
         ("auth, tls", f"{run['auth']}, {_tls_text(run['tls'])}"),
         ("checksum", str(run["checksum"] or "not checked")),
@@ -315,13 +315,13 @@ def summary_table(result: RunResult) -> str:
             _cell(c.throughput_mbps if c.bytes_read else None, ".2f"),
         )
         lines.append(f"{c.client:>6} {status:<12} {' '.join(figures)} {c.ops:>8}  {note}")
-    for error in run["errors"]:  # type: ignore[attr-defined]
+    for error in run["errors"]:
         if error["client"] is None:
             lines.append(f"run error: {error['class']}: {error['message']}")
     return "\n".join(lines) + "\n"
 
 
-def _throughput(run: dict[str, object]) -> str:
+def _throughput(run: RunJson) -> str:
     per_client = run["client_throughput_mbps"]
     shown = "-" if per_client is None else f"{per_client:.2f} MB/s"
     return f"{run['throughput_mbps']:.2f} MB/s aggregate, {shown} per client (p50)"

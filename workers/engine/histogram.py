@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workers.engine.results import LatencyHistJson, LatencySummaryJson
 
 SUB_BITS = 4
 _SUB_COUNT = 1 << SUB_BITS
@@ -72,7 +76,7 @@ class LatencyHistogram:
                 return min((lower + bucket_upper_ns(b)) // 2, self.max_ns)
         return self.max_ns
 
-    def summary_us(self) -> dict[str, float]:
+    def summary_us(self) -> LatencySummaryJson:
         """{count, p50, p90, p99, max, mean} in microseconds, as the run JSON reports them."""
 
         def us(ns: float) -> float:
@@ -87,7 +91,7 @@ class LatencyHistogram:
             "mean": us(self.total_ns / self.count) if self.count else 0.0,
         }
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> LatencyHistJson:
         return {
             "buckets": {str(b): n for b, n in sorted(self.counts.items())},
             "count": self.count,

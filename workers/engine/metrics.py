@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from workers.engine.errors import ErrorClass
 from workers.engine.histogram import LatencyHistogram
+
+if TYPE_CHECKING:
+    from workers.engine.results import ClientErrorJson, ClientRecordJson
 
 
 @dataclass
@@ -16,7 +20,7 @@ class ClientError:
     message: str
     wasted_s: float
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> ClientErrorJson:
         return {"class": str(self.error_class), "message": self.message, "wasted_s": self.wasted_s}
 
 
@@ -65,7 +69,7 @@ class ClientResult:
     def add_phase(self, name: str, start_s: float, end_s: float) -> None:
         self.phases.append((name, round(start_s, 6), round(end_s, 6)))
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> ClientRecordJson:
         return {
             "client": self.client,
             "status": "ok" if self.ok else str(self.error.error_class if self.error else ""),

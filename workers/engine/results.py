@@ -1,9 +1,14 @@
-"""A run's result: its clients' records folded into the run JSON of design.md."""
+"""A run's result: its clients' records folded into the run JSON (docs/engine.md).
+
+The run JSON's shape is defined here once, as TypedDicts: what `RunResult.to_json` and
+`ClientResult.to_json` build, and what the web application stores and shows.
+"""
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from workers.engine.backends.base import Negotiated
 from workers.engine.credentials import AuthMethod
@@ -11,6 +16,106 @@ from workers.engine.errors import ErrorClass
 from workers.engine.histogram import LatencyHistogram
 from workers.engine.metrics import READ_KINDS, ClientResult
 from workers.engine.params import RunParams
+
+
+class LatencySummaryJson(TypedDict):
+    """A latency histogram summed up, in microseconds (LatencyHistogram.summary_us)."""
+
+    count: int
+    p50: float
+    p90: float
+    p99: float
+    max: float
+    mean: float
+
+
+class LatencyHistJson(TypedDict):
+    """A latency histogram whole (LatencyHistogram.to_json): bucket -> count, in ns."""
+
+    buckets: dict[str, int]
+    count: int
+    max_ns: int
+    total_ns: int
+
+
+class PhaseJson(TypedDict):
+    """One phase of a client (open, read, copy, close), seconds from the release."""
+
+    phase: str
+    start_s: float
+    end_s: float
+
+
+# "class" is a keyword: these two are spelled the functional way.
+ClientErrorJson = TypedDict("ClientErrorJson", {"class": str, "message": str, "wasted_s": float})
+"""Why a client stopped early (an ErrorClass value), and the seconds it ran before that."""
+
+RunErrorJson = TypedDict("RunErrorJson", {"class": str, "message": str, "client": int | None})
+"""One error of a run: a failed client's, or the run's own (client None: the preflight)."""
+
+
+class ClientRecordJson(TypedDict):
+    """What one client measured (ClientResult.to_json): a ClientAttempt's record."""
+
+    client: int
+    status: str  # "ok", else the error's class
+    served_by: list[str]
+    open_s: float
+    open_phases_s: dict[str, float]
+    ttfb_s: float | None
+    read_s: float
+    copy_s: float
+    close_s: float
+    wall_s: float
+    throughput_mbps: float
+    phases: list[PhaseJson]
+    files: int
+    bytes_requested: int
+    bytes_read: int
+    bytes_wire: int
+    ops: int
+    latency_us: dict[str, LatencySummaryJson]
+    latency_hist: dict[str, LatencyHistJson]
+    cpu_s: float
+    cpu_user_s: float
+    cpu_sys_s: float
+    checksum: str | None  # "ok", "mismatch", or None when it could not be checked
+    error: ClientErrorJson | None
+
+
+class RunJson(TypedDict):
+    """A run's result (RunResult.to_json): what the CLI's --json prints and ingestion stores."""
+
+    status: str  # a RunStatus
+    # RunParams.to_json: the run's parameters, without its credential and local paths.
+    params: dict[str, object]
+    started_at: str
+    released_at: str | None
+    host: str
+    deadline_s: float
+    preflight_rtt_ms: float | None
+    auth: str  # an AuthMethod
+    tls: dict[str, str | None] | None  # {"version", "cipher"}; None without TLS
+    server_version: str | None
+    file_sizes: dict[str, int]
+    wall_s: float
+    open_s: float | None
+    open_phases_s: dict[str, float | None]
+    ttfb_s: float | None
+    throughput_mbps: float
+    client_throughput_mbps: float | None
+    ops: int
+    op_latency_us: LatencySummaryJson
+    latency_us: dict[str, LatencySummaryJson]
+    bytes_requested: int
+    bytes_read: int
+    bytes_wire: int
+    cpu_s: float
+    served_by: list[str]
+    checksum: str | None  # "ok", "mismatch", or None when no client could check
+    clients_ok: int
+    errors: list[RunErrorJson]
+    clients: list[ClientRecordJson]
 
 
 class RunStatus:
@@ -66,14 +171,14 @@ class RunResult:
                     merged.setdefault(kind, LatencyHistogram()).merge(hist)
         return merged
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> RunJson:
         clients = self.clients
         ok = [c for c in clients if c.ok]
         bytes_read = sum(c.bytes_read for c in clients)
         reads = LatencyHistogram()
         for hist in self.merged_latency(READ_KINDS).values():
             reads.merge(hist)
-        errors: list[dict[str, object]] = [
+        errors: list[RunErrorJson] = [
             {"class": str(c.error.error_class), "message": c.error.message, "client": c.client}
             for c in clients
             if c.error is not None

@@ -1,8 +1,10 @@
-"""A fuzzer against the OpenAPI schema finds no 5xx (reliability.md), on PostgreSQL and on
-the embedded SQLite database.
+"""A fuzzer against the OpenAPI schema finds no 5xx (reliability.md), and no answer that
+differs from the schema published for its status code and media type (many answers are built
+by hand, not by their serializer), on PostgreSQL and on the embedded SQLite database.
 
 Schemathesis loads /api/schema/ from a live server and sends every operation inputs drawn
 from the schema (positive) and inputs that break it (negative), as an operator with a token.
+An operation that drawn inputs seldom get past validation (compare) also gets valid ones.
 Path ids are either drawn or those of rows made for the test, so details, edits, launches,
 cancels and deletes meet real rows; deletes go last. Every operation also meets, explicitly,
 the inputs that once answered 500: ids and integers past the 64-bit range (in the path and
@@ -23,7 +25,12 @@ import schemathesis
 from django.contrib.auth.models import Group, User
 from hypothesis import strategies
 from schemathesis import APIOperation, GenerationMode
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import (
+    CheckFunction,
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+)
 
 from tests.servers import celery_sends_to
 from tests.webapp.api.test_api import client_for
@@ -46,6 +53,11 @@ EXPLICIT_EXAMPLES = 3  # per fixed huge value (the other parameters drawn)
 HUGE_INTEGERS = (2**63, 2**64, -(2**63) - 1)
 DEEP_JSON = ("[" * 100_000, '{"a":' * 50_000)
 DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns", "matrix")
+CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
+# Answers that differ from their schema today, checked for server errors only until fixed
+# (issue 12): a run not started yet has auth "", which RunSerializer publishes as an enum
+# of none/token/gsi/x509 without "".
+KNOWN_DRIFT = frozenset({"GET /api/v1/runs/", "POST /api/v1/runs/{id}/cancel/"})
 
 
 @pytest.fixture
@@ -86,7 +98,7 @@ def no_measurements() -> Iterator[None]:
         yield
 
 
-def test_fuzzing_every_operation_finds_no_server_error(
+def test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift(
     live_server: Any,
     seeded: tuple[User, dict[str, int]],
     unthrottled: None,
@@ -97,18 +109,28 @@ def test_fuzzing_every_operation_finds_no_server_error(
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/", headers=auth)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) > 20
+    assert {operation.label for operation in operations} >= KNOWN_DRIFT
     failures = []
     for operation in sorted(operations, key=_deletes_last):
+        checks = [not_a_server_error] if operation.label in KNOWN_DRIFT else CHECKS
         for mode in GenerationMode:
             if mode == GenerationMode.NEGATIVE and not _has_inputs(operation):
                 continue  # nothing to break (GET /api/v1/matrix/thresholds/)
             strategy = _cases(operation, mode, ids)
-            failure = _fuzz(strategy, base_url=live_server.url, headers=auth)
+            failure = _fuzz(strategy, base_url=live_server.url, headers=auth, checks=checks)
             if failure:
                 failures.append(f"{operation.label} ({mode.value}): {failure}")
+        for name, strategy in _valid_cases(operation, ids):
+            failure = _fuzz(strategy, base_url=live_server.url, headers=auth, checks=checks)
+            if failure:
+                failures.append(f"{operation.label} ({name}): {failure}")
         for name, strategy in _huge_integer_cases(operation, ids):
             failure = _fuzz(
-                strategy, base_url=live_server.url, headers=auth, examples=EXPLICIT_EXAMPLES
+                strategy,
+                base_url=live_server.url,
+                headers=auth,
+                checks=checks,
+                examples=EXPLICIT_EXAMPLES,
             )
             if failure:
                 failures.append(f"{operation.label} (huge {name}): {failure}")
@@ -120,7 +142,8 @@ def test_fuzzing_on_the_embedded_sqlite_database_finds_no_server_error(tmp_path:
     """The fuzzer above, in a pytest of its own on SQLite (this session's database is
     PostgreSQL; on SQLite the test above is this one)."""
     output = pytest_on_sqlite(
-        tmp_path, f"{this_file(__file__)}::test_fuzzing_every_operation_finds_no_server_error"
+        tmp_path,
+        f"{this_file(__file__)}::test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift",
     )
     assert "1 passed" in output
 
@@ -150,6 +173,14 @@ def _cases(operation: APIOperation, mode: GenerationMode, ids: dict[str, int]) -
         return drawn
     own = operation.as_strategy(mode, path_parameters={"id": ids[_collection(operation)]})
     return strategies.one_of(drawn, own)
+
+
+def _valid_cases(operation: APIOperation, ids: dict[str, int]) -> Iterator[tuple[str, Any]]:
+    """(name, strategy) with the query parameters an answer of 200 needs fixed, for the
+    operations whose drawn inputs almost never pass validation (their 200 answers, built by
+    hand, would go unchecked)."""
+    if operation.label == "GET /api/v1/compare/":
+        yield "valid endpoint", operation.as_strategy(query={"endpoint": [ids["endpoints"]]})
 
 
 def _integer_parameters(operation: APIOperation) -> Iterator[tuple[str, str, bool]]:
@@ -204,9 +235,15 @@ def _deep_json_failures(
 
 
 def _fuzz(
-    strategy: Any, *, base_url: str, headers: dict[str, str], examples: int = EXAMPLES
+    strategy: Any,
+    *,
+    base_url: str,
+    headers: dict[str, str],
+    checks: list[CheckFunction],
+    examples: int = EXAMPLES,
 ) -> str | None:
-    """The first server error the strategy's cases meet, or None."""
+    """The first failure of `checks` (a server error, an answer unlike its schema) that the
+    strategy's cases meet, or None."""
 
     @hypothesis.settings(
         max_examples=examples,
@@ -219,11 +256,11 @@ def _fuzz(
     @hypothesis.given(case=strategy)
     def call(case: schemathesis.Case) -> None:
         response = case.call(base_url=base_url, headers=headers)
-        case.validate_response(response, checks=[not_a_server_error], headers=headers)
+        case.validate_response(response, checks=checks, headers=headers)
 
     try:
         call()
-    except Exception as exc:
+    except (Exception, BaseExceptionGroup) as exc:  # schemathesis: a FailureGroup
         return str(exc)[:3000]
     return None
 

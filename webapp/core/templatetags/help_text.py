@@ -15,7 +15,7 @@ _CODE = re.compile(r"`([^`]+)`")
 
 
 @register.filter
-def inline_code(text: object) -> SafeString:
+def inline_code(text: str) -> SafeString:
     """Run `celery` -> Run <code>celery</code>; the text is escaped before the tags go in."""
     escaped = str(conditional_escape(text))
     return mark_safe(_CODE.sub(r"<code>\1</code>", escaped))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from argparse import ArgumentParser
-from typing import Any
+from typing import Any, TextIO, cast
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -36,7 +36,9 @@ class Command(BaseCommand):
         except InvalidParams as exc:
             raise CommandError(f"{exc.field}: {exc.message}", returncode=2) from None
         warn_unreachable_fraction(params, sys.stderr)
-        status = execute(params, as_json=options["json"], out=self.stdout, err=sys.stderr)
+        # self.stdout (a TextIOBase) is what call_command(stdout=...) captures.
+        out = cast(TextIO, self.stdout)
+        status = execute(params, as_json=options["json"], out=out, err=sys.stderr)
         if status != EXIT_OK:
             sys.exit(status)
 

@@ -1,0 +1,61 @@
+"""The run JSON a RunResult builds has the shape its TypedDicts declare (workers/engine/results)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.contract import RUN_KEYS
+from workers.engine.errors import ErrorClass
+from workers.engine.metrics import ClientError, ClientResult
+from workers.engine.params import RunParams
+from workers.engine.results import (
+    ClientErrorJson,
+    ClientRecordJson,
+    LatencyHistJson,
+    LatencySummaryJson,
+    PhaseJson,
+    RunErrorJson,
+    RunJson,
+    RunResult,
+)
+
+
+def _result() -> RunResult:
+    done = ClientResult(client=0, served_by=["a:1094"], open_s=0.01, ttfb_s=0.02, wall_s=1.0)
+    done.add_phase("read", 0.0, 1.0)
+    done.histogram("read").record_all([1000, 2000, 3000])
+    done.bytes_read = done.bytes_requested = done.bytes_wire = 12_288
+    failed = ClientResult(client=1, error=ClientError(ErrorClass.TIMEOUT, "too slow", 2.0))
+    return RunResult(
+        params=RunParams(urls=("root://a:1094//f",)),
+        started_at="2026-11-26T00:00:00+00:00",
+        host="worker",
+        deadline_s=30.0,
+        clients=[done, failed],
+        run_error=(ErrorClass.REFUSED, "connection refused"),
+        wall_s=1.0,
+    )
+
+
+def _keys(typed: Any) -> set[str]:
+    return set(typed.__required_keys__) | set(typed.__optional_keys__)
+
+
+def test_run_json_has_the_keys_its_typeddicts_declare_at_every_level() -> None:
+    run = _result().to_json()
+    client = run["clients"][0]
+    error = run["clients"][1]["error"]
+    assert error is not None
+    assert set(run) == _keys(RunJson)
+    assert set(run["op_latency_us"]) == _keys(LatencySummaryJson)
+    assert set(client) == _keys(ClientRecordJson)
+    assert set(client["latency_hist"]["read"]) == _keys(LatencyHistJson)
+    assert set(client["phases"][0]) == _keys(PhaseJson)
+    assert set(error) == _keys(ClientErrorJson)
+    assert [set(e) for e in run["errors"]] == [_keys(RunErrorJson)] * 2
+    assert json.loads(json.dumps(run)) == run  # plain JSON: what the CLI prints
+
+
+def test_run_json_typeddict_holds_the_documented_contract() -> None:
+    assert _keys(RunJson) >= RUN_KEYS
