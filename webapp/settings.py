@@ -177,6 +177,7 @@ INSTALLED_APPS = [
     "webapp.sites",
     "webapp.campaigns",
     "webapp.dashboards",
+    "webapp.demo",
 ]
 # Swagger UI and ReDoc files for /api/docs/ come from drf-spectacular-sidecar, served from
 # our static files: no CDN (grid sites are often air-gapped).

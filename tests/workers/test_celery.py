@@ -36,8 +36,8 @@ from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import campaign_launch, run_claim, runs_reap
 from webapp.campaigns.tasks import launch_due_campaigns, measure_run, reap_runs, resend_runs
 from webapp.celery import app
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint, VantagePoint
-from webapp.sites.services import lab_register
 
 FINAL = {s.value for s in Run.FINAL}
 
