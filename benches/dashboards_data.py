@@ -30,7 +30,7 @@ def ensure_history(
     from django.core.management import call_command
 
     from webapp.campaigns.models import Run
-    from webapp.dashboards.synthetic import SYNTHETIC_PREFIX
+    from webapp.demo.synthetic import SYNTHETIC_PREFIX
     from webapp.sites.models import Endpoint, VantagePoint
 
     synthetic = {"name__startswith": SYNTHETIC_PREFIX}
@@ -57,7 +57,7 @@ def ensure_history(
 def compare_requests() -> dict[str, str]:
     """Compare over time: 1 to 20 endpoints (the cap), 90 days to a year."""
     from webapp.campaigns.models import Run
-    from webapp.dashboards.synthetic import SYNTHETIC_PREFIX
+    from webapp.demo.synthetic import SYNTHETIC_PREFIX
     from webapp.sites.models import Endpoint, Site
 
     endpoints = list(

@@ -90,8 +90,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from benches.common import running_lab
     from tests.celery_worker import WorkerProcess
+    from webapp.demo.services import lab_register
     from webapp.sites.models import Endpoint
-    from webapp.sites.services import lab_register
 
     redis.Redis.from_url(BROKER).flushdb()
     with running_lab(args.lab_dir, "test", [1 << 20], base_port=27000) as lab:

@@ -1,6 +1,6 @@
 """Real Celery worker processes for tests: started, awaited, stopped, or killed like a lost host.
 
-Each worker is `python -m celery -A workers worker` in a session of its own, so every process
+Each worker is `python -m celery -A webapp worker` in a session of its own, so every process
 it starts (pool children, the engine's fork server and clients, which lead their own process
 groups) can be found by session id and none outlives the test. The session id is the main
 process's pid, which the kernel keeps reserved only while a member lives or the main process
@@ -45,7 +45,7 @@ class WorkerProcess:
 
     def start(self) -> WorkerProcess:
         argv = [
-            sys.executable, "-m", "celery", "-A", "workers", "worker",
+            sys.executable, "-m", "celery", "-A", "webapp", "worker",
             "-Q", ",".join(self.queues), "--concurrency", "1", "-P", "prefork",
             "--without-heartbeat", "--without-gossip", "--without-mingle",
             "-n", f"{self.name}@%h", "-l", "INFO",

@@ -29,7 +29,7 @@ START_TIMEOUT_S = 30.0
 def celery_sends_to(url: str) -> Iterator[None]:
     """This process's Celery app sends to the broker at `url` meanwhile (the web side of a
     test: launches, resends). `memory://` keeps every message inside this process."""
-    from workers.celery import app
+    from webapp.celery import app
 
     saved = app.conf.broker_url
     _use_broker(app, url)

@@ -204,7 +204,7 @@ def test_every_manage_py_command_exists_and_accepts_its_arguments() -> None:
 def test_celery_commands_accept_their_options() -> None:
     for service in ("worker", "beat"):
         argv = command(service)
-        assert argv[:3] == ["celery", "-A", "workers"]
+        assert argv[:3] == ["celery", "-A", "webapp"]
         result = run_in_image_env([sys.executable, "-m", "celery", *argv[1:], "--help"], service)
         assert result.returncode == 0, result.stderr
     assert "vantage.local,control" in command("worker")
@@ -213,7 +213,7 @@ def test_celery_commands_accept_their_options() -> None:
 def test_worker_health_check_command_accepts_its_options() -> None:
     test = interpolate(SERVICES["worker"]["healthcheck"]["test"][1], {})
     argv = shlex.split(test.replace("$(hostname)", "host"))
-    assert argv[:3] == ["celery", "-A", "workers"]
+    assert argv[:3] == ["celery", "-A", "webapp"]
     result = run_in_image_env([sys.executable, "-m", "celery", *argv[1:], "--help"], "worker")
     assert result.returncode == 0, result.stderr
 

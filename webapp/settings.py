@@ -177,6 +177,7 @@ INSTALLED_APPS = [
     "webapp.sites",
     "webapp.campaigns",
     "webapp.dashboards",
+    "webapp.demo",
 ]
 # Swagger UI and ReDoc files for /api/docs/ come from drf-spectacular-sidecar, served from
 # our static files: no CDN (grid sites are often air-gapped).
@@ -478,7 +479,7 @@ FEDPROBE_SCHEDULE_CATCHUP_S = env_int("FEDPROBE_SCHEDULE_CATCHUP_S", 6 * 3600)
 # is failed ("no worker took the run").
 FEDPROBE_RESEND_AFTER_S = env_int("FEDPROBE_RESEND_AFTER_S", 300)
 FEDPROBE_RESEND_MAX_SENDS = env_int("FEDPROBE_RESEND_MAX_SENDS", 3)
-# Worker health (webapp/sites/health.py; docs/workers.md): each worker writes a heartbeat row
+# Worker health (webapp/campaigns/health.py; docs/workers.md): each worker writes a heartbeat row
 # per queue it consumes this often, and counts as gone once its last one is this old.
 FEDPROBE_WORKER_HEARTBEAT_S = env_int("FEDPROBE_WORKER_HEARTBEAT_S", 30)
 FEDPROBE_WORKER_STALE_S = env_int("FEDPROBE_WORKER_STALE_S", 120)
@@ -497,7 +498,7 @@ if FEDPROBE_WORKER_STALE_S <= FEDPROBE_WORKER_HEARTBEAT_S:
         "would show as gone between its heartbeats"
     )
 
-# Celery (workers/celery.py; docs/workers.md). The broker only carries "measure run N" and
+# Celery (webapp/celery.py; docs/workers.md). The broker only carries "measure run N" and
 # control messages: state lives in our rows, so there is no result backend.
 # FEDPROBE_BROKER_URL is a Redis URL (redis://127.0.0.1:6379/0). Unset, the embedded default
 # is kombu's filesystem transport in VAR_DIR/broker: no server, works between the processes
@@ -548,7 +549,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_CONCURRENCY = 1
 # A broker blip must not cancel a measurement: its results go to PostgreSQL.
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
-# Measurements go to their vantage point's queue, named when sent (workers.dispatch).
+# Measurements go to their vantage point's queue, named when sent (webapp.campaigns.dispatch).
 CELERY_TASK_ROUTES = {
     name: {"queue": "control"}
     for name in ("fedprobe.reap_runs", "fedprobe.launch_due_campaigns", "fedprobe.resend_runs")
@@ -575,4 +576,4 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULER = "workers.celery:Scheduler"
+CELERY_BEAT_SCHEDULER = "webapp.celery:Scheduler"

@@ -1,5 +1,7 @@
-"""fedprobe workers: the measurement engine, the lab federation and (later) the Celery app.
+"""fedprobe workers: the measurement engine (`workers.engine`) and the lab federation
+(`workers.lab`).
 
-This package must stay importable without Django or Celery: `workers.engine` and
-`workers.lab` are used by the command line, the benchmarks and the tests on their own.
+Nothing in this package imports Django, Celery or the web application: the engine and the lab
+are used by the command line, the benchmarks and the tests on their own. The Celery app and
+its tasks live in the web application (webapp/celery.py, webapp/campaigns/tasks.py).
 """

@@ -443,7 +443,7 @@
       note.textContent = "The timeline appears once a worker has taken the run.";
       message(chart,
         `Waiting for a worker on queue ${live.queue}: one is started with ` +
-        `"celery -A workers worker -Q ${live.queue}".`);
+        `"celery -A webapp worker -Q ${live.queue}".`);
       return;
     }
     note.textContent = "Live: what each client has read of what it plans to read, updated every " +

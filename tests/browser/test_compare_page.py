@@ -17,9 +17,9 @@ from django.utils import timezone
 from tests.webapp.factories import CampaignFactory, RunFactory
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import run_execute
-from webapp.dashboards.synthetic import PARAMETER_SETS, SYNTHETIC_PREFIX, history_synthesize
+from webapp.demo.services import lab_register
+from webapp.demo.synthetic import PARAMETER_SETS, SYNTHETIC_PREFIX, history_synthesize
 from webapp.sites.models import Endpoint, Site
-from webapp.sites.services import lab_register
 from workers.lab.files import MiB
 
 pytestmark = pytest.mark.django_db(transaction=True)

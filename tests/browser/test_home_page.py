@@ -19,8 +19,9 @@ from tests.webapp.dashboards.status_runs import RunMaker, night
 from tests.webapp.factories import CampaignFactory, SiteFactory, TestFileFactory
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch, run_execute
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register, vantage_point_local
+from webapp.sites.services import vantage_point_local
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,8 +23,9 @@ from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch, run_execute
 from webapp.core.units import format_duration_s
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register, vantage_point_local
+from webapp.sites.services import vantage_point_local
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,8 +16,8 @@ import pytest
 from tests.browser.test_results_page import open_results
 from tests.celery_worker import WorkerProcess
 from webapp.campaigns.models import Campaign, Run
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -32,8 +32,8 @@ from webapp.campaigns.services import (
     run_fail,
     run_ingest,
 )
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register
 from workers.engine.errors import ErrorClass
 from workers.engine.metrics import ClientError, ClientResult
 

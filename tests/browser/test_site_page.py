@@ -19,7 +19,7 @@ from django.utils import timezone
 from tests.webapp.dashboards.status_runs import RunMaker, night
 from tests.webapp.factories import SiteFactory, VantagePointFactory
 from webapp.campaigns.models import Run
-from webapp.dashboards.synthetic import SYNTHETIC_PREFIX, history_synthesize
+from webapp.demo.synthetic import SYNTHETIC_PREFIX, history_synthesize
 from webapp.sites.models import Endpoint, Site
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -25,8 +25,9 @@ def _fresh_throttle_counts() -> Iterator[None]:
 def registered(lab: Any, settings: Any, tmp_path: Path) -> Iterator[Any]:
     """The lab registered, its CA merged with the host's in the test's own VAR_DIR, which
     runs verify servers against (as `lab register` arranges for the embedded mode)."""
+    from webapp.demo.services import lab_register
     from webapp.sites.credentials import TOKEN_CACHE
-    from webapp.sites.services import lab_register, local_ca_dir
+    from webapp.sites.services import local_ca_dir
 
     settings.VAR_DIR = tmp_path
     lab_register(lab=lab, ca_dir=local_ca_dir())

@@ -25,19 +25,19 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
-from webapp.campaigns.models import ClientAttempt, Run
-from webapp.campaigns.services import campaign_launch, run_claim, runs_reap
-from webapp.sites.models import Endpoint, VantagePoint
-from webapp.sites.services import lab_register
-from workers.celery import app
-from workers.dispatch import (
+from webapp.campaigns.dispatch import (
     LAUNCH_DUE_CAMPAIGNS,
     MEASURE_RUN,
     REAP_RUNS,
     RESEND_RUNS,
     enqueue_run,
 )
-from workers.tasks import launch_due_campaigns, measure_run, reap_runs, resend_runs
+from webapp.campaigns.models import ClientAttempt, Run
+from webapp.campaigns.services import campaign_launch, run_claim, runs_reap
+from webapp.campaigns.tasks import launch_due_campaigns, measure_run, reap_runs, resend_runs
+from webapp.celery import app
+from webapp.demo.services import lab_register
+from webapp.sites.models import Endpoint, VantagePoint
 
 FINAL = {s.value for s in Run.FINAL}
 
@@ -279,7 +279,7 @@ def test_beat_starts_with_its_schedule_in_a_var_dir_it_creates(
     env = {**celery_worker_env, "FEDPROBE_VAR_DIR": str(var)}
     with log.open("wb") as out:
         beat = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers", "beat", "-l", "INFO"],
+            [sys.executable, "-m", "celery", "-A", "webapp", "beat", "-l", "INFO"],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:

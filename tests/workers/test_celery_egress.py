@@ -9,10 +9,10 @@ from typing import Any
 from tests.celery_worker import WorkerProcess
 from tests.webapp.factories import CampaignFactory, RunFactory, SiteFactory, TestFileFactory
 from tests.workers.test_celery import lab_endpoint, wait_for_final
+from webapp.campaigns.dispatch import enqueue_run
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch
 from webapp.sites.models import Endpoint, VantagePoint
-from workers.dispatch import enqueue_run
 
 
 def test_a_run_on_a_metadata_address_fails_with_class_egress_before_connecting(

@@ -23,7 +23,7 @@ from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import campaign_launch
 from webapp.sites.models import Endpoint
 from webapp.sites.services import vantage_point_local
-from workers.celery import app
+from webapp.celery import app
 
 ping = app.control.ping(timeout=3)
 campaign = Campaign.objects.create(

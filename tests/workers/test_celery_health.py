@@ -20,10 +20,10 @@ from tests.celery_worker import WorkerProcess, wait_until
 from tests.webapp.factories import VantagePointFactory
 from tests.webapp.sites.conftest import login_as
 from tests.workers.test_celery_embedded import embedded_env, manage  # noqa: F401
-from webapp.sites.health import VantagePointHealth, vantage_points_health
+from webapp.campaigns.dispatch import MEASURE_RUN, REAP_RUNS
+from webapp.campaigns.health import VantagePointHealth, vantage_points_health
+from webapp.celery import _current_run_id
 from webapp.sites.models import VantagePoint, WorkerHeartbeat
-from workers.celery import _current_run_id
-from workers.dispatch import MEASURE_RUN, REAP_RUNS
 
 HEARTBEAT_S = 1
 STALE_S = 3
@@ -106,9 +106,9 @@ HEALTH_SCRIPT = """
 import json
 import django
 django.setup()
-from webapp.sites.health import vantage_points_health
+from webapp.campaigns.health import vantage_points_health
 from webapp.sites.models import VantagePoint
-from workers.celery import app
+from webapp.celery import app
 
 if SEND:
     app.send_task("fedprobe.measure_run", args=[0], queue="vantage.nobody")

@@ -276,10 +276,10 @@ def launch(
 
 @contextlib.contextmanager
 def celery_beat(env: Mapping[str, str], tmp_path: Path) -> Iterator[Path]:
-    """`celery -A workers beat` with the production schedule (its file in a VAR_DIR of the
+    """`celery -A webapp beat` with the production schedule (its file in a VAR_DIR of the
     test's own), in a session of its own; yields its log."""
     log = tmp_path / "beat.log"
-    argv = [sys.executable, "-m", "celery", "-A", "workers", "beat", "-l", "INFO"]
+    argv = [sys.executable, "-m", "celery", "-A", "webapp", "beat", "-l", "INFO"]
     with log.open("wb") as out:
         beat = subprocess.Popen(
             argv, cwd=REPO, env={**env, "FEDPROBE_VAR_DIR": str(tmp_path / "beat-var")},

@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp.accounts.serializers import CredentialField
+from webapp.campaigns.health import VantagePointHealth, WorkerSeen, vantage_points_health
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.schedules import LaunchOutcome, ScheduleState
 from webapp.campaigns.services import MatrixPreview, campaign_preview, campaign_preview_draft
@@ -30,7 +31,6 @@ from webapp.sites.credentials import (
     credential_change,
     credential_check,
 )
-from webapp.sites.health import VantagePointHealth, WorkerSeen, vantage_points_health
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine import InvalidParams
 from workers.engine.urls import check_url

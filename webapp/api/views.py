@@ -43,6 +43,7 @@ from webapp.api.serializers import (
     SiteSerializer,
     VantagePointSerializer,
 )
+from webapp.campaigns.health import VantagePointHealth, vantage_points_health
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.schedules import (
     ScheduleConflict,
@@ -61,7 +62,6 @@ from webapp.campaigns.services import (
 from webapp.campaigns.validation import MAX_ID
 from webapp.dashboards.parameter_sets import ParameterSetSerializer
 from webapp.dashboards.run_detail import run_charts
-from webapp.sites.health import VantagePointHealth, vantage_points_health
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from webapp.sites.services import vantage_point_local
 

@@ -209,7 +209,7 @@ def campaign_clone(*, campaign: Campaign, owner: AbstractBaseUser) -> Campaign:
 
 
 def _enqueue(runs: Iterable[Run]) -> None:
-    from workers.dispatch import enqueue_run
+    from webapp.campaigns.dispatch import enqueue_run
 
     for run in runs:
         enqueue_run(run)

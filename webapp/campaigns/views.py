@@ -20,6 +20,7 @@ from webapp.accounts.roles import can_edit
 from webapp.api.filters import RunFilter, with_first_error
 from webapp.campaigns.estimates import campaign_duration, campaign_eta
 from webapp.campaigns.forms import CampaignForm
+from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.models import (
     CAMPAIGN_CANCEL_REFUSAL,
     RUN_CANCEL_REFUSAL,
@@ -53,7 +54,6 @@ from webapp.campaigns.services import (
 )
 from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.dashboards.run_detail import run_charts
-from webapp.sites.health import vantage_points_health
 
 MAX_STATUS_IDS = 100
 ID = re.compile(r"[0-9]{1,18}")

@@ -8,11 +8,11 @@ from django.db.models import QuerySet
 from django.urls import reverse
 from django.views.generic import TemplateView
 
+from webapp.campaigns.health import VantagePointHealth, vantage_points_health
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import run_list, runs_progress
 from webapp.core.views import ViewerRequiredMixin
 from webapp.dashboards.alerts import alerts_data
-from webapp.sites.health import VantagePointHealth, vantage_points_health
 from webapp.sites.models import VantagePoint
 
 TOP = 5  # rows of each list on the home page; the alerts page has them all

@@ -196,7 +196,7 @@ class VantagePointForm(forms.ModelForm):  # type: ignore[type-arg]
         model = VantagePoint
         fields = ["name", "location", "description"]
         help_texts = {
-            "name": "Workers started with `celery -A workers worker -Q vantage.NAME` measure "
+            "name": "Workers started with `celery -A webapp worker -Q vantage.NAME` measure "
             "from here; renaming it changes the queue they must listen on."
         }
 

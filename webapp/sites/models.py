@@ -260,12 +260,12 @@ class VantagePoint(models.Model):
 
     @property
     def queue(self) -> str:
-        """Workers started with `celery -A workers worker -Q vantage.NAME` measure from here."""
+        """Workers started with `celery -A webapp worker -Q vantage.NAME` measure from here."""
         return f"vantage.{self.name}"
 
 
 class WorkerHeartbeat(models.Model):
-    """A Celery worker consuming one queue, as it last reported itself (webapp.sites.health)."""
+    """A Celery worker consuming one queue, as it last reported itself (webapp.campaigns.health)."""
 
     hostname = models.CharField(max_length=200, help_text="the worker's node name, NAME@host")
     queue = models.CharField(max_length=200, help_text="vantage.NAME, or control")

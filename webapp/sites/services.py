@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -14,8 +13,7 @@ from django.db.models import ProtectedError
 
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import run_params
-from webapp.sites.credentials import ca_dir_merge, trusted_ca_sources
-from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, Site, TestFile, VantagePoint
+from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, TestFile, VantagePoint
 from workers.engine import (
     InvalidParams,
     Method,
@@ -25,25 +23,14 @@ from workers.engine import (
     RunStatus,
     run_probe,
 )
-from workers.engine.credentials import Credential, CredentialKind, scope_covers
-from workers.engine.oauth import OAuthClient
+from workers.engine.credentials import CredentialKind, scope_covers
 from workers.engine.urls import GRIDFTP_SCHEMES
-from workers.lab import Lab
 
 # In VAR_DIR: the host's CA folder and the lab's CA, merged (settings.LOCAL_CA_DIR).
 LOCAL_CA_FOLDER = "ca"
 # A connection test reads one small block from the web host: it answers within this.
 CONNECTION_TIMEOUT_S = 10
 CONNECTION_READ_SIZE = 4096
-
-
-@dataclass(frozen=True)
-class Registered:
-    """What `lab register` recorded."""
-
-    sites: int
-    endpoints: int
-    files: int
 
 
 def vantage_point_local() -> VantagePoint:
@@ -57,67 +44,6 @@ def vantage_point_local() -> VantagePoint:
 def local_ca_dir() -> Path:
     """The embedded mode's CA folder (settings.LOCAL_CA_DIR): made by `lab register`."""
     return Path(settings.VAR_DIR) / LOCAL_CA_FOLDER
-
-
-@transaction.atomic
-def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
-    """Record the running lab's sites, endpoints and test files (idempotent).
-
-    Endpoints keep the lab's names (`far-root`, as `lab status` lists them); their sites are
-    named `lab-<site>` (tier "lab"), which tells them apart from real ones. Each endpoint's
-    largest file is its default test file. Authenticated endpoints get the
-    lab's credentials: an oauth client of its issuer where a token is asked for, a fresh
-    proxy of its CA where an X.509 proxy is. With `ca_dir`, that folder is made the CA
-    folder of this host plus the lab's CA (settings.LOCAL_CA_DIR: the embedded mode's).
-    """
-    sites, endpoints, files = set(), 0, 0
-    for lab_endpoint in lab.endpoints():
-        site, _ = Site.objects.update_or_create(
-            name=f"lab-{lab_endpoint.site}",
-            defaults={"tier": "lab", "storage_system": "xrootd", "location": "loopback"},
-        )
-        sites.add(site.pk)
-        kind, credential = _lab_credential(lab, lab_endpoint.auth)
-        endpoint, _ = Endpoint.objects.update_or_create(
-            name=lab_endpoint.name,
-            defaults={
-                "site": site,
-                "protocol": lab_endpoint.protocol,
-                "base_url": lab_endpoint.url,
-                "role": lab_endpoint.role,
-                "enabled": True,
-                "credential_kind": kind,
-                "credential": credential,
-            },
-        )
-        endpoints += 1
-        largest = max(lab_endpoint.files, key=lambda f: f.size).path if lab_endpoint.files else ""
-        for lab_file in lab_endpoint.files:
-            TestFile.objects.update_or_create(
-                endpoint=endpoint,
-                path=lab_file.path,
-                defaults={
-                    "size": lab_file.size,
-                    "adler32": lab_file.adler32,
-                    "is_default": lab_file.path == largest,
-                },
-            )
-            files += 1
-    vantage_point_local()
-    if ca_dir is not None:
-        ca_dir_merge(target=ca_dir, sources=[trusted_ca_sources(), lab.ca_dir()])
-    return Registered(len(sites), endpoints, files)
-
-
-def _lab_credential(lab: Lab, auth: str) -> tuple[str, str]:
-    """The credential kind and text a lab endpoint asking for `auth` is given."""
-    if auth == "token":
-        client = OAuthClient.from_json(json.dumps(lab.oauth_client()))
-        return CredentialKind.OAUTH_CLIENT, client.to_json()
-    if auth == "x509":
-        proxy = lab.write_proxy()
-        return CredentialKind.X509_PROXY, Credential.x509_proxy(proxy.read_text()).secret
-    return CredentialKind.NONE, ""
 
 
 def endpoint_set_enabled(*, endpoint: Endpoint, enabled: bool) -> None:

@@ -27,12 +27,12 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.generic import CreateView, DetailView, ListView, UpdateView, View
 
+from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.selectors import run_list
 from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.dashboards.site_summary import site_summary
 from webapp.sites.credentials import credential_summary
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
-from webapp.sites.health import vantage_points_health
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from webapp.sites.services import (
     ConnectionCheck,

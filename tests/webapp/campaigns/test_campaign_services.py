@@ -28,8 +28,8 @@ from webapp.campaigns.services import (
     run_ingest,
     runs_reap,
 )
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register
 
 pytestmark = pytest.mark.django_db
 

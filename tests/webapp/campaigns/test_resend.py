@@ -16,6 +16,7 @@ from django.db import connection
 from tests.celery_worker import WorkerProcess
 from tests.webapp.factories import CampaignFactory, RunFactory, VantagePointFactory
 from tests.workers.test_celery import lab_endpoint, queued_messages, wait_for_final, wait_until
+from webapp.campaigns.dispatch import RESEND_RUNS
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import (
     ResendOutcome,
@@ -24,9 +25,8 @@ from webapp.campaigns.services import (
     run_claim,
     runs_resend_stale,
 )
+from webapp.celery import app
 from webapp.sites.models import VantagePoint
-from workers.celery import app
-from workers.dispatch import RESEND_RUNS
 
 NOTHING = ResendOutcome(resent=[], failed=[])
 

@@ -12,8 +12,8 @@ from django.db import connection
 from tests.webapp.factories import RunFactory
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import run_cancel, run_execute
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register
 
 WAIT_S = 60
 

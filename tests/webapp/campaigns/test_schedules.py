@@ -18,10 +18,10 @@ from django.db import connection, connections, transaction
 from tests.celery_worker import REPO, WorkerProcess
 from tests.webapp.factories import CampaignFactory, TestFileFactory, VantagePointFactory
 from tests.workers.test_celery import wait_until
+from webapp.campaigns.dispatch import LAUNCH_DUE_CAMPAIGNS
 from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
 from webapp.campaigns.schedules import campaigns_launch_due
-from workers.celery import app
-from workers.dispatch import LAUNCH_DUE_CAMPAIGNS
+from webapp.celery import app
 
 # Runs go to a queue no worker of the suite consumes: these tests only count them.
 NOBODY = "schedules-nobody"

@@ -16,8 +16,8 @@ from pytest_django.fixtures import Settings
 from tests.celery_worker import WorkerProcess
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Campaign
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register
 
 PASSWORD = "correct horse battery staple"
 WAIT_S = 90

@@ -84,7 +84,7 @@ def test_vantage_points_highlight_one_nav_item_and_show_the_full_worker_command(
     html = _login(client, "viewer").get("/vantage-points/").content.decode()
     current = re.findall(r'<a href="([^"]+)" aria-current="page">', html)
     assert current == ["/vantage-points/"]
-    assert "celery -A workers worker -Q vantage.cern --concurrency 1 -n cern@%h" in html
+    assert "celery -A webapp worker -Q vantage.cern --concurrency 1 -n cern@%h" in html
     sites = _login(Client(), "operator").get("/sites/").content.decode()
     assert re.findall(r'<a href="([^"]+)" aria-current="page">', sites) == ["/sites/"]
 
@@ -94,5 +94,5 @@ def test_help_text_shows_commands_as_code_not_backticks(client: Client) -> None:
     user = User.objects.create_user("boss", is_superuser=True)
     client.force_login(user)
     html = client.get("/vantage-points/new/").content.decode()
-    assert "<code>celery -A workers worker -Q vantage.NAME</code>" in html
+    assert "<code>celery -A webapp worker -Q vantage.NAME</code>" in html
     assert "`" not in html

@@ -20,8 +20,8 @@ from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.selectors import run_detail
 from webapp.campaigns.services import campaign_launch, run_claim, run_execute, run_fail, run_ingest
 from webapp.dashboards.run_detail import run_charts
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register
 from workers.engine.errors import ErrorClass
 from workers.engine.metrics import READ_KINDS, ClientError, ClientResult
 

@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 
 from tests.webapp.factories import EndpointFactory, TestFileFactory
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import endpoint_test_connection, lab_register
+from webapp.sites.services import endpoint_test_connection
 
 pytestmark = pytest.mark.django_db
 

@@ -14,9 +14,10 @@ from django.test import Client
 
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import run_params
+from webapp.demo.services import lab_register
 from webapp.sites.credentials import TOKEN_CACHE, endpoint_run_credential
 from webapp.sites.models import Endpoint
-from webapp.sites.services import endpoint_test_connection, lab_register, local_ca_dir
+from webapp.sites.services import endpoint_test_connection, local_ca_dir
 from workers.engine.credentials import SYSTEM_CA_DIR, CredentialKind
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, ProbeError

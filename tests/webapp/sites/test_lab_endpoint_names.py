@@ -12,8 +12,8 @@ from django.apps import apps as current_apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import lab_register
 
 pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE = [("sites", "0005_worker_heartbeat")]

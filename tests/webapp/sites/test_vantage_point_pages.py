@@ -15,7 +15,7 @@ def test_list_shows_the_worker_command_of_each(viewer: Client) -> None:
     VantagePointFactory(name="cern")
     VantagePointFactory(name="ral-t1")
     text = viewer.get("/vantage-points/").content.decode()
-    command = "<code>celery -A workers worker -Q vantage.{0} --concurrency 1 -n {0}@%h</code>"
+    command = "<code>celery -A webapp worker -Q vantage.{0} --concurrency 1 -n {0}@%h</code>"
     assert command.format("cern") in text
     assert command.format("ral-t1") in text
     assert "New vantage point" not in text

@@ -19,15 +19,15 @@ from rest_framework.test import APIClient
 from tests.celery_worker import REPO
 from tests.servers import celery_sends_to, free_port
 from tests.webapp.factories import CampaignFactory, RunFactory, VantagePointFactory
-from webapp.campaigns.models import Run
-from webapp.sites.health import (
+from webapp.campaigns.health import (
     broker_message_counts,
     vantage_points_health,
     worker_heartbeat,
     worker_stopped,
 )
+from webapp.campaigns.models import Run
+from webapp.celery import app
 from webapp.sites.models import VantagePoint
-from workers.celery import app
 
 pytestmark = pytest.mark.django_db
 
@@ -169,7 +169,7 @@ def test_the_vantage_points_page_warns_where_no_worker_listens(
     rows = {name: row for name, row in re.findall(r"<tr>\s*<td>(\w+)(.*?)</tr>", text, re.S)}
     assert "No worker listening: runs will wait." in rows["cern"]
     assert (
-        "<code>celery -A workers worker -Q vantage.cern --concurrency 1 -n cern@%h</code>"
+        "<code>celery -A webapp worker -Q vantage.cern --concurrency 1 -n cern@%h</code>"
         in (rows["cern"].split("No worker listening", 1)[1])
     )
     assert "2 queued runs" in rows["cern"]
@@ -207,7 +207,7 @@ def test_the_campaign_page_warns_before_launch_when_a_vantage_point_has_no_worke
     warning = text.split('<section class="message warning no-worker"', 1)[1].split("</section>")[0]
     assert "Runs of this campaign from <strong>cern</strong> will wait" in warning
     assert "ral" not in warning.split("Start one")[0]
-    assert "<code>celery -A workers worker -Q vantage.cern --concurrency 1 -n cern@%h</code>" in (
+    assert "<code>celery -A webapp worker -Q vantage.cern --concurrency 1 -n cern@%h</code>" in (
         warning
     )
     beat(cern)

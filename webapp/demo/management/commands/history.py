@@ -1,5 +1,5 @@
 """`manage.py history synthesize|clear`: synthetic measurement history for demos and
-benchmarks (webapp/dashboards/synthetic.py)."""
+benchmarks (webapp/demo/synthetic.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from webapp.dashboards.synthetic import (
+from webapp.demo.synthetic import (
     MAX_PARAMETER_SETS,
     SYNTHETIC_PREFIX,
     history_clear,

@@ -1,8 +1,9 @@
-"""The Celery app: `celery -A workers worker -Q vantage.NAME` measures from vantage point NAME,
-`celery -A workers beat` runs the schedule. Configured from the CELERY_* Django settings.
+"""The Celery app: `celery -A webapp worker -Q vantage.NAME` measures from vantage point NAME,
+`celery -A webapp beat` runs the schedule. Configured from the CELERY_* Django settings.
 
-Imported by the web application only to send (workers.dispatch); `workers/__init__.py` does
-not import it, so the engine and the lab load without Celery or Django.
+Its tasks are in webapp/campaigns/tasks.py; the web application sends work by task name
+(webapp/campaigns/dispatch.py). `webapp/__init__.py` does not import this module, so Django
+starts without Celery; `celery -A webapp` finds it as `webapp.celery`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 logger = logging.getLogger(__name__)
 
-app = Celery("fedprobe", include=["workers.tasks"])
+app = Celery("fedprobe", include=["webapp.campaigns.tasks"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
 
@@ -62,7 +63,7 @@ def _remove_credentials_of_killed_workers(**kwargs: Any) -> None:
 
 class Heartbeat:
     """A thread of the worker's main process that writes its heartbeat rows
-    (webapp.sites.health) every FEDPROBE_WORKER_HEARTBEAT_S, so pages know who listens on each
+    (webapp.campaigns.health) every FEDPROBE_WORKER_HEARTBEAT_S, so pages know who listens on each
     queue without asking the broker. A thread, not the worker's event loop: a database that
     hangs delays heartbeats, never the consumer."""
 
@@ -83,7 +84,7 @@ class Heartbeat:
         """Stop beating and mark the worker stopped (a warm shutdown: it is gone at once)."""
         self._stop.set()
         self._thread.join(timeout=10)
-        from webapp.sites.health import worker_stopped
+        from webapp.campaigns.health import worker_stopped
 
         self._with_database(
             lambda: worker_stopped(hostname=self.hostname, pid=self.pid, now=_now())
@@ -95,7 +96,7 @@ class Heartbeat:
             self._stop.wait(self.interval_s)
 
     def beat(self) -> None:
-        from webapp.sites.health import worker_heartbeat
+        from webapp.campaigns.health import worker_heartbeat
 
         worker_heartbeat(
             hostname=self.hostname,
@@ -143,7 +144,7 @@ def _stop_heartbeat(**kwargs: Any) -> None:
 
 def _current_run_id() -> int | None:
     """The run the worker's pool process is measuring, from the main process's own state."""
-    from workers.dispatch import MEASURE_RUN
+    from webapp.campaigns.dispatch import MEASURE_RUN
 
     for request in list(worker_state.active_requests):
         if request.name == MEASURE_RUN and request.args:

@@ -1,7 +1,7 @@
 """Worker and queue health: which workers listen on each vantage point's queue, when each was
 last seen, and how many runs wait there (docs/workers.md#worker-health).
 
-Workers report themselves: a thread in each worker's main process (workers/celery.py) writes
+Workers report themselves: a thread in each worker's main process (webapp/celery.py) writes
 one WorkerHeartbeat row per queue it consumes every FEDPROBE_WORKER_HEARTBEAT_S seconds, and
 marks them stopped at a warm shutdown. A worker whose last heartbeat is older than
 FEDPROBE_WORKER_STALE_S (default 120 s) counts as gone: it was killed, its host died, or it
@@ -69,7 +69,7 @@ class VantagePointHealth:
     @property
     def worker_command(self) -> str:
         name = self.queue.removeprefix("vantage.")
-        return f"celery -A workers worker -Q {self.queue} --concurrency 1 -n {name}@%h"
+        return f"celery -A webapp worker -Q {self.queue} --concurrency 1 -n {name}@%h"
 
 
 def worker_heartbeat(
@@ -164,7 +164,7 @@ def broker_message_counts(*, queues: Sequence[str]) -> dict[str, int]:
     """How many messages wait in the broker on each queue (not those a worker has taken):
     Redis's list lengths (all of a queue's priority lists), or the embedded broker's message
     files. Empty when the broker does not answer within BROKER_TIMEOUT_S."""
-    from workers.celery import app  # the Celery app loads with Django's settings
+    from webapp.celery import app  # the Celery app loads with Django's settings
 
     options = {"socket_connect_timeout": BROKER_TIMEOUT_S, "socket_timeout": BROKER_TIMEOUT_S}
     try:

@@ -10,6 +10,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from webapp.demo.services import lab_register
+from webapp.sites.services import local_ca_dir
 from workers.lab import Lab, LabError
 from workers.lab.cli import LAB_ACTIONS, add_lab_arguments, run_lab_command
 
@@ -35,8 +37,6 @@ class Command(BaseCommand):
             sys.exit(status)
 
     def register(self, lab_dir: Path) -> None:
-        from webapp.sites.services import lab_register, local_ca_dir
-
         lab = Lab(lab_dir)
         try:
             registered = lab_register(lab=lab, ca_dir=local_ca_dir())

@@ -17,7 +17,7 @@ from django.db.models.functions import TruncDay
 
 from tests.webapp.factories import RunFactory
 from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
-from webapp.dashboards.synthetic import FILE_SIZE, SYNTHETIC_PREFIX
+from webapp.demo.synthetic import FILE_SIZE, SYNTHETIC_PREFIX
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.params import needed_bytes
 

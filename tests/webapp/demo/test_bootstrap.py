@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from webapp.campaigns.models import Campaign
-from webapp.core.management.commands.bootstrap import AUTH_EXAMPLE, EXAMPLE
+from webapp.demo.management.commands.bootstrap import AUTH_EXAMPLE, EXAMPLE
 from webapp.sites.models import Endpoint, VantagePoint
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from workers.celery import app
+from webapp.celery import app
 
 if TYPE_CHECKING:
     from webapp.campaigns.models import Run

@@ -1,4 +1,8 @@
-"""Celery tasks: each takes ids, calls one service and declares its retry policy."""
+"""Celery tasks: each takes ids, calls one service and declares its retry policy.
+
+Registered under the names of webapp/campaigns/dispatch.py (`fedprobe.measure_run`, ...), not
+under their module path: messages already queued and the beat schedule name those.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from webapp.campaigns import schedules, services
-from workers.celery import app
-from workers.dispatch import LAUNCH_DUE_CAMPAIGNS, MEASURE_RUN, REAP_RUNS, RESEND_RUNS
+from webapp.campaigns.dispatch import LAUNCH_DUE_CAMPAIGNS, MEASURE_RUN, REAP_RUNS, RESEND_RUNS
+from webapp.celery import app
 from workers.engine.params import MAX_TIMEOUT_S
 
 # The engine ends a run by its deadline (at most MAX_TIMEOUT_S after a bounded preflight);

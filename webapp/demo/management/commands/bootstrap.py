@@ -15,8 +15,9 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 
 from webapp.campaigns.models import Campaign
+from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint, VantagePoint
-from webapp.sites.services import lab_register, local_ca_dir, vantage_point_local
+from webapp.sites.services import local_ca_dir, vantage_point_local
 from workers.lab import Lab
 
 EXAMPLE = "Lab example: direct vs copy at the near site"
