@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 from django.db.models import QuerySet
 from rest_framework.renderers import BaseRenderer
 
-from webapp.api.filters import with_first_error
+from webapp.campaigns.filters import with_first_error
 from webapp.campaigns.models import Run
 from webapp.core.redact import redact
 

@@ -12,7 +12,12 @@ from rest_framework import serializers
 from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.schedules import LaunchOutcome, ScheduleState
-from webapp.campaigns.services import MatrixPreview, campaign_preview, campaign_preview_draft
+from webapp.campaigns.services import (
+    MatrixPreview,
+    campaign_preview,
+    campaign_preview_draft,
+    campaign_save,
+)
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
     INT_BOUNDS,
@@ -227,6 +232,7 @@ def _bounded(name: str, **kwargs: Any) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=low, max_value=high, **kwargs)
 
 
+RELATIONS = ("endpoints", "test_files", "vantage_points")
 # The campaign's own fields that shape its matrix (the rest are relations).
 PARAMETER_FIELDS = (
     "methods",
@@ -317,7 +323,7 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        for name in ("endpoints", "test_files", "vantage_points"):
+        for name in RELATIONS:
             if name in attrs:
                 attrs[name] = distinct(attrs[name])
         errors = campaign_rule_errors(
@@ -342,12 +348,16 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
             elif current is not None:
                 setattr(draft, name, getattr(current, name))
         related = {}
-        for name in ("endpoints", "test_files", "vantage_points"):
+        for name in RELATIONS:
             if name in attrs:
                 related[name] = list(attrs[name])
             else:
                 related[name] = list(getattr(current, name).all()) if current else []
         return campaign_preview_draft(draft=draft, **related)
+
+    def create(self, validated_data: dict[str, Any]) -> Campaign:
+        relations = {name: validated_data.pop(name, []) for name in RELATIONS}
+        return campaign_save(campaign=Campaign(**validated_data), **relations)
 
     def get_matrix_size(self, campaign: Campaign) -> int:
         return campaign.matrix_size()

@@ -9,14 +9,18 @@ from itertools import groupby
 from typing import Any
 
 from django import forms
-from django.db import transaction
 from django.db.models import Q
 from django.forms.models import construct_instance
 
 from webapp.campaigns.cron_words import cron_phrase, cron_words
 from webapp.campaigns.estimates import CampaignDuration, campaign_duration
 from webapp.campaigns.models import Campaign
-from webapp.campaigns.services import MatrixPreview, campaign_preview, matrix_rows_draft
+from webapp.campaigns.services import (
+    MatrixPreview,
+    campaign_preview,
+    campaign_save,
+    matrix_rows_draft,
+)
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
     INT_BOUNDS,
@@ -27,8 +31,7 @@ from webapp.campaigns.validation import (
     distinct,
     fraction_in_bounds,
 )
-from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, TestFile, VantagePoint
-from webapp.sites.services import vantage_point_local
+from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.units import format_size, parse_size
 
 _UNITS = (("G", 1024**3), ("M", 1024**2), ("k", 1024))
@@ -209,7 +212,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     vantage_points = forms.ModelMultipleChoiceField(
         queryset=VantagePoint.objects.all(),
         required=False,
-        help_text=f"None chosen: the {LOCAL_VANTAGE_POINT!r} vantage point (this host).",
+        help_text=f"None chosen: the {VantagePoint.LOCAL!r} vantage point (this host).",
     )
     methods = ValueListField(
         parse=_choice(METHODS), help_text=f"Comma-separated: {', '.join(METHODS)}."
@@ -284,7 +287,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         self._offer_endpoints_and_files()
         if self.instance.pk is None and not self.is_bound:
             self.initial.setdefault(
-                "vantage_points", VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT)
+                "vantage_points", VantagePoint.objects.filter(name=VantagePoint.LOCAL)
             )
 
     def basic_fields(self) -> list[forms.BoundField]:
@@ -350,8 +353,10 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     def save(self, commit: bool = True) -> Campaign:
         """Save the campaign and its relations; no vantage point chosen means the local one."""
         assert commit, "the campaign's relations are saved with it"
-        with transaction.atomic():
-            campaign: Campaign = super().save()
-            if not campaign.vantage_points.exists():
-                campaign.vantage_points.set([vantage_point_local()])
-        return campaign
+        cleaned = self.cleaned_data
+        return campaign_save(
+            campaign=self.instance,
+            endpoints=cleaned["endpoints"],
+            test_files=cleaned["test_files"],
+            vantage_points=cleaned["vantage_points"],
+        )

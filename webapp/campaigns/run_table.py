@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 from django.http import QueryDict
 
-from webapp.api.filters import RUN_ORDERING
 from webapp.api.run_csv import without_secrets
+from webapp.campaigns.filters import RUN_ORDERING
 from webapp.campaigns.models import Run
 
 DEFAULT_ORDERING = "-created"

@@ -176,11 +176,10 @@ def _client_specs(
     vector_limits: tuple[int, int] | None,
     access: Access,
 ) -> list[ClientSpec]:
-    """Client c reads `files` URLs of the collection, starting at URL c * files."""
-    urls = params.urls
+    """Each client reads its params.client_urls."""
     specs = []
     for client in range(params.clients):
-        picked = (urls[(client * params.files + k) % len(urls)] for k in range(params.files))
+        picked = params.client_urls(client)
         targets = tuple(FileTarget(url, sizes[url], k) for k, url in enumerate(picked))
         scratch = ""
         if params.method != Method.DIRECT:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
+from typing import TypeVar
 
 from workers.engine.credentials import Credential, check_ca_dir
 from workers.engine.egress import EgressPolicy
@@ -31,9 +33,18 @@ MIN_ROUND_TRIP_S = 0.005
 FILE_ROUND_TRIPS = 10
 
 
+_File = TypeVar("_File")
+
+
 def needed_bytes(fraction: float, file_size: int) -> int:
     """Bytes a reader needs to have read `fraction` of a file: the plan asks for exactly this."""
     return min(file_size, math.ceil(fraction * file_size))
+
+
+def file_collection(first: _File, others: Sequence[_File], files: int) -> list[_File]:
+    """The collection a run with `files` files per client reads: `first`, then `others`, up
+    to `files` in all (more would never be read: see RunParams.client_urls)."""
+    return [first, *others[: max(0, files - 1)]]
 
 
 class Method(StrEnum):
@@ -164,6 +175,28 @@ class RunParams:
     def planned_bytes(self, file_size: int) -> int:
         """Bytes one client asks for in one file (what the reader needs)."""
         return needed_bytes(self.fraction, file_size)
+
+    def client_urls(self, client: int) -> tuple[str, ...]:
+        """The URLs client `client` reads: `files` of the collection, starting at URL
+        client * files (the clients share the collection round-robin)."""
+        urls = self.urls
+        return tuple(urls[(client * self.files + k) % len(urls)] for k in range(self.files))
+
+    def client_planned_bytes(self, sizes: Mapping[str, int]) -> list[int]:
+        """Bytes each client plans to read (planned_bytes of its files), by client index."""
+        return [
+            sum(self.planned_bytes(sizes[url]) for url in self.client_urls(client))
+            for client in range(self.clients)
+        ]
+
+    def delivered_bytes(self, file_size: int) -> int:
+        """Bytes one client gets of one file: the whole file for a copy (copy, stage), else
+        what the reader needs."""
+        return self.planned_bytes(file_size) if self.method == Method.DIRECT else file_size
+
+    def run_delivered_bytes(self, file_size: int) -> int:
+        """delivered_bytes of the whole run, every file of `file_size` bytes."""
+        return self.clients * self.files * self.delivered_bytes(file_size)
 
     def wire_bytes(self, file_size: int) -> int:
         """At most the bytes one client moves for one file: whole files for copies, whole
