@@ -14,7 +14,7 @@ from django.forms.models import construct_instance
 
 from webapp.campaigns.cron_words import cron_phrase, cron_words
 from webapp.campaigns.estimates import CampaignDuration, campaign_duration
-from webapp.campaigns.models import Campaign
+from webapp.campaigns.models import AXES, CAMPAIGN_PARAMETER_FIELDS, SHARED, Campaign, RunParameter
 from webapp.campaigns.services import (
     MatrixPreview,
     campaign_preview,
@@ -171,16 +171,21 @@ def _disabled(endpoint: Endpoint) -> str:
 
 
 # Fields the page folds away: each has a default, so a campaign needs none of them.
-ADVANCED = (
-    "files",
-    "depth",
-    "vector_size",
-    "skip",
-    "readahead",
-    "streams",
-    "repetitions",
-    "deadline_s",
-)
+ADVANCED = CAMPAIGN_PARAMETER_FIELDS[len(AXES) :]
+
+
+def _advanced_field(parameter: RunParameter) -> forms.Field:
+    """The form field of a parameter a campaign gives all its runs (SHARED): a bounded
+    number (a size with units) defaulted as the API defaults it; empty, if it may be."""
+    name = parameter.campaign_field
+    texts: dict[str, Any] = {"help_text": parameter.help_text}
+    if parameter.label:
+        texts["label"] = parameter.label
+    if Campaign._meta.get_field(name).null:
+        return _bounded(name, required=False, **texts)
+    if parameter.size:
+        return AdvancedSizeField(name=name, **texts)
+    return AdvancedIntegerField(name=name, **texts)
 
 
 SCHEDULE_EXAMPLES = ("0 2 * * *", "30 6 * * 1", "*/15 * * * *", "0 2 1 * *")
@@ -233,24 +238,8 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         help_text="Comma-separated client counts: 1, 4, 16.",
     )
     # The advanced parameters (ADVANCED): folded away on the page, each defaulted as the
-    # API defaults it. Declared fields leave the class (the metaclass collects them): no
-    # clash with self.files.
-    files = AdvancedIntegerField(name="files", label="Files per client")  # type: ignore[assignment]
-    depth = AdvancedIntegerField(name="depth", help_text="Requests outstanding (async pattern).")
-    vector_size = AdvancedIntegerField(
-        name="vector_size", help_text="Chunks per vectored read (vector pattern)."
-    )
-    skip = AdvancedIntegerField(
-        name="skip", help_text="Blocks skipped after each read (skip pattern)."
-    )
-    readahead = AdvancedSizeField(
-        name="readahead", label="Read-ahead", help_text="Client read-ahead: 0 (off) or a size."
-    )
-    streams = AdvancedIntegerField(name="streams", help_text="Parallel TCP substreams.")
+    # API defaults it; those of RUN_PARAMETERS are added below the class (_advanced_field).
     repetitions = AdvancedIntegerField(name="repetitions")
-    deadline_s = _bounded(
-        "deadline_s", required=False, label="Deadline (s)", help_text="Empty: from the plan."
-    )
 
     class Meta:
         model = Campaign
@@ -260,19 +249,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             "endpoints",
             "test_files",
             "vantage_points",
-            "methods",
-            "patterns",
-            "read_sizes",
-            "fractions",
-            "clients",
-            "files",
-            "depth",
-            "vector_size",
-            "skip",
-            "readahead",
-            "streams",
-            "repetitions",
-            "deadline_s",
+            *CAMPAIGN_PARAMETER_FIELDS,
             "schedule",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
@@ -360,3 +337,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             test_files=cleaned["test_files"],
             vantage_points=cleaned["vantage_points"],
         )
+
+
+# Model fields the class's Meta names keep their place in the form (Meta.fields' order).
+CampaignForm.base_fields.update({p.campaign_field: _advanced_field(p) for p in SHARED})

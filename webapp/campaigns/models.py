@@ -18,7 +18,8 @@ from webapp.campaigns.cron import CronError, parse_cron, validate_cron
 from webapp.campaigns.cron_words import cron_words
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
-from workers.engine.params import Method, Pattern, RunParams, file_collection
+from workers.engine.params import INT_BOUNDS as ENGINE_INT_BOUNDS
+from workers.engine.params import MAX_TIMEOUT_S, Method, Pattern, RunParams, file_collection
 
 # What a user who may not cancel is told (pages and API).
 RUN_CANCEL_REFUSAL = (
@@ -42,10 +43,21 @@ class RunParameter:
     axis: bool = False
     engine: str = ""
     to_engine: Callable[[Any], Any] = field(default=lambda value: value, compare=False)
+    # How the campaign form and the API offer one a campaign holds one value of: the form's
+    # label and help, typed as a size (64k, 1M), and bounds if not the engine's INT_BOUNDS.
+    label: str = ""
+    help_text: str = ""
+    size: bool = False
+    bounds: tuple[int, int] | None = None
 
     @property
     def engine_field(self) -> str:
         return self.engine or self.name
+
+    @property
+    def int_bounds(self) -> tuple[int, int] | None:
+        """(lowest, highest) of a whole-number parameter (of each value, for an axis)."""
+        return self.bounds or ENGINE_INT_BOUNDS.get(self.engine_field)
 
 
 # A run's parameters, defined once: the Run and Campaign columns (RunParameters and the
@@ -57,15 +69,40 @@ RUN_PARAMETERS = (
     RunParameter("read_size", "read_sizes", axis=True),
     RunParameter("fraction", "fractions", axis=True),
     RunParameter("clients", "clients", axis=True),
-    RunParameter("files", "files"),
-    RunParameter("depth", "depth"),
-    RunParameter("vector_size", "vector_size"),
-    RunParameter("skip", "skip"),
-    RunParameter("readahead", "readahead"),
-    RunParameter("streams", "streams"),
-    RunParameter("deadline_s", "deadline_s", engine="timeout_s"),
+    RunParameter("files", "files", label="Files per client"),
+    RunParameter("depth", "depth", help_text="Requests outstanding (async pattern)."),
+    RunParameter(
+        "vector_size", "vector_size", help_text="Chunks per vectored read (vector pattern)."
+    ),
+    RunParameter("skip", "skip", help_text="Blocks skipped after each read (skip pattern)."),
+    RunParameter(
+        "readahead",
+        "readahead",
+        label="Read-ahead",
+        help_text="Client read-ahead: 0 (off) or a size.",
+        size=True,
+    ),
+    RunParameter("streams", "streams", help_text="Parallel TCP substreams."),
+    RunParameter(
+        "deadline_s",
+        "deadline_s",
+        engine="timeout_s",
+        label="Deadline (s)",
+        help_text="Empty: from the plan.",
+        bounds=(1, MAX_TIMEOUT_S),
+    ),
 )
 AXES = tuple(p for p in RUN_PARAMETERS if p.axis)
+# The parameters a campaign gives all its runs alike (RunParameters' fields, and deadline_s).
+SHARED = tuple(p for p in RUN_PARAMETERS if not p.axis)
+# A campaign's parameter fields, in the order its form and the API show them: the axes,
+# then the shared ones with repetitions before the deadline.
+CAMPAIGN_PARAMETER_FIELDS = (
+    *(p.campaign_field for p in AXES),
+    *(p.campaign_field for p in SHARED if p.name != "deadline_s"),
+    "repetitions",
+    "deadline_s",
+)
 
 
 def engine_parameters(values: Mapping[str, Any]) -> dict[str, Any]:

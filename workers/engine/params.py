@@ -22,6 +22,18 @@ MAX_STREAMS = 15
 MAX_SKIP = 1_000_000
 MAX_READAHEAD = 1024 * 1024 * 1024
 MAX_TIMEOUT_S = 6 * 3600
+# (lowest, highest) of each whole-number field of RunParams, checked in this order after
+# read_size and fraction (RunParams.validate).
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "read_size": (1, MAX_READ_SIZE),
+    "clients": (1, MAX_CLIENTS),
+    "files": (1, MAX_FILES),
+    "depth": (1, MAX_DEPTH),
+    "vector_size": (1, MAX_VECTOR_SIZE),
+    "skip": (0, MAX_SKIP),
+    "readahead": (0, MAX_READAHEAD),
+    "streams": (1, MAX_STREAMS),
+}
 # A derived deadline (docs/engine.md, Deadlines) allows each client a fixed margin, its
 # bytes at a minimum rate, and each of its round trips RTT_FACTOR times the round-trip time
 # the preflight measured, at least MIN_ROUND_TRIP_S (a disk seek, a busy server).
@@ -114,16 +126,11 @@ class RunParams:
                 raise InvalidParams(
                     "method", f"{scheme}:// is a copy protocol: use method copy or stage"
                 )
-        _check_int("read_size", self.read_size, 1, MAX_READ_SIZE)
+        _check_int("read_size", self.read_size, *INT_BOUNDS["read_size"])
         if not (isinstance(self.fraction, float | int) and 0 < self.fraction <= 1):
             raise InvalidParams("fraction", f"{self.fraction!r} is not in (0, 1]")
-        _check_int("clients", self.clients, 1, MAX_CLIENTS)
-        _check_int("files", self.files, 1, MAX_FILES)
-        _check_int("depth", self.depth, 1, MAX_DEPTH)
-        _check_int("vector_size", self.vector_size, 1, MAX_VECTOR_SIZE)
-        _check_int("skip", self.skip, 0, MAX_SKIP)
-        _check_int("readahead", self.readahead, 0, MAX_READAHEAD)
-        _check_int("streams", self.streams, 1, MAX_STREAMS)
+        for name, (low, high) in INT_BOUNDS.items():
+            _check_int(name, getattr(self, name), low, high)
         if self.readahead and self.pattern in (Pattern.VECTOR, Pattern.ASYNC):
             raise InvalidParams(
                 "readahead", "applies to sequential, random and skip reads, not vector or async"
