@@ -93,6 +93,8 @@ RUN_PARAMETERS = (
     ),
 )
 AXES = tuple(p for p in RUN_PARAMETERS if p.axis)
+# What makes runs comparable over time, a "parameter set" of the dashboards: the axes' values.
+PARAMETER_SET_FIELDS = tuple(p.name for p in AXES)
 # The parameters a campaign gives all its runs alike (RunParameters' fields, and deadline_s).
 SHARED = tuple(p for p in RUN_PARAMETERS if not p.axis)
 # A campaign's parameter fields, in the order its form and the API show them: the axes,
@@ -446,10 +448,13 @@ class Run(RunParameters):
         """What the engine measures for it, reading `files` (else files_to_read), without
         what this host adds (credential, egress policy, CA folder: engine_params)."""
         files = self.files_to_read() if files is None else files
+        urls = tuple(f.url for f in files)
         return RunParams(
-            urls=tuple(f.url for f in files),
+            urls=urls,
             seed=self.pk or RunParams.seed,
-            adler32=tuple((f.url, f.adler32) for f in files if f.adler32),
+            adler32=tuple(
+                (url, f.adler32) for url, f in zip(urls, files, strict=True) if f.adler32
+            ),
             **engine_parameters(self.parameters()),
         )
 

@@ -41,7 +41,6 @@ from workers.engine.params import Method, RunParams
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
 from workers.engine.results import RunResult
-from workers.engine.urls import check_url
 
 PREFLIGHT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 120.0
@@ -80,7 +79,7 @@ def run_probe(
 ) -> RunResult:
     """Validate, plan and execute one run. Raises InvalidParams before anything starts."""
     params.validate()
-    scheme = check_url(params.urls[0])
+    scheme = params.scheme
     credential = params.credential
     result = RunResult(
         params=params,
@@ -91,7 +90,7 @@ def run_probe(
     )
     remove_stale_run_dirs()
     # The clients (and the preflight) get the credential from the run's private folder.
-    shared = replace(params, credential=None)
+    shared = params.without_credential()
     try:
         if credential is not None:
             credential.check_valid(until=datetime.now(UTC))

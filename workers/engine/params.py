@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
+from functools import cached_property
 from typing import TypeVar
 
 from workers.engine.credentials import Credential, check_ca_dir
@@ -107,17 +108,33 @@ class RunParams:
     credential: Credential | None = field(default=None, compare=False, repr=False)
     ca_dir: str | None = None
 
+    @cached_property
+    def url_schemes(self) -> tuple[str, ...]:
+        """Each URL's scheme: the URLs are checked (check_url) once, here, for the run."""
+        return tuple(check_url(url) for url in self.urls)
+
+    @property
+    def scheme(self) -> str:
+        """The run's protocol: the scheme of all its URLs (validate)."""
+        return self.url_schemes[0]
+
+    def without_credential(self) -> RunParams:
+        """A copy without the credential (what the preflight and the clients are given),
+        with its URLs checked already."""
+        copy = replace(self, credential=None)
+        copy.__dict__["url_schemes"] = self.url_schemes
+        return copy
+
     def validate(self) -> None:
         """Raise InvalidParams naming the first field that is out of bounds."""
         _check_choice("method", self.method, Method)
         _check_choice("pattern", self.pattern, Pattern)
         if not self.urls:
             raise InvalidParams("url", "at least one URL is needed")
-        schemes = {check_url(url) for url in self.urls}
+        schemes = set(self.url_schemes)
         if len(schemes) > 1:
             raise InvalidParams("url", f"a run reads over one protocol, not {sorted(schemes)}")
-        for url in self.urls:
-            scheme = check_url(url)
+        for url, scheme in zip(self.urls, self.url_schemes, strict=True):
             if self.credential is not None:
                 self.credential.auth_method(scheme)
             if scheme == "file":
