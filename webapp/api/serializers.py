@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Field
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -240,6 +241,7 @@ def _shared_parameter(parameter: RunParameter) -> serializers.IntegerField:
     defaults it, or null if it may be."""
     name = parameter.campaign_field
     model_field = Campaign._meta.get_field(name)
+    assert isinstance(model_field, Field)
     if model_field.null:
         return _bounded(name, required=False, allow_null=True)
     return _bounded(name, default=model_field.default)

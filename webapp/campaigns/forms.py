@@ -9,7 +9,7 @@ from itertools import groupby
 from typing import Any
 
 from django import forms
-from django.db.models import Q
+from django.db.models import Field, Q
 from django.forms.models import construct_instance
 
 from webapp.campaigns.cron_words import cron_phrase, cron_words
@@ -115,7 +115,9 @@ class ValueListField(forms.CharField):
 
 def _default(name: str) -> int:
     """The model's default of an advanced parameter (the API's default too)."""
-    default = Campaign._meta.get_field(name).default
+    field = Campaign._meta.get_field(name)
+    assert isinstance(field, Field)
+    default = field.default
     assert isinstance(default, int)
     return default
 
@@ -181,7 +183,8 @@ def _advanced_field(parameter: RunParameter) -> forms.Field:
     texts: dict[str, Any] = {"help_text": parameter.help_text}
     if parameter.label:
         texts["label"] = parameter.label
-    if Campaign._meta.get_field(name).null:
+    model_field = Campaign._meta.get_field(name)
+    if isinstance(model_field, Field) and model_field.null:
         return _bounded(name, required=False, **texts)
     if parameter.size:
         return AdvancedSizeField(name=name, **texts)

@@ -42,7 +42,9 @@ MEASURED = Run.Status.MEASURED
 
 @dataclass(frozen=True)
 class MatrixPreview:
-    """What launching a campaign would do: how many runs, how many bytes they plan to read."""
+    """What launching a campaign would do: how many runs, and how many bytes they get (the
+    engine's RunParams.run_delivered_bytes: copies get whole files; each run's files counted
+    at its test file's size)."""
 
     runs: int
     planned_bytes: int

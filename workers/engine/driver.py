@@ -141,7 +141,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
         ends = datetime.now(UTC) + timedelta(seconds=result.deadline_s)
         credential.check_valid(until=ends, why="the run's deadline")
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
-    planned = sum(params.planned_bytes(target.size) for spec in specs for target in spec.targets)
+    planned = sum(params.client_planned_bytes(sizes))
     try:
         execution = _Execution(
             specs,
