@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from django.db.models import QuerySet
 from rest_framework.renderers import BaseRenderer
 
-from webapp.api.filters import with_first_error
+from webapp.campaigns.filters import with_first_error
 from webapp.campaigns.models import Run
-from webapp.core.redact import redact
+from webapp.campaigns.run_table import without_secrets, without_userinfo
 
 # (header, value): the run list's columns first, then the run's parameters and times.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -45,8 +43,6 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("finished_at", "finished_at"),
 )
 BATCH_ROWS = 2000
-# scheme://user[:password]@: redact() hides the password, this the whole user part.
-USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -100,15 +96,3 @@ def _cell(header: str, value: Any) -> Any:
         return value
     value = without_userinfo(value) if header == "endpoint_url" else without_secrets(value)
     return f"'{value}" if value.startswith(FORMULA_START) else value
-
-
-def without_userinfo(url: str) -> str:
-    """The URL without its user:password@ (and without a query, which may carry a token)."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def without_secrets(text: str) -> str:
-    """A message as users may see it: redacted, and without the user part of any URL."""
-    return USERINFO.sub(r"\1", redact(text))

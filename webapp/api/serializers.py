@@ -5,15 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Field
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.health import VantagePointHealth, WorkerSeen, vantage_points_health
-from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.models import CAMPAIGN_PARAMETER_FIELDS, SHARED, Campaign, Run, RunParameter
 from webapp.campaigns.schedules import LaunchOutcome, ScheduleState
-from webapp.campaigns.services import MatrixPreview, campaign_preview, campaign_preview_draft
+from webapp.campaigns.services import (
+    MatrixPreview,
+    campaign_preview,
+    campaign_preview_draft,
+    campaign_save,
+)
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
     INT_BOUNDS,
@@ -227,16 +233,18 @@ def _bounded(name: str, **kwargs: Any) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=low, max_value=high, **kwargs)
 
 
-# The campaign's own fields that shape its matrix (the rest are relations).
-PARAMETER_FIELDS = (
-    "methods",
-    "patterns",
-    "read_sizes",
-    "fractions",
-    "clients",
-    "files",
-    "repetitions",
-)
+RELATIONS = ("endpoints", "test_files", "vantage_points")
+
+
+def _shared_parameter(parameter: RunParameter) -> serializers.IntegerField:
+    """A parameter a campaign gives all its runs (SHARED): bounded, defaulted as the model
+    defaults it, or null if it may be."""
+    name = parameter.campaign_field
+    model_field = Campaign._meta.get_field(name)
+    assert isinstance(model_field, Field)
+    if model_field.null:
+        return _bounded(name, required=False, allow_null=True)
+    return _bounded(name, default=model_field.default)
 
 
 class CampaignSerializer(serializers.ModelSerializer[Campaign]):
@@ -245,14 +253,8 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
     read_sizes = _list_of(_bounded("read_sizes"))
     fractions = _list_of(serializers.FloatField(min_value=0, max_value=1))
     clients = _list_of(_bounded("clients"))
-    files = _bounded("files", default=1)
-    depth = _bounded("depth", default=64)
-    vector_size = _bounded("vector_size", default=256)
-    skip = _bounded("skip", default=3)
-    readahead = _bounded("readahead", default=0)
-    streams = _bounded("streams", default=1)
+    # The other run parameters' fields: get_fields (_shared_parameter).
     repetitions = _bounded("repetitions", default=1)
-    deadline_s = _bounded("deadline_s", required=False, allow_null=True)
     vantage_points = serializers.PrimaryKeyRelatedField(
         many=True, queryset=VantagePoint.objects.all(), required=False
     )
@@ -287,19 +289,7 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
             "endpoints",
             "test_files",
             "vantage_points",
-            "methods",
-            "patterns",
-            "read_sizes",
-            "fractions",
-            "clients",
-            "files",
-            "depth",
-            "vector_size",
-            "skip",
-            "readahead",
-            "streams",
-            "repetitions",
-            "deadline_s",
+            *CAMPAIGN_PARAMETER_FIELDS,
             "schedule",
             "schedule_words",
             "schedule_paused",
@@ -311,13 +301,18 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         ]
         extra_kwargs = {"endpoints": {"allow_empty": False}}
 
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields.update({p.campaign_field: _shared_parameter(p) for p in SHARED})
+        return fields
+
     def validate_fractions(self, value: list[float]) -> list[float]:
         if not all(fraction_in_bounds(f) for f in value):
             raise serializers.ValidationError(FRACTION_ERROR)
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        for name in ("endpoints", "test_files", "vantage_points"):
+        for name in RELATIONS:
             if name in attrs:
                 attrs[name] = distinct(attrs[name])
         errors = campaign_rule_errors(
@@ -336,18 +331,22 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         """The matrix the campaign would have with these changes (nothing written)."""
         current = self.instance
         draft = Campaign()
-        for name in PARAMETER_FIELDS:
+        for name in CAMPAIGN_PARAMETER_FIELDS:
             if name in attrs:
                 setattr(draft, name, attrs[name])
             elif current is not None:
                 setattr(draft, name, getattr(current, name))
         related = {}
-        for name in ("endpoints", "test_files", "vantage_points"):
+        for name in RELATIONS:
             if name in attrs:
                 related[name] = list(attrs[name])
             else:
                 related[name] = list(getattr(current, name).all()) if current else []
         return campaign_preview_draft(draft=draft, **related)
+
+    def create(self, validated_data: dict[str, Any]) -> Campaign:
+        relations = {name: validated_data.pop(name, []) for name in RELATIONS}
+        return campaign_save(campaign=Campaign(**validated_data), **relations)
 
     def get_matrix_size(self, campaign: Campaign) -> int:
         return campaign.matrix_size()

@@ -24,7 +24,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
-from webapp.api.filters import RunFilter
 from webapp.api.parsers import PARSER_CLASSES
 from webapp.api.permissions import (
     CanCancelCampaign,
@@ -43,6 +42,7 @@ from webapp.api.serializers import (
     SiteSerializer,
     VantagePointSerializer,
 )
+from webapp.campaigns.filters import RunFilter
 from webapp.campaigns.health import VantagePointHealth, vantage_points_health
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.schedules import (
@@ -63,7 +63,6 @@ from webapp.campaigns.validation import MAX_ID
 from webapp.dashboards.parameter_sets import ParameterSetSerializer
 from webapp.dashboards.run_detail import run_charts
 from webapp.sites.models import Endpoint, Site, VantagePoint
-from webapp.sites.services import vantage_point_local
 
 
 class Conflict(APIException):
@@ -175,9 +174,7 @@ class CampaignViewSet(OwnedViewSet):
     serializer_class = CampaignSerializer
 
     def perform_create(self, serializer: serializers.BaseSerializer[Any]) -> None:
-        if not serializer.validated_data.get("vantage_points"):
-            serializer.validated_data["vantage_points"] = [vantage_point_local()]
-        serializer.save(owner=self.request.user)
+        serializer.save(owner=self.request.user)  # CampaignSerializer.create: campaign_save
 
     @extend_schema(
         request=None,

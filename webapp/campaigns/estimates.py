@@ -22,14 +22,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from webapp.campaigns.models import Campaign, MatrixRows, Run
-from webapp.campaigns.services import MEASURED
-from workers.engine.params import Method, Pattern, RunParams, needed_bytes
+from webapp.campaigns.models import RUN_PARAMETERS, Campaign, MatrixRows, Run
+from workers.engine.params import RunParams
 
 # Earlier runs count for this long, the newest SAME_PARAMETERS_RUNS of a parameter set and
 # the newest ENDPOINT_RUNS of an endpoint: recent behaviour, in a bounded read.
@@ -38,112 +38,62 @@ SAME_PARAMETERS_RUNS = 9
 ENDPOINT_RUNS = 200
 HISTORY_ROWS = 20_000
 
-# What makes two runs "the same parameter set" for the estimate.
+# What makes two runs "the same parameter set" for the estimate: where and what from, and
+# every run parameter but the deadline.
 PARAMETERS = (
     "endpoint_id",
     "test_file_id",
     "vantage_point_id",
-    "method",
-    "pattern",
-    "read_size",
-    "fraction",
-    "clients",
-    "files",
-    "depth",
-    "vector_size",
-    "skip",
-    "readahead",
-    "streams",
+    *(p.name for p in RUN_PARAMETERS if p.name != "deadline_s"),
 )
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 @dataclass(frozen=True)
 class PlannedRun:
     """What the estimate needs of a run: a campaign's cell not launched yet, or a Run."""
 
-    endpoint_id: int
-    test_file_id: int
-    vantage_point_id: int | None  # None: a vantage point not saved yet (a draft's local)
-    method: str
-    pattern: str
-    read_size: int
-    fraction: float
-    clients: int
-    files: int
-    depth: int
-    vector_size: int
-    skip: int
-    readahead: int
-    streams: int
-    deadline_s: float | None
+    # PARAMETERS' values (vantage_point_id None: a vantage point not saved yet, a draft's).
+    values: dict[str, Any]
+    params: RunParams  # what the engine would measure (without URLs)
     file_size: int
 
     @property
+    def endpoint_id(self) -> int:
+        endpoint_id: int = self.values["endpoint_id"]
+        return endpoint_id
+
+    @property
+    def vantage_point_id(self) -> int | None:
+        vantage_point_id: int | None = self.values["vantage_point_id"]
+        return vantage_point_id
+
+    @property
     def key(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in PARAMETERS)
+        return tuple(self.values[name] for name in PARAMETERS)
 
     @property
     def planned_bytes(self) -> int:
         """What its clients read, as the preview counts it (copies: whole files)."""
-        per_file = (
-            needed_bytes(self.fraction, self.file_size)
-            if self.method == Method.DIRECT
-            else self.file_size
-        )
-        return self.clients * self.files * per_file
+        return self.params.run_delivered_bytes(self.file_size)
 
     def deadline_upper_s(self, rtt_s: float | None) -> float:
         """The engine's deadline for this run (its own if set), at `rtt_s`."""
-        params = RunParams(
-            urls=(),
-            method=Method(self.method),
-            pattern=Pattern(self.pattern),
-            read_size=self.read_size,
-            fraction=self.fraction,
-            clients=self.clients,
-            files=self.files,
-            depth=self.depth,
-            vector_size=self.vector_size,
-            skip=self.skip,
-            readahead=self.readahead,
-            streams=self.streams,
-            timeout_s=self.deadline_s,
-        )
-        return params.deadline_s(self.file_size, rtt_s=rtt_s or 0.0)
+        return self.params.deadline_s(self.file_size, rtt_s=rtt_s or 0.0)
 
 
 def campaign_planned_runs(
     *, campaign: Campaign, rows: MatrixRows | None = None
 ) -> list[PlannedRun]:
     """The runs a launch of the campaign would create (of `rows` for a campaign not saved)."""
-    return [
-        PlannedRun(
-            endpoint_id=cell.endpoint.pk,
-            test_file_id=cell.test_file.pk,
-            vantage_point_id=cell.vantage_point.pk,
-            method=cell.method,
-            pattern=cell.pattern,
-            read_size=cell.read_size,
-            fraction=cell.fraction,
-            clients=cell.clients,
-            files=campaign.files,
-            depth=campaign.depth,
-            vector_size=campaign.vector_size,
-            skip=campaign.skip,
-            readahead=campaign.readahead,
-            streams=campaign.streams,
-            deadline_s=campaign.deadline_s,
-            file_size=cell.test_file.size,
-        )
-        for cell in campaign.cells(rows)
-    ]
+    return [run_planned(Run.from_cell(cell, campaign=campaign)) for cell in campaign.cells(rows)]
 
 
 def run_planned(run: Run) -> PlannedRun:
-    """A created run as the estimate sees it (use with select_related("test_file"))."""
+    """A run (saved or a campaign's cell) as the estimate sees it (use with
+    select_related("test_file"))."""
     values = {name: getattr(run, name) for name in PARAMETERS}
-    return PlannedRun(**values, deadline_s=run.deadline_s, file_size=run.test_file.size)
+    params = run.measured_params(files=[])
+    return PlannedRun(values, params, run.test_file.size)
 
 
 @dataclass(frozen=True)
@@ -186,13 +136,11 @@ class _History:
 
     def _from_throughput(self, plan: PlannedRun) -> float | None:
         runs = self.endpoint_runs.get(plan.endpoint_id, [])
+        params = plan.params
+        same = (params.method, params.pattern, params.read_size)
         like = (
-            [
-                r
-                for r in runs
-                if (r.method, r.pattern, r.read_size) == (plan.method, plan.pattern, plan.read_size)
-            ]
-            or [r for r in runs if r.method == plan.method]
+            [r for r in runs if (r.method, r.pattern, r.read_size) == same]
+            or [r for r in runs if r.method == params.method]
             or runs
         )
         if not like:
@@ -214,7 +162,7 @@ def _same_parameter_durations(
         created_at__gte=since,
         started_at__isnull=False,
         finished_at__isnull=False,
-        **{f"{name}__in": {getattr(p, name) for p in plans} for name in PARAMETERS},
+        **{f"{name}__in": {p.values[name] for p in plans} for name in PARAMETERS},
     )
     rows = runs.order_by("-created_at", "-id").values_list(*PARAMETERS, "started_at", "finished_at")
     durations: dict[tuple[object, ...], list[float]] = {key: [] for key in wanted}
@@ -232,7 +180,7 @@ def _endpoint_runs(
     newest = Window(RowNumber(), partition_by=F("endpoint_id"), order_by=F("created_at").desc())
     runs: QuerySet[Run] = Run.objects.filter(
         endpoint_id__in=endpoint_ids,
-        status__in=MEASURED,
+        status__in=Run.Status.MEASURED,
         created_at__gte=since,
         throughput_mbps__gt=0,
     )
@@ -372,11 +320,11 @@ def campaign_eta(*, campaign: Campaign, now: datetime | None = None) -> Campaign
     estimate, the median of the runs of this launch that ended on its vantage point; a
     running one, what is left of that after its time so far."""
     now = now or timezone.now()
-    active = list(campaign.runs.filter(status__in=ACTIVE).select_related("test_file"))
+    active = list(campaign.runs.filter(status__in=Run.Status.ACTIVE).select_related("test_file"))
     if not active:
         return None
     launched_at = min(run.created_at for run in active)
-    ended = campaign.runs.filter(created_at__gte=launched_at).exclude(status__in=ACTIVE)
+    ended = campaign.runs.filter(created_at__gte=launched_at).exclude(status__in=Run.Status.ACTIVE)
     ended_s = _ended_seconds(ended)
     remaining: dict[int, float] = defaultdict(float)
     unknown = False

@@ -9,14 +9,18 @@ from itertools import groupby
 from typing import Any
 
 from django import forms
-from django.db import transaction
-from django.db.models import Q
+from django.db.models import Field, Q
 from django.forms.models import construct_instance
 
 from webapp.campaigns.cron_words import cron_phrase, cron_words
 from webapp.campaigns.estimates import CampaignDuration, campaign_duration
-from webapp.campaigns.models import Campaign
-from webapp.campaigns.services import MatrixPreview, campaign_preview, matrix_rows_draft
+from webapp.campaigns.models import AXES, CAMPAIGN_PARAMETER_FIELDS, SHARED, Campaign, RunParameter
+from webapp.campaigns.services import (
+    MatrixPreview,
+    campaign_preview,
+    campaign_save,
+    matrix_rows_draft,
+)
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
     INT_BOUNDS,
@@ -27,8 +31,7 @@ from webapp.campaigns.validation import (
     distinct,
     fraction_in_bounds,
 )
-from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, TestFile, VantagePoint
-from webapp.sites.services import vantage_point_local
+from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.units import format_size, parse_size
 
 _UNITS = (("G", 1024**3), ("M", 1024**2), ("k", 1024))
@@ -112,7 +115,9 @@ class ValueListField(forms.CharField):
 
 def _default(name: str) -> int:
     """The model's default of an advanced parameter (the API's default too)."""
-    default = Campaign._meta.get_field(name).default
+    field = Campaign._meta.get_field(name)
+    assert isinstance(field, Field)
+    default = field.default
     assert isinstance(default, int)
     return default
 
@@ -168,16 +173,22 @@ def _disabled(endpoint: Endpoint) -> str:
 
 
 # Fields the page folds away: each has a default, so a campaign needs none of them.
-ADVANCED = (
-    "files",
-    "depth",
-    "vector_size",
-    "skip",
-    "readahead",
-    "streams",
-    "repetitions",
-    "deadline_s",
-)
+ADVANCED = CAMPAIGN_PARAMETER_FIELDS[len(AXES) :]
+
+
+def _advanced_field(parameter: RunParameter) -> forms.Field:
+    """The form field of a parameter a campaign gives all its runs (SHARED): a bounded
+    number (a size with units) defaulted as the API defaults it; empty, if it may be."""
+    name = parameter.campaign_field
+    texts: dict[str, Any] = {"help_text": parameter.help_text}
+    if parameter.label:
+        texts["label"] = parameter.label
+    model_field = Campaign._meta.get_field(name)
+    if isinstance(model_field, Field) and model_field.null:
+        return _bounded(name, required=False, **texts)
+    if parameter.size:
+        return AdvancedSizeField(name=name, **texts)
+    return AdvancedIntegerField(name=name, **texts)
 
 
 SCHEDULE_EXAMPLES = ("0 2 * * *", "30 6 * * 1", "*/15 * * * *", "0 2 1 * *")
@@ -209,7 +220,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     vantage_points = forms.ModelMultipleChoiceField(
         queryset=VantagePoint.objects.all(),
         required=False,
-        help_text=f"None chosen: the {LOCAL_VANTAGE_POINT!r} vantage point (this host).",
+        help_text=f"None chosen: the {VantagePoint.LOCAL!r} vantage point (this host).",
     )
     methods = ValueListField(
         parse=_choice(METHODS), help_text=f"Comma-separated: {', '.join(METHODS)}."
@@ -230,24 +241,8 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         help_text="Comma-separated client counts: 1, 4, 16.",
     )
     # The advanced parameters (ADVANCED): folded away on the page, each defaulted as the
-    # API defaults it. Declared fields leave the class (the metaclass collects them): no
-    # clash with self.files.
-    files = AdvancedIntegerField(name="files", label="Files per client")  # type: ignore[assignment]
-    depth = AdvancedIntegerField(name="depth", help_text="Requests outstanding (async pattern).")
-    vector_size = AdvancedIntegerField(
-        name="vector_size", help_text="Chunks per vectored read (vector pattern)."
-    )
-    skip = AdvancedIntegerField(
-        name="skip", help_text="Blocks skipped after each read (skip pattern)."
-    )
-    readahead = AdvancedSizeField(
-        name="readahead", label="Read-ahead", help_text="Client read-ahead: 0 (off) or a size."
-    )
-    streams = AdvancedIntegerField(name="streams", help_text="Parallel TCP substreams.")
+    # API defaults it; those of RUN_PARAMETERS are added below the class (_advanced_field).
     repetitions = AdvancedIntegerField(name="repetitions")
-    deadline_s = _bounded(
-        "deadline_s", required=False, label="Deadline (s)", help_text="Empty: from the plan."
-    )
 
     class Meta:
         model = Campaign
@@ -257,19 +252,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             "endpoints",
             "test_files",
             "vantage_points",
-            "methods",
-            "patterns",
-            "read_sizes",
-            "fractions",
-            "clients",
-            "files",
-            "depth",
-            "vector_size",
-            "skip",
-            "readahead",
-            "streams",
-            "repetitions",
-            "deadline_s",
+            *CAMPAIGN_PARAMETER_FIELDS,
             "schedule",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
@@ -284,7 +267,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         self._offer_endpoints_and_files()
         if self.instance.pk is None and not self.is_bound:
             self.initial.setdefault(
-                "vantage_points", VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT)
+                "vantage_points", VantagePoint.objects.filter(name=VantagePoint.LOCAL)
             )
 
     def basic_fields(self) -> list[forms.BoundField]:
@@ -350,8 +333,14 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     def save(self, commit: bool = True) -> Campaign:
         """Save the campaign and its relations; no vantage point chosen means the local one."""
         assert commit, "the campaign's relations are saved with it"
-        with transaction.atomic():
-            campaign: Campaign = super().save()
-            if not campaign.vantage_points.exists():
-                campaign.vantage_points.set([vantage_point_local()])
-        return campaign
+        cleaned = self.cleaned_data
+        return campaign_save(
+            campaign=self.instance,
+            endpoints=cleaned["endpoints"],
+            test_files=cleaned["test_files"],
+            vantage_points=cleaned["vantage_points"],
+        )
+
+
+# Model fields the class's Meta names keep their place in the form (Meta.fields' order).
+CampaignForm.base_fields.update({p.campaign_field: _advanced_field(p) for p in SHARED})

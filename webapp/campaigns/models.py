@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -18,7 +18,8 @@ from webapp.campaigns.cron import CronError, parse_cron, validate_cron
 from webapp.campaigns.cron_words import cron_words
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
-from workers.engine.params import Method, Pattern
+from workers.engine.params import INT_BOUNDS as ENGINE_INT_BOUNDS
+from workers.engine.params import MAX_TIMEOUT_S, Method, Pattern, RunParams, file_collection
 
 # What a user who may not cancel is told (pages and API).
 RUN_CANCEL_REFUSAL = (
@@ -32,18 +33,110 @@ CAMPAIGN_CANCEL_REFUSAL = (
 
 
 @dataclass(frozen=True)
+class RunParameter:
+    """One parameter of a run: its Run column (the run JSON's name), the engine's name for
+    it (a RunParams field), and whether a campaign holds a list of values (an axis of its
+    matrix: one run per value) or one value for all its runs."""
+
+    name: str
+    campaign_field: str
+    axis: bool = False
+    engine: str = ""
+    to_engine: Callable[[Any], Any] = field(default=lambda value: value, compare=False)
+    # How the campaign form and the API offer one a campaign holds one value of: the form's
+    # label and help, typed as a size (64k, 1M), and bounds if not the engine's INT_BOUNDS.
+    label: str = ""
+    help_text: str = ""
+    size: bool = False
+    bounds: tuple[int, int] | None = None
+
+    @property
+    def engine_field(self) -> str:
+        return self.engine or self.name
+
+    @property
+    def int_bounds(self) -> tuple[int, int] | None:
+        """(lowest, highest) of a whole-number parameter (of each value, for an axis)."""
+        return self.bounds or ENGINE_INT_BOUNDS.get(self.engine_field)
+
+
+# A run's parameters, defined once: the Run and Campaign columns (RunParameters and the
+# campaign's lists), the engine's RunParams, run_json, the estimates and the launch all go
+# by it. Adding one: a RunParams field, a field of RunParameters, an entry here (docs/).
+RUN_PARAMETERS = (
+    RunParameter("method", "methods", axis=True, to_engine=Method),
+    RunParameter("pattern", "patterns", axis=True, to_engine=Pattern),
+    RunParameter("read_size", "read_sizes", axis=True),
+    RunParameter("fraction", "fractions", axis=True),
+    RunParameter("clients", "clients", axis=True),
+    RunParameter("files", "files", label="Files per client"),
+    RunParameter("depth", "depth", help_text="Requests outstanding (async pattern)."),
+    RunParameter(
+        "vector_size", "vector_size", help_text="Chunks per vectored read (vector pattern)."
+    ),
+    RunParameter("skip", "skip", help_text="Blocks skipped after each read (skip pattern)."),
+    RunParameter(
+        "readahead",
+        "readahead",
+        label="Read-ahead",
+        help_text="Client read-ahead: 0 (off) or a size.",
+        size=True,
+    ),
+    RunParameter("streams", "streams", help_text="Parallel TCP substreams."),
+    RunParameter(
+        "deadline_s",
+        "deadline_s",
+        engine="timeout_s",
+        label="Deadline (s)",
+        help_text="Empty: from the plan.",
+        bounds=(1, MAX_TIMEOUT_S),
+    ),
+)
+AXES = tuple(p for p in RUN_PARAMETERS if p.axis)
+# What makes runs comparable over time, a "parameter set" of the dashboards: the axes' values.
+PARAMETER_SET_FIELDS = tuple(p.name for p in AXES)
+# The parameters a campaign gives all its runs alike (RunParameters' fields, and deadline_s).
+SHARED = tuple(p for p in RUN_PARAMETERS if not p.axis)
+# A campaign's parameter fields, in the order its form and the API show them: the axes,
+# then the shared ones with repetitions before the deadline.
+CAMPAIGN_PARAMETER_FIELDS = (
+    *(p.campaign_field for p in AXES),
+    *(p.campaign_field for p in SHARED if p.name != "deadline_s"),
+    "repetitions",
+    "deadline_s",
+)
+
+
+def engine_parameters(values: Mapping[str, Any]) -> dict[str, Any]:
+    """RunParams' keyword arguments for a run's parameters (by Run column name)."""
+    return {p.engine_field: p.to_engine(values[p.name]) for p in RUN_PARAMETERS}
+
+
+@dataclass(frozen=True)
 class Cell:
-    """One point of a campaign's parameter space, before it becomes a run."""
+    """One point of a campaign's parameter space, before it becomes a run: its values of
+    RUN_PARAMETERS, by name."""
 
     endpoint: Endpoint
     test_file: TestFile
     vantage_point: VantagePoint
-    method: str
-    pattern: str
-    read_size: int
-    fraction: float
-    clients: int
+    parameters: dict[str, Any]
     repetition: int
+
+
+class RunParameters(models.Model):
+    """The parameters a campaign gives all its runs alike (the axes are lists on a campaign,
+    one value on a run: their fields are the models' own)."""
+
+    files = models.PositiveIntegerField(default=1)
+    depth = models.PositiveIntegerField(default=64)
+    vector_size = models.PositiveIntegerField(default=256)
+    skip = models.PositiveIntegerField(default=3)
+    readahead = models.PositiveBigIntegerField(default=0, help_text="bytes; 0 = unbuffered")
+    streams = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        abstract = True
 
 
 @dataclass(frozen=True)
@@ -65,7 +158,7 @@ def matrix_files(*, endpoints: Iterable[Endpoint], chosen: Iterable[TestFile]) -
     return [f for f in defaults if f is not None]
 
 
-class Campaign(models.Model):
+class Campaign(RunParameters):
     """An experiment: endpoints x vantage points x parameter sets, expanded into runs."""
 
     name = models.CharField(max_length=200)
@@ -81,12 +174,6 @@ class Campaign(models.Model):
     read_sizes = models.JSONField(default=list, help_text="bytes")
     fractions = models.JSONField(default=list)
     clients = models.JSONField(default=list)
-    files = models.PositiveIntegerField(default=1)
-    depth = models.PositiveIntegerField(default=64)
-    vector_size = models.PositiveIntegerField(default=256)
-    skip = models.PositiveIntegerField(default=3)
-    readahead = models.PositiveBigIntegerField(default=0, help_text="bytes; 0 = unbuffered")
-    streams = models.PositiveIntegerField(default=1)
     repetitions = models.PositiveIntegerField(default=1)
     deadline_s = models.PositiveIntegerField(null=True, blank=True)
     schedule = models.CharField(
@@ -149,14 +236,7 @@ class Campaign(models.Model):
 
     def parameter_axes(self) -> tuple[list[Any], ...]:
         """The axes after test files and vantage points: the parameter lists, repetitions."""
-        return (
-            self.methods,
-            self.patterns,
-            self.read_sizes,
-            self.fractions,
-            self.clients,
-            list(range(self.repetitions)),
-        )
+        return (*(getattr(self, p.campaign_field) for p in AXES), list(range(self.repetitions)))
 
     def _dimensions(self, rows: MatrixRows | None) -> tuple[list[Any], ...]:
         """The axes of the matrix: test files, vantage points, then the parameter lists."""
@@ -166,8 +246,12 @@ class Campaign(models.Model):
     def cells(self, rows: MatrixRows | None = None) -> Iterator[Cell]:
         """The parameter product, in a stable order; of `rows` rather than the saved ones
         if given (a campaign not saved yet has no relations)."""
-        for test_file, *values in itertools.product(*self._dimensions(rows)):
-            yield Cell(test_file.endpoint, test_file, *values)
+        shared = {p.name: getattr(self, p.campaign_field) for p in RUN_PARAMETERS if not p.axis}
+        for test_file, vantage_point, *values, repetition in itertools.product(
+            *self._dimensions(rows)
+        ):
+            axes = {p.name: value for p, value in zip(AXES, values, strict=True)}
+            yield Cell(test_file.endpoint, test_file, vantage_point, axes | shared, repetition)
 
     def matrix_size(self, rows: MatrixRows | None = None) -> int:
         return math.prod(len(axis) for axis in self._dimensions(rows))
@@ -194,7 +278,7 @@ class ScheduledLaunch(models.Model):
         return f"{self.campaign_id} at {self.slot:%Y-%m-%d %H:%M}"
 
 
-class Run(models.Model):
+class Run(RunParameters):
     """One cell of a campaign's matrix, executed once from one vantage point."""
 
     class Status(models.TextChoices):
@@ -206,14 +290,23 @@ class Run(models.Model):
         CANCELLED = "cancelled"
         TIMEOUT = "timeout"
 
+        # The groups pages, the API and the services ask about, in this order (set below:
+        # an enum's members do not exist yet in its class body).
+        ACTIVE: ClassVar[tuple[Run.Status, ...]]  # waiting or measuring
+        FINAL: ClassVar[tuple[Run.Status, ...]]  # ended, one way or another
+        MEASURED: ClassVar[tuple[Run.Status, ...]]  # their figures count in series
+        ENDED: ClassVar[tuple[Run.Status, ...]]  # final and not cancelled: it tried
+        NOT_SUCCEEDED: ClassVar[tuple[Run.Status, ...]]  # final with errors
+        UNMEASURED: ClassVar[tuple[Run.Status, ...]]  # final without figures
+        WITH_FAILURES: ClassVar[tuple[Run.Status, ...]]  # some or all clients failed
+        FAILED_OR_TIMED_OUT: ClassVar[tuple[Run.Status, ...]]  # nothing measured, not cancelled
+
     class Trigger(models.TextChoices):
         MANUAL = "manual"
         API = "api"
         SCHEDULE = "schedule"
 
-    FINAL = frozenset(
-        {Status.SUCCEEDED, Status.PARTIAL, Status.FAILED, Status.CANCELLED, Status.TIMEOUT}
-    )
+    FINAL: ClassVar[tuple[Run.Status, ...]]  # Run.Status.FINAL, by its older name
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="runs")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="runs")
@@ -224,12 +317,6 @@ class Run(models.Model):
     read_size = models.PositiveBigIntegerField(help_text="bytes")
     fraction = models.FloatField()
     clients = models.PositiveIntegerField()
-    files = models.PositiveIntegerField(default=1)
-    depth = models.PositiveIntegerField(default=64)
-    vector_size = models.PositiveIntegerField(default=256)
-    skip = models.PositiveIntegerField(default=3)
-    readahead = models.PositiveBigIntegerField(default=0)
-    streams = models.PositiveIntegerField(default=1)
     deadline_s = models.FloatField(null=True, blank=True)
     repetition = models.PositiveIntegerField(default=0)
 
@@ -333,9 +420,56 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"run {self.pk} {self.method}/{self.pattern} on {self.endpoint_id}"
 
+    @classmethod
+    def from_cell(cls, cell: Cell, *, campaign: Campaign, **fields: Any) -> Run:
+        """The (unsaved) run of a campaign's cell; `fields` as trigger, launched_by."""
+        return cls(
+            campaign=campaign,
+            endpoint=cell.endpoint,
+            test_file=cell.test_file,
+            vantage_point=cell.vantage_point,
+            repetition=cell.repetition,
+            **cell.parameters,
+            **fields,
+        )
+
+    def parameters(self) -> dict[str, Any]:
+        """Its values of RUN_PARAMETERS, by name."""
+        return {p.name: getattr(self, p.name) for p in RUN_PARAMETERS}
+
+    def files_to_read(self) -> list[TestFile]:
+        """The files its clients read: its test file first, then the endpoint's others."""
+        if self.files <= 1:
+            return [self.test_file]
+        others = self.endpoint.files.exclude(pk=self.test_file_id).order_by("path")
+        return file_collection(self.test_file, list(others[: self.files - 1]), self.files)
+
+    def measured_params(self, files: Sequence[TestFile] | None = None) -> RunParams:
+        """What the engine measures for it, reading `files` (else files_to_read), without
+        what this host adds (credential, egress policy, CA folder: engine_params)."""
+        files = self.files_to_read() if files is None else files
+        urls = tuple(f.url for f in files)
+        return RunParams(
+            urls=urls,
+            seed=self.pk or RunParams.seed,
+            adler32=tuple(
+                (url, f.adler32) for url, f in zip(urls, files, strict=True) if f.adler32
+            ),
+            **engine_parameters(self.parameters()),
+        )
+
+    def engine_params(self) -> RunParams:
+        """The engine's parameters for it, with the endpoint's credential (an oauth client's:
+        a token from this process's cache) and the CA folder servers are verified against.
+
+        Raises InvalidParams for a stored credential that does not parse, and ProbeError when
+        an oauth client's issuer gives no token.
+        """
+        return self.endpoint.engine_params(self.measured_params())
+
     @property
     def is_final(self) -> bool:
-        return self.status in self.FINAL
+        return self.status in Run.Status.FINAL
 
     def cancellable_by(self, user: User | None) -> bool:
         """Its campaign's owner, whoever launched it, or an admin (use with
@@ -344,6 +478,22 @@ class Run(models.Model):
             return True
         launcher = self.launched_by_id
         return can_operate(user) and launcher is not None and launcher == getattr(user, "pk", None)
+
+
+def _status_groups() -> None:
+    status = Run.Status
+    status.ACTIVE = (status.QUEUED, status.RUNNING)
+    status.FINAL = tuple(s for s in status if s not in status.ACTIVE)
+    status.MEASURED = (status.SUCCEEDED, status.PARTIAL)
+    status.ENDED = tuple(s for s in status.FINAL if s != status.CANCELLED)
+    status.NOT_SUCCEEDED = tuple(s for s in status.FINAL if s != status.SUCCEEDED)
+    status.UNMEASURED = tuple(s for s in status.FINAL if s not in status.MEASURED)
+    status.WITH_FAILURES = (status.PARTIAL, status.FAILED, status.TIMEOUT)
+    status.FAILED_OR_TIMED_OUT = (status.FAILED, status.TIMEOUT)
+    Run.FINAL = status.FINAL
+
+
+_status_groups()
 
 
 class ClientAttempt(models.Model):

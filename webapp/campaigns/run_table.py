@@ -3,19 +3,36 @@ headers with the links that sort by them."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import NamedTuple
+from urllib.parse import urlsplit, urlunsplit
 
 from django.http import QueryDict
 
-from webapp.api.filters import RUN_ORDERING
-from webapp.api.run_csv import without_secrets
+from webapp.campaigns.filters import RUN_ORDERING
 from webapp.campaigns.models import Run
+from webapp.core.redact import redact
+
+# scheme://user[:password]@: redact() hides the password, this the whole user part.
+USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
 
 DEFAULT_ORDERING = "-created"
 # The direction of a first click: the triage question each column answers first (newest,
 # longest, slowest); a second click reverses it.
 FIRST_DESCENDING = frozenset({"created", "wall_s"})
+
+
+def without_secrets(text: str) -> str:
+    """A message as users may see it: redacted, and without the user part of any URL."""
+    return USERINFO.sub(r"\1", redact(text))
+
+
+def without_userinfo(url: str) -> str:
+    """The URL without its user:password@ (and without a query, which may carry a token)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class RunError(NamedTuple):

@@ -173,8 +173,6 @@ class ScheduleState:
 
 
 LAUNCHES_SHOWN = 5
-_FAILED = (Run.Status.FAILED, Run.Status.PARTIAL, Run.Status.TIMEOUT)
-_ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 def campaign_schedule_state(
@@ -200,9 +198,9 @@ def scheduled_launch_outcomes(*, campaign_id: int, limit: int) -> list[LaunchOut
         ScheduledLaunch.objects.filter(campaign_id=campaign_id)
         .annotate(
             succeeded=Count("runs", filter=Q(runs__status=Run.Status.SUCCEEDED)),
-            failed=Count("runs", filter=Q(runs__status__in=_FAILED)),
+            failed=Count("runs", filter=Q(runs__status__in=Run.Status.WITH_FAILURES)),
             cancelled=Count("runs", filter=Q(runs__status=Run.Status.CANCELLED)),
-            active=Count("runs", filter=Q(runs__status__in=_ACTIVE)),
+            active=Count("runs", filter=Q(runs__status__in=Run.Status.ACTIVE)),
         )
         .order_by("-slot", "-id")
         .values(*(field.name for field in fields(LaunchOutcome)))[:limit]

@@ -14,8 +14,7 @@ from django.db.models import Aggregate, Avg, Count, F, FloatField, Max, Min, Q, 
 from django.db.models.functions import TruncDay, TruncHour
 
 from webapp.campaigns.models import Campaign, ClientAttempt, Run
-from webapp.campaigns.services import MEASURED, run_files
-from workers.engine.params import needed_bytes
+from webapp.campaigns.services import MEASURED
 
 # Metrics a series may show: Run columns, with their units.
 SERIES_METRICS = {
@@ -225,16 +224,9 @@ def _run_progress(run: Run, attempts: dict[int, tuple[str, int]]) -> RunProgress
 
 
 def _client_planned_bytes(run: Run) -> list[int]:
-    """What each client plans to read: as the engine assigns them, client c reads `files`
-    files of the collection starting at file c * files (workers/engine/driver.py)."""
-    sizes = [f.size for f in run_files(run)]
-    return [
-        sum(
-            needed_bytes(run.fraction, sizes[(client * run.files + k) % len(sizes)])
-            for k in range(run.files)
-        )
-        for client in range(run.clients)
-    ]
+    """What each client plans to read, of the files the engine gives it."""
+    files = run.files_to_read()
+    return run.measured_params(files).client_planned_bytes({f.url: f.size for f in files})
 
 
 # What makes runs comparable over time (as /compare/ picks them): a series is of one of these.
@@ -342,18 +334,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "test_file": run.test_file_id,
         "url": run.test_file.url,
         "vantage_point": run.vantage_point.name,
-        "method": run.method,
-        "pattern": run.pattern,
-        "read_size": run.read_size,
-        "fraction": run.fraction,
-        "clients": run.clients,
-        "files": run.files,
-        "depth": run.depth,
-        "vector_size": run.vector_size,
-        "skip": run.skip,
-        "readahead": run.readahead,
-        "streams": run.streams,
-        "deadline_s": run.deadline_s,
+        **run.parameters(),
         "repetition": run.repetition,
     }
     return {

@@ -24,22 +24,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
-from webapp.sites.credentials import endpoint_run_credential
-from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, TestFile, VantagePoint
-from workers.engine import (
-    EgressPolicy,
-    InvalidParams,
-    Method,
-    Pattern,
-    ProbeError,
-    Progress,
-    RunParams,
-    run_probe,
-)
-from workers.engine.credentials import resolve_ca_dir
-from workers.engine.errors import OutsideFileRoots
+from webapp.sites.models import Endpoint, TestFile, VantagePoint
+from workers.engine import InvalidParams, ProbeError, Progress, run_probe
+from workers.engine.errors import ErrorClass, OutsideFileRoots
 from workers.engine.metrics import ClientResult
-from workers.engine.params import needed_bytes
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +36,15 @@ STALE_AFTER_S = 60.0
 # Ingestion waits this long in all (1 + 2 + 4 + 8 s) for a database that is restarting:
 # well inside STALE_AFTER_S, so the reaper does not end the run meanwhile.
 INGEST_RETRY_S = (1.0, 2.0, 4.0, 8.0)
-# Statuses whose figures count in series and aggregates (cancelled runs do not).
-MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
+# Run.Status.MEASURED, by the name webapp/dashboards (compare, results) still imports.
+MEASURED = Run.Status.MEASURED
 
 
 @dataclass(frozen=True)
 class MatrixPreview:
-    """What launching a campaign would do: how many runs, how many bytes they plan to read."""
+    """What launching a campaign would do: how many runs, and how many bytes they get (the
+    engine's RunParams.run_delivered_bytes: copies get whole files; each run's files counted
+    at its test file's size)."""
 
     runs: int
     planned_bytes: int
@@ -84,11 +74,35 @@ def matrix_rows_draft(
     relations come as arguments and nothing is written (no vantage point chosen: the local
     one)."""
     files = matrix_files(endpoints=endpoints, chosen=test_files)
-    points = list(vantage_points) or [
-        VantagePoint.objects.filter(name=LOCAL_VANTAGE_POINT).first()
-        or VantagePoint(name=LOCAL_VANTAGE_POINT)
-    ]
-    return MatrixRows(files, points)
+    return MatrixRows(files, campaign_vantage_points(chosen=vantage_points, save=False))
+
+
+def campaign_vantage_points(
+    *, chosen: Iterable[VantagePoint], save: bool = True
+) -> list[VantagePoint]:
+    """Where a campaign measures from: the vantage points chosen, else the local one (made
+    if missing; with `save` False, an unsaved one instead: a preview writes nothing)."""
+    chosen = list(chosen)
+    if chosen:
+        return chosen
+    return [VantagePoint.local() if save else VantagePoint.local_unsaved()]
+
+
+@transaction.atomic
+def campaign_save(
+    *,
+    campaign: Campaign,
+    endpoints: Iterable[Endpoint],
+    test_files: Iterable[TestFile],
+    vantage_points: Iterable[VantagePoint],
+) -> Campaign:
+    """Save a campaign (new or changed) with its relations; no vantage point chosen means
+    the local one."""
+    campaign.save()
+    campaign.endpoints.set(list(endpoints))
+    campaign.test_files.set(list(test_files))
+    campaign.vantage_points.set(campaign_vantage_points(chosen=vantage_points))
+    return campaign
 
 
 def campaign_preview_draft(
@@ -109,9 +123,8 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
     """`rows` preview a campaign not saved yet (a form's): nothing is read from its relations."""
     planned = 0
     for cell in campaign.cells(rows):
-        size = cell.test_file.size
-        per_file = needed_bytes(cell.fraction, size) if cell.method == Method.DIRECT else size
-        planned += cell.clients * campaign.files * per_file
+        params = Run.from_cell(cell, campaign=campaign).measured_params(files=[cell.test_file])
+        planned += params.run_delivered_bytes(cell.test_file.size)
     return MatrixPreview(campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX)
 
 
@@ -128,7 +141,7 @@ class LaunchWhileActive(Exception):
 
 def campaign_active_runs(*, campaign: Campaign) -> int:
     """How many runs of the campaign are queued or running."""
-    return campaign.runs.filter(status__in=(Run.Status.QUEUED, Run.Status.RUNNING)).count()
+    return campaign.runs.filter(status__in=Run.Status.ACTIVE).count()
 
 
 def campaign_launch(
@@ -157,27 +170,7 @@ def campaign_launch(
             raise LaunchWhileActive(active)
         launched_at = timezone.now()
         runs = Run.objects.bulk_create(
-            Run(
-                campaign=campaign,
-                endpoint=cell.endpoint,
-                test_file=cell.test_file,
-                vantage_point=cell.vantage_point,
-                method=cell.method,
-                pattern=cell.pattern,
-                read_size=cell.read_size,
-                fraction=cell.fraction,
-                clients=cell.clients,
-                files=campaign.files,
-                depth=campaign.depth,
-                vector_size=campaign.vector_size,
-                skip=campaign.skip,
-                readahead=campaign.readahead,
-                streams=campaign.streams,
-                deadline_s=campaign.deadline_s,
-                repetition=cell.repetition,
-                trigger=trigger,
-                launched_by=launched_by,
-            )
+            Run.from_cell(cell, campaign=campaign, trigger=trigger, launched_by=launched_by)
             for cell in campaign.cells()
         )
         # auto_now_add gave each run its own instant: one launch, one instant (the campaign
@@ -215,49 +208,6 @@ def _enqueue(runs: Iterable[Run]) -> None:
         enqueue_run(run)
 
 
-def run_files(run: Run) -> list[TestFile]:
-    """The files a run's clients read: its test file first, then the endpoint's others."""
-    if run.files <= 1:
-        return [run.test_file]
-    others = run.endpoint.files.exclude(pk=run.test_file_id).order_by("path")
-    return [run.test_file, *others[: run.files - 1]]
-
-
-def run_params(run: Run) -> RunParams:
-    """The engine's parameters for a run, with the endpoint's credential (an oauth client's:
-    a token from this process's cache) and the CA folder servers are verified against.
-
-    Raises InvalidParams for a stored credential that does not parse, and ProbeError when
-    an oauth client's issuer gives no token.
-    """
-    files = run_files(run)
-    egress = EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW)
-    ca_dir = resolve_ca_dir(settings.FEDPROBE_CA_DIR)
-    return RunParams(
-        urls=tuple(f.url for f in files),
-        method=Method(run.method),
-        pattern=Pattern(run.pattern),
-        read_size=run.read_size,
-        fraction=run.fraction,
-        clients=run.clients,
-        files=run.files,
-        depth=run.depth,
-        vector_size=run.vector_size,
-        skip=run.skip,
-        readahead=run.readahead,
-        streams=run.streams,
-        timeout_s=run.deadline_s,
-        seed=run.pk,
-        adler32=tuple((f.url, f.adler32) for f in files if f.adler32),
-        file_roots=tuple(settings.FEDPROBE_FILE_ROOTS),
-        egress=egress,
-        credential=endpoint_run_credential(
-            run.endpoint, egress=egress, ca_dir=ca_dir, valid_for_s=float(run.deadline_s or 0)
-        ),
-        ca_dir=ca_dir,
-    )
-
-
 def run_claim(*, run_id: int, worker: str) -> Run | None:
     """Move a queued run to running and create its attempts, or None if it is not queued
     (cancelled, or already taken: a redelivered message then does nothing)."""
@@ -285,18 +235,20 @@ def run_execute(*, run_id: int, worker: str) -> None:
     with _Heartbeat(run.pk) as heartbeat:
         try:
             result = run_probe(
-                run_params(run),
+                run.engine_params(),
                 on_progress=heartbeat.progress,
                 should_cancel=heartbeat.cancel_requested,
             )
         except InvalidParams as exc:
             # A stored file:// endpoint outside the file roots meets the egress policy.
-            error_class = "egress" if isinstance(exc, OutsideFileRoots) else "server-error"
+            error_class = (
+                ErrorClass.EGRESS if isinstance(exc, OutsideFileRoots) else ErrorClass.SERVER_ERROR
+            )
             run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}", error_class=error_class)
             return
         except ProbeError as exc:
             # The oauth client's issuer gave no token: no client was started.
-            run_fail(run_id=run.pk, message=exc.message, error_class=str(exc.error_class))
+            run_fail(run_id=run.pk, message=exc.message, error_class=exc.error_class)
             return
         except Exception as exc:
             # A bug or a broken worker host: say so now rather than let the reaper call it lost.
@@ -337,7 +289,7 @@ def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
         run.errors = run_json.get("errors", [])
         _store_negotiated(run, run_json)
         _end_unreported_attempts(run, now)
-        if run.status in MEASURED:
+        if run.status in Run.Status.MEASURED:
             _store_aggregates(run, run_json)
         run.save()
     return True
@@ -381,7 +333,7 @@ def _store_attempts(run: Run, records: list[dict[str, object]], now: datetime) -
 def _attempt_status(error: dict[str, object]) -> str:
     if not error:
         return ClientAttempt.Status.OK
-    if error.get("class") == "cancelled":
+    if error.get("class") == ErrorClass.CANCELLED:
         return ClientAttempt.Status.CANCELLED
     return ClientAttempt.Status.FAILED
 
@@ -430,12 +382,14 @@ def _end_unreported_attempts(run: Run, now: datetime) -> None:
     run.attempts.filter(status=ClientAttempt.Status.RUNNING).update(
         status=ClientAttempt.Status.CANCELLED if cancelled else ClientAttempt.Status.FAILED,
         finished_at=now,
-        error_class=str(first_error.get("class", "cancelled" if cancelled else ""))[:20],
+        error_class=str(first_error.get("class", ErrorClass.CANCELLED if cancelled else ""))[:20],
         error_message=str(first_error.get("message", ""))[:10_000],
     )
 
 
-def run_fail(*, run_id: int, message: str, error_class: str = "server-error") -> bool:
+def run_fail(
+    *, run_id: int, message: str, error_class: ErrorClass = ErrorClass.SERVER_ERROR
+) -> bool:
     """End a running run as failed without results (its parameters were refused)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id, status=Run.Status.RUNNING).first()
@@ -443,7 +397,7 @@ def run_fail(*, run_id: int, message: str, error_class: str = "server-error") ->
             return False
         run.status = Run.Status.FAILED
         run.finished_at = timezone.now()
-        run.errors = [{"class": error_class, "message": message, "client": None}]
+        run.errors = [{"class": str(error_class), "message": message, "client": None}]
         run.save(update_fields=["status", "finished_at", "errors"])
         _end_unreported_attempts(run, run.finished_at)
     return True
@@ -527,7 +481,7 @@ def _reap_run(run_id: int, stale: object) -> int:
         some_ok = attempts.filter(status=ClientAttempt.Status.OK).exists()
         run.status = Run.Status.PARTIAL if some_ok else Run.Status.FAILED
         run.finished_at = timezone.now()
-        run.errors = [{"class": "server-error", "message": message, "client": None}]
+        run.errors = [{"class": ErrorClass.SERVER_ERROR.value, "message": message, "client": None}]
         run.save(update_fields=["status", "finished_at", "errors"])
     return 1
 
@@ -601,7 +555,7 @@ def _run_fail_unsent(run: Run, now: datetime) -> bool:
     failed = _unchanged(run).update(
         status=Run.Status.FAILED,
         finished_at=now,
-        errors=[{"class": "server-error", "message": message, "client": None}],
+        errors=[{"class": ErrorClass.SERVER_ERROR.value, "message": message, "client": None}],
     )
     if failed:
         log.warning("run %s: %s", run.pk, message)

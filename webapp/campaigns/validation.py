@@ -9,20 +9,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
+from webapp.campaigns.models import RUN_PARAMETERS
 from webapp.sites.models import Endpoint, TestFile
-from workers.engine.params import (
-    MAX_CLIENTS,
-    MAX_DEPTH,
-    MAX_FILES,
-    MAX_READ_SIZE,
-    MAX_READAHEAD,
-    MAX_SKIP,
-    MAX_STREAMS,
-    MAX_TIMEOUT_S,
-    MAX_VECTOR_SIZE,
-    Method,
-    Pattern,
-)
+from workers.engine.params import Method, Pattern
 from workers.engine.urls import GRIDFTP_SCHEMES
 
 # The largest id a query may name: the databases' ids are signed 64-bit (a larger one overflows
@@ -33,18 +22,10 @@ MAX_REPETITIONS = 100
 METHODS = tuple(m.value for m in Method)
 PATTERNS = tuple(p.value for p in Pattern)
 
-# (lowest, highest) of each whole-number parameter; of each value for the lists.
+# (lowest, highest) of each whole-number field of a campaign; of each value for the lists.
 INT_BOUNDS: dict[str, tuple[int, int]] = {
-    "read_sizes": (1, MAX_READ_SIZE),
-    "clients": (1, MAX_CLIENTS),
-    "files": (1, MAX_FILES),
-    "depth": (1, MAX_DEPTH),
-    "vector_size": (1, MAX_VECTOR_SIZE),
-    "skip": (0, MAX_SKIP),
-    "readahead": (0, MAX_READAHEAD),
-    "streams": (1, MAX_STREAMS),
+    **{p.campaign_field: p.int_bounds for p in RUN_PARAMETERS if p.int_bounds is not None},
     "repetitions": (1, MAX_REPETITIONS),
-    "deadline_s": (1, MAX_TIMEOUT_S),
 }
 FRACTION_ERROR = "each fraction must be in (0, 1]"
 

@@ -17,8 +17,8 @@ from django.views import View
 from django.views.generic import DetailView, ListView, TemplateView
 
 from webapp.accounts.roles import can_edit
-from webapp.api.filters import RunFilter, with_first_error
 from webapp.campaigns.estimates import campaign_duration, campaign_eta
+from webapp.campaigns.filters import RunFilter, with_first_error
 from webapp.campaigns.forms import CampaignForm
 from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.models import (
@@ -57,7 +57,6 @@ from webapp.dashboards.run_detail import run_charts
 
 MAX_STATUS_IDS = 100
 ID = re.compile(r"[0-9]{1,18}")
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 class CampaignListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
@@ -105,7 +104,7 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
             schedule=campaign_schedule_state(campaign=campaign) if campaign.schedule else None,
             # The queued or running runs this user may cancel (all for the owner or an admin).
             cancellable_runs=campaign.runs_cancellable_by(self.request.user)  # type: ignore[arg-type]
-            .filter(status__in=ACTIVE)
+            .filter(status__in=Run.Status.ACTIVE)
             .count(),
         )
         return context
@@ -252,7 +251,7 @@ class RunListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         runs = list(context["runs"])
-        active = [run.pk for run in runs if run.status in ACTIVE]
+        active = [run.pk for run in runs if run.status in Run.Status.ACTIVE]
         progress = {p.id: p for p in runs_progress(run_ids=active)}
         form = self.filterset.form
         ordering = form.cleaned_data.get("ordering") if self.filterset.is_bound else None

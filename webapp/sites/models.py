@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -12,14 +14,19 @@ from django.urls import reverse
 
 from webapp.accounts.crypto import EncryptedTextField
 from webapp.accounts.roles import User, can_edit, can_operate, is_admin
-from webapp.sites.credentials import KIND_CHOICES, CredentialInfo, credential_check, credential_info
-from workers.engine.egress import literal_refusal
+from webapp.sites.credentials import (
+    KIND_CHOICES,
+    CredentialInfo,
+    credential_check,
+    credential_info,
+    endpoint_run_credential,
+)
+from workers.engine.credentials import resolve_ca_dir
+from workers.engine.egress import EgressPolicy, literal_refusal
 from workers.engine.errors import InvalidParams
+from workers.engine.params import RunParams
 from workers.engine.urls import SCHEMES, check_file_roots, check_url
 
-# The vantage point of the web host's own worker (`bin/run`, compose): campaigns that name
-# none measure from it, so it is never renamed nor deleted through the pages or the API.
-LOCAL_VANTAGE_POINT = "local"
 _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
 _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
 
@@ -188,6 +195,27 @@ class Endpoint(models.Model):
     def default_file(self) -> TestFile | None:
         return self.files.filter(is_default=True).first() or self.files.first()
 
+    def engine_params(self, measured: RunParams) -> RunParams:
+        """`measured` (a run's parameters and URLs on this endpoint) with what this host adds:
+        its file roots, egress policy and CA folder, and the endpoint's credential (an oauth
+        client's: a token from this process's cache, valid for the run's timeout).
+
+        Raises InvalidParams for a stored credential that does not parse, and ProbeError when
+        an oauth client's issuer gives no token.
+        """
+        egress = EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW)
+        ca_dir = resolve_ca_dir(settings.FEDPROBE_CA_DIR)
+        credential = endpoint_run_credential(
+            self, egress=egress, ca_dir=ca_dir, valid_for_s=float(measured.timeout_s or 0)
+        )
+        return dataclasses.replace(
+            measured,
+            file_roots=tuple(settings.FEDPROBE_FILE_ROOTS),
+            egress=egress,
+            credential=credential,
+            ca_dir=ca_dir,
+        )
+
 
 assert {choice.value for choice in Endpoint.Protocol} <= SCHEMES
 
@@ -220,6 +248,10 @@ class TestFile(models.Model):
 class VantagePoint(models.Model):
     """A place measurements are made from: the workers that consume its Celery queue."""
 
+    # The name of the web host's own worker's (`bin/run`, compose): campaigns that name
+    # none measure from it, so it is never renamed nor deleted through the pages or the API.
+    LOCAL: ClassVar[str] = "local"
+
     name = models.CharField(max_length=50, unique=True, validators=[_NAME])
     location = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
@@ -231,9 +263,22 @@ class VantagePoint(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @classmethod
+    def local(cls) -> VantagePoint:
+        """The vantage point of this host, used when a campaign names none (made if missing)."""
+        vantage_point, _ = cls.objects.get_or_create(
+            name=cls.LOCAL, defaults={"location": "this host"}
+        )
+        return vantage_point
+
+    @classmethod
+    def local_unsaved(cls) -> VantagePoint:
+        """The local vantage point if saved, else an unsaved one (a preview writes nothing)."""
+        return cls.objects.filter(name=cls.LOCAL).first() or cls(name=cls.LOCAL)
+
     @property
     def is_local(self) -> bool:
-        return self.name == LOCAL_VANTAGE_POINT
+        return self.name == self.LOCAL
 
     def editable_by(self, user: User | None) -> bool:
         """Admins only: a vantage point names the queue that deployed workers consume, and
@@ -242,10 +287,10 @@ class VantagePoint(models.Model):
 
     def rename_refusal(self, name: str) -> str | None:
         """Why this (saved) vantage point may not be renamed to `name`, or None."""
-        if self.pk is not None and self.is_local and name != LOCAL_VANTAGE_POINT:
+        if self.pk is not None and self.is_local and name != self.LOCAL:
             return (
-                f"the built-in vantage point {LOCAL_VANTAGE_POINT!r} cannot be renamed: "
-                f"campaigns without a vantage point are queued to vantage.{LOCAL_VANTAGE_POINT}"
+                f"the built-in vantage point {self.LOCAL!r} cannot be renamed: "
+                f"campaigns without a vantage point are queued to vantage.{self.LOCAL}"
             )
         return None
 
@@ -253,8 +298,8 @@ class VantagePoint(models.Model):
         """Why this vantage point may not be deleted, or None."""
         if self.is_local:
             return (
-                f"the built-in vantage point {LOCAL_VANTAGE_POINT!r} cannot be deleted: "
-                f"campaigns without a vantage point are queued to vantage.{LOCAL_VANTAGE_POINT}"
+                f"the built-in vantage point {self.LOCAL!r} cannot be deleted: "
+                f"campaigns without a vantage point are queued to vantage.{self.LOCAL}"
             )
         return None
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -11,9 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import ProtectedError
 
-from webapp.campaigns.models import Run
-from webapp.campaigns.services import run_params
-from webapp.sites.models import LOCAL_VANTAGE_POINT, Endpoint, TestFile, VantagePoint
+from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import (
     InvalidParams,
     Method,
@@ -34,11 +31,8 @@ CONNECTION_READ_SIZE = 4096
 
 
 def vantage_point_local() -> VantagePoint:
-    """The vantage point of this host, used when a campaign names none."""
-    vantage_point, _ = VantagePoint.objects.get_or_create(
-        name=LOCAL_VANTAGE_POINT, defaults={"location": "this host"}
-    )
-    return vantage_point
+    """VantagePoint.local(), by the name lab_register, bootstrap, tests and benches call."""
+    return VantagePoint.local()
 
 
 def local_ca_dir() -> Path:
@@ -96,8 +90,8 @@ class ConnectionCheck:
 def endpoint_test_connection(*, endpoint: Endpoint) -> ConnectionCheck:
     """Read one small block of the endpoint's default test file from this host.
 
-    The parameters are built as a run's are (URL, checksums, file roots, credential, CA
-    folder and whatever policy run_params applies), then cut down to one client, one read
+    The parameters are a run's (URL, checksum, then Endpoint.engine_params: file roots,
+    egress policy, credential, CA folder), cut down to one client, one read
     and a short timeout. Copy-only protocols (GridFTP) copy the smallest test file instead.
     The engine runs the preflight and the client in processes of their own: nothing of the
     credential stays in the web process's environment.
@@ -153,18 +147,18 @@ def _smallest_file(endpoint: Endpoint) -> TestFile | None:
 
 def _connection_params(endpoint: Endpoint, test_file: TestFile, copy_only: bool) -> RunParams:
     read_size = min(CONNECTION_READ_SIZE, max(1, test_file.size))
-    probe = Run(
-        endpoint=endpoint,
-        test_file=test_file,
+    measured = RunParams(
+        urls=(test_file.url,),
         method=Method.COPY if copy_only else Method.DIRECT,
         pattern=Pattern.SEQUENTIAL,
         read_size=read_size,
         fraction=min(1.0, read_size / max(1, test_file.size)),
         clients=1,
         files=1,
-        deadline_s=CONNECTION_TIMEOUT_S,
+        timeout_s=CONNECTION_TIMEOUT_S,
+        adler32=((test_file.url, test_file.adler32),) if test_file.adler32 else (),
     )
-    return dataclasses.replace(run_params(probe), seed=1)
+    return endpoint.engine_params(measured)
 
 
 def _connection_check(

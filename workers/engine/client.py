@@ -31,7 +31,6 @@ from workers.engine.params import Method, Pattern, RunParams
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
-from workers.engine.urls import check_url
 
 
 class ReleaseEvent(Protocol):
@@ -119,7 +118,7 @@ class Client:
         self.params = spec.params
         self.result = result
         self.progress = progress
-        self.backend: Backend = backend_for(check_url(spec.targets[0].url))
+        self.backend: Backend = backend_for(self.params.scheme)
         self.backend.prepare(spec.access)
         self.plans = [self._plan(target) for target in spec.targets]
         self.expected_adler32 = dict(self.params.adler32)

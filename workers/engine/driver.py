@@ -41,7 +41,6 @@ from workers.engine.params import Method, RunParams
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
 from workers.engine.results import RunResult
-from workers.engine.urls import check_url
 
 PREFLIGHT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 120.0
@@ -80,7 +79,7 @@ def run_probe(
 ) -> RunResult:
     """Validate, plan and execute one run. Raises InvalidParams before anything starts."""
     params.validate()
-    scheme = check_url(params.urls[0])
+    scheme = params.scheme
     credential = params.credential
     result = RunResult(
         params=params,
@@ -91,7 +90,7 @@ def run_probe(
     )
     remove_stale_run_dirs()
     # The clients (and the preflight) get the credential from the run's private folder.
-    shared = replace(params, credential=None)
+    shared = params.without_credential()
     try:
         if credential is not None:
             credential.check_valid(until=datetime.now(UTC))
@@ -142,7 +141,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
         ends = datetime.now(UTC) + timedelta(seconds=result.deadline_s)
         credential.check_valid(until=ends, why="the run's deadline")
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
-    planned = sum(params.planned_bytes(target.size) for spec in specs for target in spec.targets)
+    planned = sum(params.client_planned_bytes(sizes))
     try:
         execution = _Execution(
             specs,
@@ -176,11 +175,10 @@ def _client_specs(
     vector_limits: tuple[int, int] | None,
     access: Access,
 ) -> list[ClientSpec]:
-    """Client c reads `files` URLs of the collection, starting at URL c * files."""
-    urls = params.urls
+    """Each client reads its params.client_urls."""
     specs = []
     for client in range(params.clients):
-        picked = (urls[(client * params.files + k) % len(urls)] for k in range(params.files))
+        picked = params.client_urls(client)
         targets = tuple(FileTarget(url, sizes[url], k) for k, url in enumerate(picked))
         scratch = ""
         if params.method != Method.DIRECT:

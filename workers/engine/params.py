@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
+from functools import cached_property
+from typing import TypeVar
 
 from workers.engine.credentials import Credential, check_ca_dir
 from workers.engine.egress import EgressPolicy
@@ -20,6 +23,18 @@ MAX_STREAMS = 15
 MAX_SKIP = 1_000_000
 MAX_READAHEAD = 1024 * 1024 * 1024
 MAX_TIMEOUT_S = 6 * 3600
+# (lowest, highest) of each whole-number field of RunParams, checked in this order after
+# read_size and fraction (RunParams.validate).
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "read_size": (1, MAX_READ_SIZE),
+    "clients": (1, MAX_CLIENTS),
+    "files": (1, MAX_FILES),
+    "depth": (1, MAX_DEPTH),
+    "vector_size": (1, MAX_VECTOR_SIZE),
+    "skip": (0, MAX_SKIP),
+    "readahead": (0, MAX_READAHEAD),
+    "streams": (1, MAX_STREAMS),
+}
 # A derived deadline (docs/engine.md, Deadlines) allows each client a fixed margin, its
 # bytes at a minimum rate, and each of its round trips RTT_FACTOR times the round-trip time
 # the preflight measured, at least MIN_ROUND_TRIP_S (a disk seek, a busy server).
@@ -31,9 +46,18 @@ MIN_ROUND_TRIP_S = 0.005
 FILE_ROUND_TRIPS = 10
 
 
+_File = TypeVar("_File")
+
+
 def needed_bytes(fraction: float, file_size: int) -> int:
     """Bytes a reader needs to have read `fraction` of a file: the plan asks for exactly this."""
     return min(file_size, math.ceil(fraction * file_size))
+
+
+def file_collection(first: _File, others: Sequence[_File], files: int) -> list[_File]:
+    """The collection a run with `files` files per client reads: `first`, then `others`, up
+    to `files` in all (more would never be read: see RunParams.client_urls)."""
+    return [first, *others[: max(0, files - 1)]]
 
 
 class Method(StrEnum):
@@ -84,17 +108,33 @@ class RunParams:
     credential: Credential | None = field(default=None, compare=False, repr=False)
     ca_dir: str | None = None
 
+    @cached_property
+    def url_schemes(self) -> tuple[str, ...]:
+        """Each URL's scheme: the URLs are checked (check_url) once, here, for the run."""
+        return tuple(check_url(url) for url in self.urls)
+
+    @property
+    def scheme(self) -> str:
+        """The run's protocol: the scheme of all its URLs (validate)."""
+        return self.url_schemes[0]
+
+    def without_credential(self) -> RunParams:
+        """A copy without the credential (what the preflight and the clients are given),
+        with its URLs checked already."""
+        copy = replace(self, credential=None)
+        copy.__dict__["url_schemes"] = self.url_schemes
+        return copy
+
     def validate(self) -> None:
         """Raise InvalidParams naming the first field that is out of bounds."""
         _check_choice("method", self.method, Method)
         _check_choice("pattern", self.pattern, Pattern)
         if not self.urls:
             raise InvalidParams("url", "at least one URL is needed")
-        schemes = {check_url(url) for url in self.urls}
+        schemes = set(self.url_schemes)
         if len(schemes) > 1:
             raise InvalidParams("url", f"a run reads over one protocol, not {sorted(schemes)}")
-        for url in self.urls:
-            scheme = check_url(url)
+        for url, scheme in zip(self.urls, self.url_schemes, strict=True):
             if self.credential is not None:
                 self.credential.auth_method(scheme)
             if scheme == "file":
@@ -103,16 +143,11 @@ class RunParams:
                 raise InvalidParams(
                     "method", f"{scheme}:// is a copy protocol: use method copy or stage"
                 )
-        _check_int("read_size", self.read_size, 1, MAX_READ_SIZE)
+        _check_int("read_size", self.read_size, *INT_BOUNDS["read_size"])
         if not (isinstance(self.fraction, float | int) and 0 < self.fraction <= 1):
             raise InvalidParams("fraction", f"{self.fraction!r} is not in (0, 1]")
-        _check_int("clients", self.clients, 1, MAX_CLIENTS)
-        _check_int("files", self.files, 1, MAX_FILES)
-        _check_int("depth", self.depth, 1, MAX_DEPTH)
-        _check_int("vector_size", self.vector_size, 1, MAX_VECTOR_SIZE)
-        _check_int("skip", self.skip, 0, MAX_SKIP)
-        _check_int("readahead", self.readahead, 0, MAX_READAHEAD)
-        _check_int("streams", self.streams, 1, MAX_STREAMS)
+        for name, (low, high) in INT_BOUNDS.items():
+            _check_int(name, getattr(self, name), low, high)
         if self.readahead and self.pattern in (Pattern.VECTOR, Pattern.ASYNC):
             raise InvalidParams(
                 "readahead", "applies to sequential, random and skip reads, not vector or async"
@@ -164,6 +199,28 @@ class RunParams:
     def planned_bytes(self, file_size: int) -> int:
         """Bytes one client asks for in one file (what the reader needs)."""
         return needed_bytes(self.fraction, file_size)
+
+    def client_urls(self, client: int) -> tuple[str, ...]:
+        """The URLs client `client` reads: `files` of the collection, starting at URL
+        client * files (the clients share the collection round-robin)."""
+        urls = self.urls
+        return tuple(urls[(client * self.files + k) % len(urls)] for k in range(self.files))
+
+    def client_planned_bytes(self, sizes: Mapping[str, int]) -> list[int]:
+        """Bytes each client plans to read (planned_bytes of its files), by client index."""
+        return [
+            sum(self.planned_bytes(sizes[url]) for url in self.client_urls(client))
+            for client in range(self.clients)
+        ]
+
+    def delivered_bytes(self, file_size: int) -> int:
+        """Bytes one client gets of one file: the whole file for a copy (copy, stage), else
+        what the reader needs."""
+        return self.planned_bytes(file_size) if self.method == Method.DIRECT else file_size
+
+    def run_delivered_bytes(self, file_size: int) -> int:
+        """delivered_bytes of the whole run, every file of `file_size` bytes."""
+        return self.clients * self.files * self.delivered_bytes(file_size)
 
     def wire_bytes(self, file_size: int) -> int:
         """At most the bytes one client moves for one file: whole files for copies, whole

@@ -25,7 +25,6 @@ from workers.engine.egress_guard import PREFLIGHT
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import Method, Pattern, RunParams
 from workers.engine.processes import die_with, main_module_hidden
-from workers.engine.urls import check_url
 
 # How long past its deadline a preflight may take to report before it is killed.
 KILL_GRACE_S = 5.0
@@ -117,10 +116,10 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
         user="fpplan", streams=1, deadline=deadline, egress=params.egress, access=access
     )
     found = Found()
+    backend = backend_for(params.scheme)  # one protocol for all URLs (RunParams.validate)
     for url in dict.fromkeys(params.urls):
-        backend_for(check_url(url)).check_egress(url, options)
+        backend.check_egress(url, options)
     for url in dict.fromkeys(params.urls):
-        backend = backend_for(check_url(url))
         if params.pattern == Pattern.VECTOR and params.method == Method.DIRECT:
             file = found.timed(partial(backend.open, url, options))
             found.sizes[url] = file.size
@@ -132,7 +131,6 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
         if found.sizes[url] >= 0:
             params.check_file_size(url, found.sizes[url])
     first = params.urls[0]
-    backend = backend_for(check_url(first))
     if params.method == Method.DIRECT:
         found.timed(partial(backend.stat_size, first, options))
     found.negotiated = backend.describe(first, options)

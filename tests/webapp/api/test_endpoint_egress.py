@@ -9,7 +9,6 @@ from rest_framework.test import APIClient
 
 from tests.webapp.factories import RunFactory, SiteFactory
 from webapp.accounts.services import api_token_create
-from webapp.campaigns.services import run_params
 from webapp.sites.forms import EndpointForm
 from webapp.sites.models import Endpoint, Site
 
@@ -109,6 +108,6 @@ def test_a_malformed_ipv6_base_url_is_refused_not_a_crash(operator: APIClient) -
 
 def test_runs_carry_the_configured_egress_policy(settings: object) -> None:
     run = RunFactory()
-    policy = run_params(run).egress
+    policy = run.engine_params().egress
     assert policy is not None
     assert [str(n) for n in policy.allowed] == ["127.0.0.0/8", "::1/128"]

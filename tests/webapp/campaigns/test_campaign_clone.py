@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 
 from tests.webapp.factories import CampaignFactory, RunFactory, TestFileFactory
 from webapp.campaigns.models import Campaign
-from webapp.campaigns.services import campaign_clone, run_files
+from webapp.campaigns.services import campaign_clone
 
 pytestmark = pytest.mark.django_db
 
@@ -42,8 +42,8 @@ def test_a_run_reads_its_test_file_first_then_the_endpoints_others_by_path() -> 
     first = TestFileFactory(path="/data/b")
     for path in ("/data/c", "/data/a"):
         TestFileFactory(endpoint=first.endpoint, path=path)
-    assert [f.path for f in run_files(RunFactory(test_file=first, files=2))] == [
+    assert [f.path for f in RunFactory(test_file=first, files=2).files_to_read()] == [
         "/data/b",
         "/data/a",
     ]
-    assert run_files(RunFactory(test_file=first, files=1)) == [first]
+    assert RunFactory(test_file=first, files=1).files_to_read() == [first]

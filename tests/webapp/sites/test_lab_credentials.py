@@ -13,7 +13,6 @@ import pytest
 from django.test import Client
 
 from webapp.campaigns.models import Run
-from webapp.campaigns.services import run_params
 from webapp.demo.services import lab_register
 from webapp.sites.credentials import TOKEN_CACHE, endpoint_run_credential
 from webapp.sites.models import Endpoint
@@ -96,12 +95,12 @@ def probe_run(endpoint: Endpoint, pk: int) -> Run:
 
 def test_run_params_give_the_engine_the_credential_and_the_ca_folder(registered: Any) -> None:
     proxy_endpoint = lab_endpoint("near-gsi-https")
-    params = run_params(probe_run(proxy_endpoint, 1))
+    params = probe_run(proxy_endpoint, 1).engine_params()
     assert params.ca_dir == str(local_ca_dir())
     assert params.credential is not None
     assert params.credential.kind == CredentialKind.X509_PROXY
     assert params.credential.secret == proxy_endpoint.credential
-    token_params = run_params(probe_run(lab_endpoint("near-roots"), 2))
+    token_params = probe_run(lab_endpoint("near-roots"), 2).engine_params()
     assert token_params.credential is not None
     assert token_params.credential.kind == CredentialKind.TOKEN
     assert token_params.credential.info().issuer == registered.issuer_url()
@@ -109,7 +108,7 @@ def test_run_params_give_the_engine_the_credential_and_the_ca_folder(registered:
     shown = json.dumps(token_params.to_json())
     assert token_params.credential.secret not in shown
     assert params.credential.secret.splitlines()[1] not in json.dumps(params.to_json())
-    assert run_params(probe_run(lab_endpoint("near-root"), 3)).credential is None
+    assert probe_run(lab_endpoint("near-root"), 3).engine_params().credential is None
 
 
 @pytest.mark.parametrize(
