@@ -15,6 +15,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count
@@ -170,7 +171,7 @@ def broker_message_counts(*, queues: Sequence[str]) -> dict[str, int]:
     try:
         with app.connection_for_read(transport_options=options) as connection:
             connection.connect()  # one try: the app's own retries are for workers
-            channel = connection.channel()
+            channel: Any = connection.channel()  # a virtual transport's Channel, untyped
             try:
                 # kombu's virtual transports (Redis, filesystem) count a queue with _size.
                 return {queue: int(channel._size(queue)) for queue in queues}
