@@ -41,6 +41,7 @@ from rest_framework.views import APIView
 from webapp.accounts.roles import IsOperatorOrReadOnly
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.core import sql
 from webapp.core.views import ViewerRequiredMixin
 from webapp.dashboards.form_schema import form_errors, form_parameters
 from webapp.dashboards.matrix import (
@@ -48,7 +49,6 @@ from webapp.dashboards.matrix import (
     ERROR_MESSAGE_CHARS,
     FAILED,
     MEASURED,
-    _datetime,
 )
 from webapp.dashboards.parameter_sets import (
     FIELDS,
@@ -257,9 +257,9 @@ def _failing_row(row: dict[str, Any]) -> dict[str, Any]:
         "error_class": row["error_class"] or "",
         "error_message": row["error_message"] or "",
         "last_at": row["created_at"],
-        "failing_since": _datetime(row["failing_since"]),
+        "failing_since": sql.aware_datetime(row["failing_since"]),
         "failures": row["failures"],
-        "last_good_at": _datetime(row["last_good_at"]),
+        "last_good_at": sql.aware_datetime(row["last_good_at"]),
     }
 
 
@@ -302,27 +302,13 @@ def alerts_slower(
     return sorted(found, key=lambda r: (-r["factor"], r["endpoint_name"], r["vantage_point"]))
 
 
-def _median(expression: str, condition: str) -> str:
-    if connection.vendor == "postgresql":
-        return (
-            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {expression}) FILTER (WHERE {condition})"
-        )
-    return f"AVG({expression}) FILTER (WHERE {condition})"  # SQLite: a mean will do
-
-
-def _nights_before(night: str, nights: int) -> str:
-    if connection.vendor == "postgresql":
-        return f"({night} - {nights})"
-    return f"date({night}, '-{nights} days')"
-
-
 def _slower_sql(measured_sql: str, metrics: list[str]) -> str:
     group = ", ".join(f"{c}_id" if c in ("vantage_point", "endpoint") else c for c in GROUP)
     columns = f"id, {group}, {', '.join(metrics)}, night"
     join = " AND ".join(f"m.{c} = l.{c}" for c in group.split(", "))
     medians = ",\n".join(
-        f"{_median('m.' + m, 'm.night = l.night')} AS {m}_latest, "
-        f"{_median('m.' + m, 'm.night < l.night')} AS {m}_baseline"
+        f"{sql.median('m.' + m, where='m.night = l.night')} AS {m}_latest, "
+        f"{sql.median('m.' + m, where='m.night < l.night')} AS {m}_baseline"
         for m in metrics
     )
     crossed = ",\n".join(
@@ -345,7 +331,7 @@ def _slower_sql(measured_sql: str, metrics: list[str]) -> str:
                 COUNT(*) FILTER (WHERE m.night < l.night) AS baseline_runs,
                 {medians}
             FROM latest l JOIN measured m ON {join}
-                AND m.night >= {_nights_before("l.night", BASELINE_NIGHTS)}
+                AND m.night >= {sql.days_before("l.night", BASELINE_NIGHTS)}
             GROUP BY {l_group}, l.night
         ),
         flagged AS (

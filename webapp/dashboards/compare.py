@@ -20,6 +20,7 @@ from django.db.models.functions import Cast, Trunc
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS, Percentile, percentile
 from webapp.campaigns.services import MEASURED
+from webapp.core import sql
 from webapp.sites.models import Endpoint, VantagePoint
 
 PARAMETER_FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
@@ -160,7 +161,7 @@ def _series(
     n, q1, median, q3."""
     measured = runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
     measured = measured.annotate(t=_bucket("created_at", bucket))
-    if connection.vendor == "postgresql":
+    if sql.has_percentile_cont():
         columns = _columns_in_postgresql(measured, metric)
     else:
         columns = _columns(_quartiles_in_python(measured, metric))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -24,7 +24,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.views import View
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
@@ -34,6 +33,7 @@ from rest_framework.views import APIView
 from webapp.accounts.roles import IsOperatorOrReadOnly, can_operate, user_role
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.core import sql
 from webapp.core.views import ViewerRequiredMixin
 from webapp.dashboards.form_schema import form_errors, form_parameters
 from webapp.dashboards.parameter_sets import (
@@ -248,17 +248,17 @@ def _in(statuses: tuple[str, ...]) -> str:
     return "(" + ", ".join(f"'{s}'" for s in statuses) + ")"
 
 
-def _first_error_sql() -> tuple[str, str]:
-    """The first error's class and message, from SQLite's JSON text."""
+def _first_error_sql(run: str) -> tuple[str, str]:
+    """The first error's class and message (cut short) of the run aliased `run`."""
     return (
-        "json_extract(l.errors, '$[0].class')",
-        f"SUBSTR(json_extract(l.errors, '$[0].message'), 1, {ERROR_MESSAGE_CHARS})",
+        sql.json_first(f"{run}.errors", "class"),
+        sql.left(sql.json_first(f"{run}.errors", "message"), ERROR_MESSAGE_CHARS),
     )
 
 
 def _cells_sql(metric: str, pair_filter: str) -> str:
-    if connection.vendor == "postgresql":
-        return _cells_sql_postgresql(metric, pair_filter)
+    if sql.has_lateral():
+        return _cells_sql_lateral(metric, pair_filter)
     return _cells_sql_portable(metric, pair_filter)
 
 
@@ -269,7 +269,7 @@ _SAME_GROUP = (
 )
 
 
-def _cells_sql_postgresql(metric: str, pair_filter: str) -> str:
+def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
     """LATERAL probes, one per status: with the parameter set and status fixed, the runs
     index (endpoint, parameter set, status, created_at; run_compare_idx) hands over each
     status's latest run first, and the latest of those is the pair's latest (an IN list of
@@ -284,9 +284,10 @@ def _cells_sql_postgresql(metric: str, pair_filter: str) -> str:
         )
         return f"SELECT * FROM ({probes}) x ORDER BY x.created_at DESC, x.id DESC LIMIT 1"
 
+    error_class, error_message = _first_error_sql("r")
     ended = (
-        "r.id, r.status, r.created_at, r.errors -> 0 ->> 'class' AS error_class,"
-        f" LEFT(r.errors -> 0 ->> 'message', {ERROR_MESSAGE_CHARS}) AS error_message"
+        f"r.id, r.status, r.created_at, {error_class} AS error_class,"
+        f" {error_message} AS error_message"
     )
     measured = f"r.id, r.status, r.created_at, r.{metric} AS value"
     _in(ENDED + MEASURED)  # checks the statuses are our own words
@@ -314,7 +315,7 @@ def _cells_sql_portable(metric: str, pair_filter: str) -> str:
     """Correlated subqueries (SQLite has no LATERAL): the same answer, read less directly."""
     run = Run._meta.db_table
     same = _SAME_GROUP
-    error_class, error_message = _first_error_sql()
+    error_class, error_message = _first_error_sql("l")
     return f"""
         SELECT vp.name AS vantage_point, e.id AS endpoint, e.name AS endpoint_name,
                e.protocol AS protocol, s.id AS site, s.name AS site_name,
@@ -343,19 +344,11 @@ def _cells_sql_portable(metric: str, pair_filter: str) -> str:
     """
 
 
-def _datetime(value: datetime | str | None) -> datetime | None:
-    """SQLite hands raw queries' timestamps back as text or naive datetimes (in UTC)."""
-    parsed = parse_datetime(value) if isinstance(value, str) else value
-    if parsed is not None and timezone.is_naive(parsed):
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
-
-
 def _cell(
     row: dict[str, Any], metric: str, parameter_set: ParameterSet, now: datetime
 ) -> dict[str, Any]:
     for key in ("last_at", "value_at", "last_good_at"):
-        row[key] = _datetime(row[key])
+        row[key] = sql.aware_datetime(row[key])
     good_at = row["last_good_at"]
     row["since_good_s"] = None if good_at is None else round((now - good_at).total_seconds())
     row["failed"] = row["last_status"] in FAILED
