@@ -11,6 +11,7 @@ from rest_framework import serializers
 
 from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.run_detail import RunChartsSerializer
 from webapp.campaigns.schedules import LaunchOutcome, ScheduleState
 from webapp.campaigns.services import MatrixPreview, campaign_preview, campaign_preview_draft
 from webapp.campaigns.validation import (
@@ -23,7 +24,6 @@ from webapp.campaigns.validation import (
     distinct,
     fraction_in_bounds,
 )
-from webapp.dashboards.run_detail import RunChartsSerializer
 from webapp.sites.credentials import (
     KIND_CHOICES,
     CredentialInfo,

@@ -27,6 +27,7 @@ from webapp.campaigns.models import (
     Campaign,
     Run,
 )
+from webapp.campaigns.run_detail import run_charts
 from webapp.campaigns.run_table import RunError, run_list_columns
 from webapp.campaigns.schedules import (
     ScheduleConflict,
@@ -52,7 +53,6 @@ from webapp.campaigns.services import (
     run_cancel_refusal,
 )
 from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
-from webapp.dashboards.run_detail import run_charts
 from webapp.sites.health import vantage_points_health
 
 MAX_STATUS_IDS = 100

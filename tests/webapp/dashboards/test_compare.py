@@ -26,8 +26,8 @@ from tests.webapp.sqlite import only_on_postgresql
 from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import percentile
-from webapp.dashboards.compare import MAX_ENDPOINTS, compare_data
-from webapp.dashboards.compare_views import CompareForm
+from webapp.dashboards.forms import CompareForm
+from webapp.dashboards.selectors.compare import MAX_ENDPOINTS, compare_data
 from webapp.sites.models import Endpoint
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from tests.webapp.factories import (
 )
 from tests.webapp.sqlite import only_on_postgresql
 from webapp.campaigns.models import Campaign, Run
-from webapp.dashboards.results import (
+from webapp.dashboards.selectors.results import (
     ResultsFilter,
     campaign_results,
     crossover,

@@ -30,7 +30,11 @@ from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.selectors import Percentile, percentile
 from webapp.campaigns.services import MEASURED
 from webapp.core import sql
-from webapp.dashboards.results_guidance import latency_order, results_guidance, still_to_come
+from webapp.dashboards.selectors.results_guidance import (
+    latency_order,
+    results_guidance,
+    still_to_come,
+)
 from webapp.sites.models import Endpoint
 
 # What makes two runs repetitions of one another: where, from where, and every parameter.

@@ -1,7 +1,7 @@
 """Compare over time: one metric of chosen endpoints, per day (or week), for one parameter set.
 
 The page (/compare/) and its API view (/api/v1/compare/) call `compare_data` with the same
-validated query (compare_views.CompareForm), so the chart's numbers are the API's.
+validated query (forms.CompareForm), so the chart's numbers are the API's.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def compare_data(
     if server_version:
         runs = runs.filter(server_version__icontains=server_version)
     recent = max(since, until - timedelta(days=RUNS_MAX_DAYS - 1))
-    measured = parameter_sets_measured(runs.filter(created_at__gte=_midnight(recent)))
+    measured = parameter_sets_measured(runs.filter(created_at__gte=midnight(recent)))
     if not measured and recent > since:
         measured = parameter_sets_measured(runs)
     chosen = _choose(parameters or {}, measured)
@@ -110,19 +110,19 @@ def _runs_in_range(
 ) -> QuerySet[Run]:
     runs = Run.objects.filter(
         endpoint_id__in=[e.pk for e in endpoints],
-        created_at__gte=_midnight(since),
-        created_at__lt=_midnight(until + timedelta(days=1)),
+        created_at__gte=midnight(since),
+        created_at__lt=midnight(until + timedelta(days=1)),
     )
     if vantage_point:
         runs = runs.filter(vantage_point_id=vantage_point.pk)
     return runs.order_by()
 
 
-def _midnight(day: date) -> datetime:
+def midnight(day: date) -> datetime:
     return datetime.combine(day, time(0), tzinfo=UTC)
 
 
-def _bucket(field: str, bucket: str) -> Cast:
+def bucket_start(field: str, bucket: str) -> Cast:
     """The bucket's first day (weeks start on Monday), as a date: UTC days."""
     return Cast(Trunc(field, bucket, tzinfo=UTC), output_field=DateField())
 
@@ -160,7 +160,7 @@ def _series(
     """Per endpoint (in the order given), columns of its buckets: the bucket's first day,
     n, q1, median, q3."""
     measured = runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
-    measured = measured.annotate(t=_bucket("created_at", bucket))
+    measured = measured.annotate(t=bucket_start("created_at", bucket))
     if sql.has_percentile_cont():
         columns = _columns_in_postgresql(measured, metric)
     else:
@@ -227,7 +227,7 @@ def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     """Runs that measured nothing, per endpoint, day, status and first error class."""
     rows = (
         runs.filter(status__in=FAILURES)
-        .annotate(day=_bucket("created_at", "day"), error_class=KT("errors__0__class"))
+        .annotate(day=bucket_start("created_at", "day"), error_class=KT("errors__0__class"))
         .values("endpoint_id", "day", "status", "error_class")
         .annotate(n=Count("*"))
         .order_by("endpoint_id", "day", "status", "error_class")

@@ -1,5 +1,5 @@
 """Alerts: what is failing now and what got slower, per endpoint x vantage point x parameter
-set (a *group*); the selectors the home page and the alerts page share, and their views.
+set (a *group*): the selectors the home page and the alerts page share.
 
 Failing: the group's latest ended run (cancelled runs left out) failed or timed out; it has
 been failing since the first of the failures after its last measured run. Slower: the
@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from django import forms
 from django.db import connection
 from django.db.models import (
     CharField,
@@ -28,37 +27,20 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, Greatest, NullIf, Substr, TruncDate
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django.views import View
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from webapp.accounts.roles import IsOperatorOrReadOnly
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core import sql
-from webapp.core.views import ViewerRequiredMixin
-from webapp.dashboards.form_schema import form_errors, form_parameters
-from webapp.dashboards.matrix import (
-    ENDED,
-    ERROR_MESSAGE_CHARS,
-    FAILED,
-    MEASURED,
-)
-from webapp.dashboards.parameter_sets import (
+from webapp.dashboards.selectors.matrix import ENDED, ERROR_MESSAGE_CHARS, FAILED, MEASURED
+from webapp.dashboards.selectors.parameter_sets import (
     FIELDS,
-    FractionField,
     ParameterSet,
     compare_url,
     higher_is_better,
 )
 from webapp.sites.models import Endpoint, Site, VantagePoint
-from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
 
 GROUP = ("vantage_point", "endpoint", *FIELDS)
 # Metrics where "slower" means something (bytes moved is not speed).
@@ -76,52 +58,6 @@ MIN_BASELINE_RUNS = 3
 SLOWER_MAX_DAYS = 31
 MAX_ROWS = 500  # per list: the page and the API say when there were more
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class AlertsForm(forms.Form):
-    """Filters of the alerts page and API; every field is optional."""
-
-    site = forms.ModelChoiceField(Site.objects.order_by("name"), empty_label="all sites")
-    protocol = forms.ChoiceField(choices=[("", "all protocols"), *Endpoint.Protocol.choices])
-    endpoint = forms.ModelChoiceField(
-        Endpoint.objects.order_by("name"), empty_label="all endpoints"
-    )
-    vantage_point = forms.ModelChoiceField(
-        VantagePoint.objects.order_by("name"), to_field_name="name", empty_label="all"
-    )
-    method = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in Method])
-    pattern = forms.ChoiceField(choices=[("", "any")] + [(p, p) for p in Pattern])
-    read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
-    fraction = FractionField()
-    clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
-    days = forms.IntegerField(
-        min_value=1, max_value=365, help_text="runs of the last N days (slower: at most 31)"
-    )
-    metric = forms.MultipleChoiceField(
-        choices=[(m, f"{m} ({SERIES_METRICS[m]})") for m in SPEED_METRICS],
-        help_text="checked for slowdowns; none chosen: " + ", ".join(DEFAULT_SLOWER_METRICS),
-    )
-    drop_pct = forms.FloatField(
-        min_value=1, max_value=100, help_text="slower: throughput down by this %"
-    )
-    rise_pct = forms.FloatField(
-        min_value=1, max_value=10_000, help_text="slower: times and latencies up by this %"
-    )
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            field.required = False
-        self.fields["metric"].widget.attrs["size"] = len(SPEED_METRICS)
-        defaults = {
-            "days": DEFAULT_DAYS,
-            "drop_pct": DEFAULT_DROP_PCT,
-            "rise_pct": DEFAULT_RISE_PCT,
-        }
-        for name, value in defaults.items():
-            self.fields[name].widget.attrs["placeholder"] = f"{value:g}"
-        for name in ("read_size", "fraction", "clients"):
-            self.fields[name].widget.attrs["placeholder"] = "any"
 
 
 def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
@@ -371,34 +307,3 @@ def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]
             }
         )
     return out
-
-
-class AlertsView(ViewerRequiredMixin, View):
-    template_name = "dashboards/alerts.html"
-
-    def get(self, request: HttpRequest) -> HttpResponse:
-        form = AlertsForm(request.GET)
-        if not form.is_valid():
-            return render(request, self.template_name, {"form": form, "data": None}, status=400)
-        data = alerts_data(query=form.cleaned_data)
-        return render(request, self.template_name, {"form": form, "data": data})
-
-
-class AlertsAPIView(APIView):
-    """What is failing now and what got slower (see webapp/dashboards/alerts.py), at most
-    500 rows per list (`failing_total` and `slower_total` count them all)."""
-
-    permission_classes = [IsOperatorOrReadOnly]
-
-    @extend_schema(
-        parameters=form_parameters(AlertsForm),
-        responses={
-            200: OpenApiResponse(description="failing and slower groups"),
-            400: OpenApiResponse(description="{field: [message]} for each bad parameter"),
-        },
-    )
-    def get(self, request: Request) -> Response:
-        form = AlertsForm(request.query_params)
-        if not form.is_valid():
-            return Response(form_errors(form), status=400)
-        return Response(alerts_data(query=form.cleaned_data))
