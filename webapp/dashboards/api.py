@@ -26,9 +26,9 @@ from webapp.campaigns.models import Campaign
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.dashboards.forms import AlertsForm, CompareForm, MatrixForm, ResultsForm
 from webapp.dashboards.schema import form_errors, form_parameters
-from webapp.dashboards.selectors.alerts import alerts_data
-from webapp.dashboards.selectors.compare import compare_data
-from webapp.dashboards.selectors.matrix import matrix_data
+from webapp.dashboards.selectors.alerts import AlertsData, alerts_data
+from webapp.dashboards.selectors.compare import CompareData, compare_data
+from webapp.dashboards.selectors.matrix import MatrixData, matrix_data
 from webapp.dashboards.selectors.parameter_sets import RecentParameterSet, parameter_sets_recent
 from webapp.dashboards.selectors.results import campaign_results
 from webapp.dashboards.selectors.site_summary import site_summary
@@ -82,7 +82,7 @@ class AlertsAPIView(QueryAPIView):
 
     form_class = AlertsForm
 
-    def data(self, form: AlertsForm) -> dict[str, Any]:
+    def data(self, form: AlertsForm) -> AlertsData:
         return alerts_data(query=form.cleaned_data)
 
 
@@ -106,7 +106,7 @@ class MatrixAPIView(QueryAPIView):
         self.recent = parameter_sets_recent()
         return MatrixForm(request.query_params, recent=self.recent)
 
-    def data(self, form: MatrixForm) -> dict[str, Any]:
+    def data(self, form: MatrixForm) -> MatrixData:
         return matrix_data(query=form.cleaned_data, recent=self.recent)
 
 
@@ -123,7 +123,7 @@ class CompareAPIView(QueryAPIView):
 
     form_class = CompareForm
 
-    def data(self, form: CompareForm) -> dict[str, Any]:
+    def data(self, form: CompareForm) -> CompareData:
         return compare_data(**form.query())
 
 

@@ -30,6 +30,7 @@ from webapp.dashboards.selectors.compare import (
     MAX_ENDPOINTS,
     PARAMETER_FIELDS,
     RUNS_MAX_DAYS,
+    CompareData,
     compare_data,
     default_range,
     failure_counts,
@@ -135,7 +136,7 @@ def _sites_with_endpoints() -> list[Site]:
     )
 
 
-def _chosen(form: CompareForm, data: dict[str, Any] | None) -> dict[str, Any]:
+def _chosen(form: CompareForm, data: CompareData | None) -> dict[str, Any]:
     """The controls' values as the page shows them: what was asked, with the range and the
     parameter set the data used filled in."""
     if not form.is_bound:

@@ -11,7 +11,7 @@ the others rising by rise_pct).
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import connection
 from django.db.models import (
@@ -60,6 +60,62 @@ MAX_ROWS = 500  # per list: the page and the API say when there were more
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+class GroupRow(TypedDict):
+    """A group: where (vantage point, endpoint) and how (a parameter set)."""
+
+    vantage_point: str
+    endpoint: int
+    endpoint_name: str
+    site: int
+    site_name: str
+    protocol: str
+    method: str
+    pattern: str
+    read_size: int
+    fraction: float
+    clients: int
+    parameter_set: str  # its label
+    compare_url: str
+
+
+class FailingRow(GroupRow):
+    """A group whose latest ended run failed or timed out."""
+
+    run: int
+    run_url: str
+    status: str
+    error_class: str
+    error_message: str
+    last_at: datetime
+    failing_since: datetime | None
+    failures: int
+    last_good_at: datetime | None
+
+
+class SlowerRow(GroupRow):
+    """A group's metric whose latest night is slower than the nights before."""
+
+    metric: str
+    unit: str
+    night: str  # ISO date
+    latest: float
+    baseline: float
+    baseline_runs: int
+    change: float  # latest / baseline - 1
+    factor: float  # how many times worse
+    run: int
+    run_url: str
+
+
+class AlertsData(TypedDict):
+    days: int
+    slower_days: int
+    failing_total: int
+    failing: list[FailingRow]
+    slower_total: int
+    slower: list[SlowerRow]
+
+
 def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
     """An AlertsForm's cleaned data as Run lookups."""
     lookups = {
@@ -74,7 +130,7 @@ def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> AlertsData:
     """Both lists for an AlertsForm's cleaned data: two queries."""
     now = now or timezone.now()
     days = query.get("days") or DEFAULT_DAYS
@@ -97,7 +153,7 @@ def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> dict[s
     }
 
 
-def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[dict[str, Any]]:
+def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[FailingRow]:
     """Groups whose latest ended run (created since `since`) failed or timed out, the newest
     breakage first. One query; each candidate's group is probed one status at a time through
     run_compare_idx (endpoint, parameter set, status, created_at), which reads only the runs
@@ -161,7 +217,7 @@ def _latest_at(same: dict[str, OuterRef], status: str) -> Coalesce:
     return Coalesce(Subquery(latest.values("created_at")[:1]), Value(EPOCH))
 
 
-def _group_row(row: dict[str, Any]) -> dict[str, Any]:
+def _group_row(row: dict[str, Any]) -> GroupRow:
     parameter_set = ParameterSet(**{f: row[f] for f in FIELDS})
     pair = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
     return {
@@ -171,13 +227,17 @@ def _group_row(row: dict[str, Any]) -> dict[str, Any]:
         "site": row["site"],
         "site_name": row["site_name"],
         "protocol": row["protocol"],
-        **parameter_set.query(),
+        "method": parameter_set.method,
+        "pattern": parameter_set.pattern,
+        "read_size": parameter_set.read_size,
+        "fraction": parameter_set.fraction,
+        "clients": parameter_set.clients,
         "parameter_set": parameter_set.label,
         "compare_url": compare_url(pair, row.get("metric", "throughput_mbps"), parameter_set),
     }
 
 
-def _failing_row(row: dict[str, Any]) -> dict[str, Any]:
+def _failing_row(row: dict[str, Any]) -> FailingRow:
     row.update(
         vantage_point=row.pop("vantage_point__name"),
         endpoint_name=row.pop("endpoint__name"),
@@ -206,7 +266,7 @@ def alerts_slower(
     metrics: list[str],
     drop_pct: float = DEFAULT_DROP_PCT,
     rise_pct: float = DEFAULT_RISE_PCT,
-) -> list[dict[str, Any]]:
+) -> list[SlowerRow]:
     """(group, metric) pairs whose latest night (on or after `since`) is slower than the
     median of the seven nights before by the thresholds, the worst first. One query: the
     groups' measured runs of those eight nights, compared in the database."""
@@ -283,11 +343,11 @@ def _slower_sql(measured_sql: str, metrics: list[str]) -> str:
     """
 
 
-def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
+def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[SlowerRow]:
     """One row per metric of the group that crossed its threshold (the database decided)."""
     row["endpoint"] = row["endpoint_id"]
     night = row["night"]
-    out = []
+    out: list[SlowerRow] = []
     for metric in (m for m in metrics if row[f"{m}_crossed"]):
         latest, baseline = row[f"{metric}_latest"], row[f"{metric}_baseline"]
         worse = baseline / latest if higher_is_better(metric) else latest / baseline

@@ -10,7 +10,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import connection
 from django.db.models import Count, DateField, F, Q, QuerySet
@@ -46,6 +46,37 @@ METRIC_LABELS = {
 }
 
 
+class EndpointJSON(TypedDict):
+    id: int
+    name: str
+    protocol: str
+    role: str
+    site: int
+    site_name: str
+
+
+class CompareData(TypedDict):
+    """What the compare page draws and its API answers."""
+
+    metric: str
+    unit: str
+    label: str
+    bucket: str
+    since: date
+    until: date
+    vantage_point: str | None
+    server_version: str | None
+    parameter_set: dict[str, Any] | None  # None: these endpoints measured nothing
+    parameter_sets: list[dict[str, Any]]  # the measured ones, with their runs
+    endpoints: list[EndpointJSON]
+    series: list[dict[str, Any]]  # per endpoint, columns of its buckets
+    failures: list[dict[str, Any]]
+    runs: list[dict[str, Any]]
+    runs_shown: bool
+    runs_max_days: int
+    runs_truncated: bool
+
+
 def default_range(today: date) -> tuple[date, date]:
     return today - timedelta(days=DEFAULT_DAYS - 1), today
 
@@ -60,7 +91,7 @@ def compare_data(
     parameters: dict[str, Any] | None = None,
     vantage_point: VantagePoint | None = None,
     server_version: str | None = None,
-) -> dict[str, Any]:
+) -> CompareData:
     """The metric per endpoint and bucket (median, quartiles, count) of the measured runs of
     one parameter set, the failures per day, and, for ranges up to RUNS_MAX_DAYS, the runs.
 
@@ -76,7 +107,7 @@ def compare_data(
     if not measured and recent > since:
         measured = parameter_sets_measured(runs)
     chosen = _choose(parameters or {}, measured)
-    data: dict[str, Any] = {
+    data: CompareData = {
         "metric": metric,
         "unit": SERIES_METRICS[metric],
         "label": METRIC_LABELS[metric],
@@ -143,7 +174,7 @@ def _choose(given: dict[str, Any], measured: list[dict[str, Any]]) -> dict[str, 
     return None
 
 
-def _endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
+def _endpoint_json(endpoint: Endpoint) -> EndpointJSON:
     return {
         "id": endpoint.pk,
         "name": endpoint.name,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import connection
 from django.utils import timezone
@@ -24,13 +24,14 @@ from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core import sql
 from webapp.dashboards.selectors.parameter_sets import (
     ParameterSet,
+    ParameterSetJSON,
     RecentParameterSet,
     compare_url,
     parameter_set_choose,
     parameter_set_json,
     parameter_sets_recent,
 )
-from webapp.dashboards.selectors.thresholds import Thresholds, thresholds_in_effect
+from webapp.dashboards.selectors.thresholds import Thresholds, ThresholdsJSON, thresholds_in_effect
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
 ENDPOINTS = "endpoint"
@@ -41,6 +42,22 @@ ENDED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL, Run.Status.FAILED, Run.Status
 MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
 FAILED = (Run.Status.FAILED, Run.Status.TIMEOUT)
 ERROR_MESSAGE_CHARS = 300
+
+
+class MatrixData(TypedDict):
+    """The matrix as the page draws it and the API answers it."""
+
+    metric: str
+    unit: str
+    higher_is_better: bool
+    view: str  # ENDPOINTS or SITES
+    parameter_set: ParameterSetJSON | None  # the one drawn (None: no runs yet)
+    parameter_sets: list[dict[str, Any]]  # the recent ones, with their runs
+    thresholds: ThresholdsJSON
+    suggested: dict[str, float] | None  # good and bad boundaries drawn from the values
+    columns: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    cells: list[dict[str, Any]]
 
 
 def _suggest(values: list[float], higher_is_better: bool) -> dict[str, float] | None:
@@ -54,7 +71,7 @@ def _suggest(values: list[float], higher_is_better: bool) -> dict[str, float] | 
 
 def matrix_data(
     *, query: dict[str, Any], recent: list[RecentParameterSet] | None = None
-) -> dict[str, Any]:
+) -> MatrixData:
     """The matrix for a MatrixForm's cleaned data: two queries (the recent parameter sets,
     unless given, and the cells), whatever the size of the grid, and one for the metric's
     saved thresholds unless the query gives boundaries."""
@@ -77,6 +94,7 @@ def matrix_data(
     if view == SITES:
         cells = _site_protocol_cells(cells, thresholds, metric, parameter_set)
     values = [c["value"] for c in cells if c["value"] is not None]
+    axes = _axes(cells, view)
     return {
         "metric": metric,
         "unit": SERIES_METRICS[metric],
@@ -89,7 +107,8 @@ def matrix_data(
         ],
         "thresholds": thresholds.as_json(),
         "suggested": _suggest(values, thresholds.higher_is_better),
-        **_axes(cells, view),
+        "columns": axes["columns"],
+        "rows": axes["rows"],
         "cells": cells,
     }
 
@@ -305,7 +324,7 @@ def _site_protocol_cells(
     return sorted(pooled, key=lambda c: (c["site_name"], c["protocol"]))
 
 
-def matrix_grid(data: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any] | None]]]:
+def matrix_grid(data: MatrixData) -> list[tuple[dict[str, Any], list[dict[str, Any] | None]]]:
     """The cells laid out as the table draws them: per row, one cell (or None) per column."""
     if data["view"] == SITES:
         row_key, column_key = "site", "protocol"

@@ -115,4 +115,11 @@ class ParameterSetJSON(TypedDict):
 def parameter_set_json(parameter_set: ParameterSet | None) -> ParameterSetJSON | None:
     if parameter_set is None:
         return None
-    return {**parameter_set.query(), "label": parameter_set.label}  # type: ignore[typeddict-item]
+    return {
+        "method": parameter_set.method,
+        "pattern": parameter_set.pattern,
+        "read_size": parameter_set.read_size,
+        "fraction": parameter_set.fraction,
+        "clients": parameter_set.clients,
+        "label": parameter_set.label,
+    }
