@@ -329,7 +329,7 @@ class ValuesField(forms.Field):
         self.max_values = max_values
 
     def to_python(self, value: Any) -> list[Any]:
-        values = list(value or [])
+        values = [value] if isinstance(value, str | int | float) else list(value or [])
         if len(values) > self.max_values:
             raise ValidationError(f"Ensure this field has no more than {self.max_values} elements.")
         cleaned, errors = [], []

@@ -89,3 +89,9 @@ def test_a_valid_results_query_is_the_filter_it_names() -> None:
     chosen = form.results_filter()
     assert (chosen.method, chosen.fraction, chosen.since) == (["copy"], [0.5], date(2026, 2, 1))
     assert chosen.clients == ()
+
+
+def test_a_single_value_outside_a_query_string_is_one_value() -> None:
+    form = ResultsForm({"method": "copy"})
+    assert form.is_valid(), form.errors
+    assert form.results_filter().method == ["copy"]
