@@ -161,7 +161,7 @@ def main() -> None:
 
     from webapp.accounts.services import api_token_rotate, user_set_role
     from webapp.campaigns.models import Campaign, Run
-    from webapp.dashboards.results import campaign_results
+    from webapp.dashboards.selectors.results import campaign_results
 
     campaign = Campaign.objects.get(pk=seed())
     runs = Run.objects.filter(campaign=campaign).count()

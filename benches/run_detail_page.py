@@ -65,8 +65,8 @@ def server_side(run_id: int, trials: int) -> dict[str, dict[str, float]]:
     from django.test import Client
 
     from webapp.accounts.services import user_set_role
+    from webapp.campaigns.run_detail import run_charts
     from webapp.campaigns.selectors import run_detail
-    from webapp.dashboards.run_detail import run_charts
 
     user, _ = User.objects.get_or_create(username="bench-viewer")
     user_set_role(user=user, role="viewer")

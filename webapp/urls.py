@@ -10,13 +10,15 @@ from webapp.core.views import (
     permission_denied,
     server_error,
 )
-from webapp.dashboards.home import HomeView
+from webapp.dashboards.urls import site_page
+from webapp.dashboards.views import HomeView
+from webapp.sites import urls as sites_urls
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", HomeView.as_view(), name="home"),
     path("healthz", healthz, name="healthz"),
     path("favicon.ico", favicon),
-    path("", include("webapp.sites.urls")),
+    path("", include(([*sites_urls.urlpatterns, site_page], sites_urls.app_name))),
     path("", include("webapp.campaigns.urls")),
     path("", include("webapp.dashboards.urls")),
     # Before the admin's own URLs: its login form is throttled like /accounts/login/.

@@ -12,7 +12,7 @@ import pytest
 from tests.webapp.factories import CampaignFactory, RunFactory
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import run_cancel, run_execute
-from webapp.dashboards.results import campaign_results
+from webapp.dashboards.selectors.results import campaign_results
 from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint, Site
 from workers.lab.files import MiB

@@ -14,7 +14,7 @@ import pytest
 from tests.browser.test_results_page import open_results, shown
 from tests.webapp.factories import CampaignFactory, RunFactory, TestFileFactory
 from webapp.campaigns.models import Campaign, Run
-from webapp.dashboards.results import campaign_results
+from webapp.dashboards.selectors.results import campaign_results
 from webapp.sites.models import TestFile
 
 pytestmark = pytest.mark.django_db(transaction=True)

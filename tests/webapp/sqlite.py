@@ -30,3 +30,10 @@ def pytest_on_sqlite(tmp_path: Path, *tests: str) -> str:
 def this_file(path: str) -> str:
     """A test file's path relative to the repository (pass __file__)."""
     return str(Path(path).resolve().relative_to(ROOT))
+
+
+# For the tests that compare PostgreSQL's own answer (percentile_cont) with ours: on SQLite
+# there is nothing to compare with.
+only_on_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="compares with PostgreSQL's percentile_cont"
+)

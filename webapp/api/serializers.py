@@ -13,6 +13,7 @@ from rest_framework import serializers
 from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.health import VantagePointHealth, WorkerSeen, vantage_points_health
 from webapp.campaigns.models import CAMPAIGN_PARAMETER_FIELDS, SHARED, Campaign, Run, RunParameter
+from webapp.campaigns.run_detail import RunChartsSerializer
 from webapp.campaigns.schedules import LaunchOutcome, ScheduleState
 from webapp.campaigns.services import (
     MatrixPreview,
@@ -30,7 +31,6 @@ from webapp.campaigns.validation import (
     distinct,
     fraction_in_bounds,
 )
-from webapp.dashboards.run_detail import RunChartsSerializer
 from webapp.sites.credentials import (
     KIND_CHOICES,
     CredentialInfo,

@@ -2,12 +2,15 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import views
-from webapp.dashboards.alerts import AlertsAPIView
-from webapp.dashboards.compare_views import CompareAPIView
-from webapp.dashboards.matrix import MatrixAPIView
-from webapp.dashboards.results_views import CampaignResultsAPIView
-from webapp.dashboards.site_summary import SiteSummaryAPIView
-from webapp.dashboards.thresholds import ThresholdAPIView, ThresholdListAPIView
+from webapp.dashboards.api import (
+    AlertsAPIView,
+    CampaignResultsAPIView,
+    CompareAPIView,
+    MatrixAPIView,
+    SiteSummaryAPIView,
+    ThresholdAPIView,
+    ThresholdListAPIView,
+)
 
 router = DefaultRouter()
 router.register("sites", views.SiteViewSet)

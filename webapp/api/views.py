@@ -45,6 +45,7 @@ from webapp.api.serializers import (
 from webapp.campaigns.filters import RunFilter
 from webapp.campaigns.health import VantagePointHealth, vantage_points_health
 from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.run_detail import run_charts
 from webapp.campaigns.schedules import (
     ScheduleConflict,
     campaign_schedule_pause,
@@ -60,8 +61,7 @@ from webapp.campaigns.services import (
     run_cancel_refusal,
 )
 from webapp.campaigns.validation import MAX_ID
-from webapp.dashboards.parameter_sets import ParameterSetSerializer
-from webapp.dashboards.run_detail import run_charts
+from webapp.dashboards.serializers import ParameterSetSerializer
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
 

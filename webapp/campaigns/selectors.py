@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
 from django.db.models import Aggregate, Avg, Count, F, FloatField, Max, Min, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 
 from webapp.campaigns.models import Campaign, ClientAttempt, Run
 from webapp.campaigns.services import MEASURED
+from webapp.core import sql
 
 # Metrics a series may show: Run columns, with their units.
 SERIES_METRICS = {
@@ -269,7 +269,7 @@ def endpoint_series(
     if not mix and parameter_set is None:
         return list(series.values())  # nothing measured
     runs = runs.filter(**(parameter_set or {})).annotate(t=BUCKETS[bucket]("created_at"))
-    if connection.vendor == "postgresql":
+    if sql.has_percentile_cont():
         points = _series_points_in_database(runs, metric)
     else:
         points = _series_points_in_python(runs, metric)

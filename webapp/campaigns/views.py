@@ -28,6 +28,7 @@ from webapp.campaigns.models import (
     Campaign,
     Run,
 )
+from webapp.campaigns.run_detail import run_charts
 from webapp.campaigns.run_table import RunError, run_list_columns
 from webapp.campaigns.schedules import (
     ScheduleConflict,
@@ -53,7 +54,6 @@ from webapp.campaigns.services import (
     run_cancel_refusal,
 )
 from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
-from webapp.dashboards.run_detail import run_charts
 
 MAX_STATUS_IDS = 100
 ID = re.compile(r"[0-9]{1,18}")

@@ -1,20 +1,22 @@
-"""Dashboard pages. Each page's module holds its selector, its page view and its API view."""
+"""Dashboard pages (views.py); their API views (api.py) are routed in webapp/api/urls.py."""
 
 from django.urls import URLPattern, URLResolver, path
 
-from webapp.dashboards import alerts, matrix
-from webapp.dashboards.compare_views import ComparePageView
-from webapp.dashboards.results_views import CampaignResultsPageView
+from webapp.dashboards import views
 
 app_name = "dashboards"
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("compare/", ComparePageView.as_view(), name="compare"),
-    path("matrix/", matrix.MatrixView.as_view(), name="matrix"),
-    path("alerts/", alerts.AlertsView.as_view(), name="alerts"),
+    path("compare/", views.ComparePageView.as_view(), name="compare"),
+    path("matrix/", views.MatrixView.as_view(), name="matrix"),
+    path("alerts/", views.AlertsView.as_view(), name="alerts"),
     path(
         "campaigns/<int:pk>/results/",
-        CampaignResultsPageView.as_view(),
+        views.CampaignResultsPageView.as_view(),
         name="campaign-results",
     ),
 ]
+
+# The site page (its summary, then its endpoints) keeps its name in the sites namespace
+# (sites:site-detail): webapp/urls.py routes it with the sites app's pages.
+site_page = path("sites/<int:pk>/", views.SiteDetailView.as_view(), name="site-detail")

@@ -7,7 +7,7 @@ app_name = "sites"
 urlpatterns = [
     path("sites/", views.SiteListView.as_view(), name="site-list"),
     path("sites/new/", views.SiteCreateView.as_view(), name="site-create"),
-    path("sites/<int:pk>/", views.SiteDetailView.as_view(), name="site-detail"),
+    # sites/<int:pk>/ (site-detail), the site's page, is a dashboard: webapp/dashboards/urls.py
     path("sites/<int:pk>/edit/", views.SiteUpdateView.as_view(), name="site-edit"),
     path("endpoints/new/", views.EndpointCreateView.as_view(), name="endpoint-create"),
     path("endpoints/<int:pk>/", views.EndpointDetailView.as_view(), name="endpoint-detail"),

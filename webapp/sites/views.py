@@ -30,7 +30,6 @@ from django.views.generic import CreateView, DetailView, ListView, UpdateView, V
 from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.selectors import run_list
 from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin, ViewerRequiredMixin
-from webapp.dashboards.site_summary import site_summary
 from webapp.sites.credentials import credential_summary
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
@@ -107,23 +106,6 @@ class SiteListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
             .prefetch_related("endpoints")
             .order_by("name")
         )
-
-
-class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
-    """The site's summary (webapp/dashboards/site_summary.py), then its endpoints."""
-
-    template_name = "sites/site_detail.html"
-    context_object_name = "site"
-    queryset = Site.objects.select_related("owner")
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        context["endpoints"] = self.object.endpoints.annotate(file_count=Count("files")).order_by(
-            "name"
-        )
-        context["can_edit"] = self.object.editable_by(self.request.user)
-        context["summary"] = site_summary(site=self.object)
-        return context
 
 
 class SiteCreateView(OwnedCreateView):

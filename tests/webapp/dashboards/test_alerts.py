@@ -13,7 +13,7 @@ from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night
 from tests.webapp.factories import SiteFactory, VantagePointFactory
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
-from webapp.dashboards.alerts import alerts_data
+from webapp.dashboards.selectors.alerts import alerts_data
 
 pytestmark = pytest.mark.django_db
 

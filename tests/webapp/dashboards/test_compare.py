@@ -22,11 +22,12 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
+from tests.webapp.sqlite import only_on_postgresql
 from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import percentile
-from webapp.dashboards.compare import MAX_ENDPOINTS, compare_data
-from webapp.dashboards.compare_views import CompareForm
+from webapp.dashboards.forms import CompareForm
+from webapp.dashboards.selectors.compare import MAX_ENDPOINTS, compare_data
 from webapp.sites.models import Endpoint
 
 pytestmark = pytest.mark.django_db
@@ -218,6 +219,7 @@ def test_selector_queries_are_bounded(django_assert_num_queries: Any) -> None:
     assert len(short["runs"]) == 5 * 7
 
 
+@only_on_postgresql
 def test_python_percentile_agrees_with_postgresql_percentile_cont() -> None:
     rng = random.Random(4)
     for size in (1, 2, 3, 7, 50):

@@ -13,7 +13,7 @@ from tests.webapp.dashboards.status_runs import RunMaker, night
 from tests.webapp.factories import VantagePointFactory
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
-from webapp.dashboards.home import QUEUED_ROWS
+from webapp.dashboards.selectors.home import QUEUED_ROWS
 
 pytestmark = pytest.mark.django_db
 

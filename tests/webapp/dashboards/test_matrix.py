@@ -14,9 +14,9 @@ from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night
 from tests.webapp.factories import SiteFactory, VantagePointFactory
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
-from webapp.dashboards.matrix import matrix_data
-from webapp.dashboards.parameter_sets import ParameterSet
-from webapp.dashboards.thresholds import Thresholds
+from webapp.dashboards.selectors.matrix import matrix_data
+from webapp.dashboards.selectors.parameter_sets import ParameterSet
+from webapp.dashboards.selectors.thresholds import Thresholds
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.webapp.factories import CampaignFactory, RunFactory, TestFileFactory
 from webapp.campaigns.models import Campaign, Run
-from webapp.dashboards.results import campaign_results
+from webapp.dashboards.selectors.results import campaign_results
 from webapp.sites.models import TestFile
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,9 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
+from tests.webapp.sqlite import only_on_postgresql
 from webapp.campaigns.models import Campaign, Run
-from webapp.dashboards.results import (
+from webapp.dashboards.selectors.results import (
     ResultsFilter,
     campaign_results,
     crossover,
@@ -282,6 +283,7 @@ def test_the_selector_reads_in_three_queries_however_many_runs(
         assert results.endpoints[0]["site"] == "near"
 
 
+@only_on_postgresql
 def test_the_python_medians_match_postgresql(campaign: Campaign, test_file: TestFile) -> None:
     for i, wall_s in enumerate((1.0, 2.5, 2.0, 7.0, 3.0, None)):
         measured(

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from tests.webapp.factories import CampaignFactory, RunFactory, SiteFactory, TestFileFactory
 from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Campaign, Run
-from webapp.dashboards.results import campaign_results
+from webapp.dashboards.selectors.results import campaign_results
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from tests.webapp.factories import SiteFactory, VantagePointFactory
 from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
-from webapp.dashboards.site_summary import DAYS, RECENT_FAILURES, WEEKS, site_summary
+from webapp.dashboards.selectors.site_summary import DAYS, RECENT_FAILURES, WEEKS, site_summary
 from webapp.sites.models import Site
 
 pytestmark = pytest.mark.django_db

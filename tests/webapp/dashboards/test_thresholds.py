@@ -20,16 +20,11 @@ from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
-from webapp.dashboards.matrix import matrix_data
 from webapp.dashboards.models import MatrixThreshold
-from webapp.dashboards.parameter_sets import higher_is_better
-from webapp.dashboards.thresholds import (
-    DEFAULTS,
-    matrix_threshold_reset,
-    matrix_threshold_save,
-    thresholds_all,
-    thresholds_for,
-)
+from webapp.dashboards.selectors.matrix import matrix_data
+from webapp.dashboards.selectors.parameter_sets import higher_is_better
+from webapp.dashboards.selectors.thresholds import DEFAULTS, thresholds_all, thresholds_for
+from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_save
 
 pytestmark = pytest.mark.django_db
 

@@ -104,7 +104,7 @@ class ClientErrorSerializer(serializers.Serializer[Any]):
     error_class = serializers.CharField()
     message = serializers.CharField()
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         fields["class"] = fields.pop("error_class")
         return fields

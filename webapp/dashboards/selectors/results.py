@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db import connection
 from django.db.models import Count, F, FloatField, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
@@ -30,7 +29,12 @@ from django.db.models.functions import Cast
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.selectors import Percentile, percentile
 from webapp.campaigns.services import MEASURED
-from webapp.dashboards.results_guidance import latency_order, results_guidance, still_to_come
+from webapp.core import sql
+from webapp.dashboards.selectors.results_guidance import (
+    latency_order,
+    results_guidance,
+    still_to_come,
+)
 from webapp.sites.models import Endpoint
 
 # What makes two runs repetitions of one another: where, from where, and every parameter.
@@ -198,7 +202,7 @@ def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> li
         },
     )
     if in_database is None:
-        in_database = connection.vendor == "postgresql"
+        in_database = sql.has_percentile_cont()
     rows = _cells_in_database(measured) if in_database else _cells_in_python(measured)
     return [_rounded(row) for row in rows]
 

@@ -17,9 +17,9 @@ from django.utils import timezone
 from tests.webapp.factories import CampaignFactory, RunFactory
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import ClientAttempt, Run
+from webapp.campaigns.run_detail import run_charts
 from webapp.campaigns.selectors import run_detail
 from webapp.campaigns.services import campaign_launch, run_claim, run_execute, run_fail, run_ingest
-from webapp.dashboards.run_detail import run_charts
 from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
 from workers.engine.errors import ErrorClass

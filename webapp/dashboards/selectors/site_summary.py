@@ -1,6 +1,6 @@
 """A site's summary: per endpoint (one per protocol, as a site usually has) the latest key
 figures, availability per day and per week, the failure rate against the week before, and
-the recent failures; the selector the site page and its API view share, and the API view.
+the recent failures: the selector the site page and its API view share.
 
 Availability is SAM style: the share of a day's (or week's) ended runs that succeeded, from
 every vantage point. A partial run (some clients failed) counts as half a success; cancelled
@@ -17,27 +17,21 @@ from datetime import date, datetime, timedelta
 from typing import Any, TypedDict
 
 from django.db.models import Count, OuterRef, Subquery
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from webapp.accounts.roles import IsOperatorOrReadOnly
 from webapp.api.filters import with_first_error
 from webapp.campaigns.models import Run
 from webapp.campaigns.run_table import RunError
-from webapp.dashboards.compare import _bucket, _midnight, parameter_sets_measured
-from webapp.dashboards.matrix import ENDED
-from webapp.dashboards.parameter_sets import (
+from webapp.dashboards.selectors.compare import bucket_start, midnight, parameter_sets_measured
+from webapp.dashboards.selectors.matrix import ENDED
+from webapp.dashboards.selectors.parameter_sets import (
     FIELDS,
     ParameterSet,
-    ParameterSetSerializer,
+    ParameterSetJSON,
     compare_url,
     matrix_url,
+    parameter_set_json,
 )
 from webapp.sites.models import Endpoint, Site
 
@@ -115,7 +109,7 @@ class SiteSummary(TypedDict):
     site: int
     site_name: str
     today: date
-    parameter_set: dict[str, Any] | None  # of the key figures: the most measured lately
+    parameter_set: ParameterSetJSON | None  # of the key figures: the most measured lately
     endpoints: list[EndpointSummary]
     site_days: list[Cell]
     site_weeks: list[Cell]
@@ -134,7 +128,7 @@ def site_summary(*, site: Site, now: datetime | None = None) -> SiteSummary:
     days = [today - timedelta(days=n) for n in range(DAYS - 1, -1, -1)]
     this_monday = today - timedelta(days=today.weekday())
     weeks = [this_monday - timedelta(weeks=n) for n in range(WEEKS - 1, -1, -1)]
-    since = _midnight(min(weeks[0], days[0]))
+    since = midnight(min(weeks[0], days[0]))
     endpoints = list(site.endpoints.order_by("protocol", "name"))
     ids = [e.pk for e in endpoints]
     runs = Run.objects.filter(endpoint_id__in=ids, created_at__gte=since).order_by()
@@ -158,7 +152,7 @@ def site_summary(*, site: Site, now: datetime | None = None) -> SiteSummary:
         "site": site.pk,
         "site_name": site.name,
         "today": today,
-        "parameter_set": _parameter_set_json(parameter_set),
+        "parameter_set": parameter_set_json(parameter_set),
         "endpoints": summaries,
         "site_days": [_cell(d, site_counts, [d]) for d in days],
         "site_weeks": [_cell(w, site_counts, _week(w)) for w in weeks],
@@ -167,12 +161,6 @@ def site_summary(*, site: Site, now: datetime | None = None) -> SiteSummary:
         "compare_url": compare_url({"site": site.pk}, "throughput_mbps", parameter_set),
         "matrix_url": matrix_url({"site": site.pk}, parameter_set),
     }
-
-
-def _parameter_set_json(parameter_set: ParameterSet | None) -> dict[str, Any] | None:
-    if parameter_set is None:
-        return None
-    return {**parameter_set.query(), "label": parameter_set.label}
 
 
 def _latest_succeeded(ids: list[int], parameter_set: ParameterSet | None) -> dict[int, Run]:
@@ -208,7 +196,7 @@ def _counts_per_day(runs: Any) -> defaultdict[int, DayCounts]:
     """Ended runs (cancelled left out) per endpoint, UTC day and status: one query."""
     rows = (
         runs.filter(status__in=ENDED)
-        .annotate(day=_bucket("created_at", "day"))
+        .annotate(day=bucket_start("created_at", "day"))
         .values("endpoint_id", "day", "status")
         .annotate(n=Count("*"))
         .order_by()
@@ -352,108 +340,3 @@ def _failure(run: Run) -> Failure:
         "error_class": error.error_class if error else "",
         "message": error.first_line if error else "",
     }
-
-
-# The API view and the schema of its answer
-
-
-class CellSerializer(serializers.Serializer[Any]):
-    start = serializers.DateField(help_text="the day, or the week's Monday (UTC)")
-    succeeded = serializers.IntegerField()
-    partial = serializers.IntegerField()
-    failed = serializers.IntegerField(help_text="failed or timed out")
-    runs = serializers.IntegerField(help_text="ended runs; cancelled ones left out")
-    availability = serializers.FloatField(
-        allow_null=True, help_text="(succeeded + partial / 2) / runs; null without runs"
-    )
-    rating = serializers.ChoiceField(choices=["good", "warn", "bad", "none"])
-
-
-class FailureRateSerializer(serializers.Serializer[Any]):
-    last = serializers.FloatField(allow_null=True, help_text=f"the last {TREND_DAYS} days")
-    before = serializers.FloatField(allow_null=True, help_text=f"the {TREND_DAYS} days before")
-    trend = serializers.ChoiceField(choices=["worse", "better", "steady", ""])
-
-
-class KeyFiguresSerializer(serializers.Serializer[Any]):
-    run = serializers.IntegerField()
-    run_url = serializers.CharField()
-    at = serializers.DateTimeField()
-    vantage_point = serializers.CharField()
-    throughput_mbps = serializers.FloatField(allow_null=True)
-    open_s = serializers.FloatField(allow_null=True)
-    ttfb_s = serializers.FloatField(allow_null=True)
-    wall_s = serializers.FloatField(allow_null=True)
-
-
-class EndpointSummarySerializer(serializers.Serializer[Any]):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    protocol = serializers.CharField()
-    role = serializers.CharField()
-    enabled = serializers.BooleanField()
-    url = serializers.CharField()
-    latest = KeyFiguresSerializer(
-        allow_null=True, help_text="its latest succeeded run of the summary's parameter set"
-    )
-    days = CellSerializer(many=True, help_text=f"the last {DAYS} days, oldest first")
-    weeks = CellSerializer(many=True, help_text=f"the last {WEEKS} weeks, oldest first")
-    failure_rate = FailureRateSerializer()
-    compare_url = serializers.CharField()
-    matrix_url = serializers.CharField()
-
-
-class FailureSerializer(serializers.Serializer[Any]):
-    run = serializers.IntegerField()
-    run_url = serializers.CharField()
-    at = serializers.DateTimeField()
-    status = serializers.ChoiceField(choices=[s.value for s in FAILURES])
-    endpoint = serializers.IntegerField()
-    endpoint_name = serializers.CharField()
-    protocol = serializers.CharField()
-    vantage_point = serializers.CharField()
-    error_class = serializers.CharField()
-    message = serializers.CharField(help_text="the first error's first line")
-
-
-class LabelledParameterSet(ParameterSetSerializer):
-    label = serializers.CharField()
-
-
-class SiteSummarySerializer(serializers.Serializer[Any]):
-    site = serializers.IntegerField()
-    site_name = serializers.CharField()
-    today = serializers.DateField(help_text="UTC")
-    parameter_set = LabelledParameterSet(
-        allow_null=True,
-        help_text=f"of the key figures: the site's most measured of the last {WEEKS} weeks",
-    )
-    endpoints = EndpointSummarySerializer(many=True)
-    site_days = CellSerializer(many=True, help_text="every endpoint together, per day")
-    site_weeks = CellSerializer(many=True, help_text="every endpoint together, per week")
-    failure_rate = FailureRateSerializer(help_text="every endpoint together")
-    recent_failures = FailureSerializer(
-        many=True,
-        help_text=f"the newest {RECENT_FAILURES} failed, timed-out or partial runs of the "
-        f"last {WEEKS} weeks",
-    )
-    compare_url = serializers.CharField()
-    matrix_url = serializers.CharField()
-
-
-class SiteSummaryAPIView(APIView):
-    """A site's summary (webapp/dashboards/site_summary.py): per endpoint the latest key
-    figures, availability per day and week, the failure rate against the week before; the
-    recent failures."""
-
-    permission_classes = [IsOperatorOrReadOnly]
-
-    @extend_schema(
-        responses={
-            200: SiteSummarySerializer,
-            404: OpenApiResponse(description="no such site"),
-        },
-    )
-    def get(self, request: Request, pk: int) -> Response:
-        site = get_object_or_404(Site, pk=pk)
-        return Response(SiteSummarySerializer(site_summary(site=site)).data)

@@ -1,7 +1,7 @@
 """Compare over time: one metric of chosen endpoints, per day (or week), for one parameter set.
 
 The page (/compare/) and its API view (/api/v1/compare/) call `compare_data` with the same
-validated query (compare_views.CompareForm), so the chart's numbers are the API's.
+validated query (forms.CompareForm), so the chart's numbers are the API's.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import connection
 from django.db.models import Count, DateField, F, Q, QuerySet
@@ -20,6 +20,7 @@ from django.db.models.functions import Cast, Trunc
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS, Percentile, percentile
 from webapp.campaigns.services import MEASURED
+from webapp.core import sql
 from webapp.sites.models import Endpoint, VantagePoint
 
 PARAMETER_FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
@@ -45,6 +46,37 @@ METRIC_LABELS = {
 }
 
 
+class EndpointJSON(TypedDict):
+    id: int
+    name: str
+    protocol: str
+    role: str
+    site: int
+    site_name: str
+
+
+class CompareData(TypedDict):
+    """What the compare page draws and its API answers."""
+
+    metric: str
+    unit: str
+    label: str
+    bucket: str
+    since: date
+    until: date
+    vantage_point: str | None
+    server_version: str | None
+    parameter_set: dict[str, Any] | None  # None: these endpoints measured nothing
+    parameter_sets: list[dict[str, Any]]  # the measured ones, with their runs
+    endpoints: list[EndpointJSON]
+    series: list[dict[str, Any]]  # per endpoint, columns of its buckets
+    failures: list[dict[str, Any]]
+    runs: list[dict[str, Any]]
+    runs_shown: bool
+    runs_max_days: int
+    runs_truncated: bool
+
+
 def default_range(today: date) -> tuple[date, date]:
     return today - timedelta(days=DEFAULT_DAYS - 1), today
 
@@ -59,7 +91,7 @@ def compare_data(
     parameters: dict[str, Any] | None = None,
     vantage_point: VantagePoint | None = None,
     server_version: str | None = None,
-) -> dict[str, Any]:
+) -> CompareData:
     """The metric per endpoint and bucket (median, quartiles, count) of the measured runs of
     one parameter set, the failures per day, and, for ranges up to RUNS_MAX_DAYS, the runs.
 
@@ -71,11 +103,11 @@ def compare_data(
     if server_version:
         runs = runs.filter(server_version__icontains=server_version)
     recent = max(since, until - timedelta(days=RUNS_MAX_DAYS - 1))
-    measured = parameter_sets_measured(runs.filter(created_at__gte=_midnight(recent)))
+    measured = parameter_sets_measured(runs.filter(created_at__gte=midnight(recent)))
     if not measured and recent > since:
         measured = parameter_sets_measured(runs)
     chosen = _choose(parameters or {}, measured)
-    data: dict[str, Any] = {
+    data: CompareData = {
         "metric": metric,
         "unit": SERIES_METRICS[metric],
         "label": METRIC_LABELS[metric],
@@ -109,19 +141,19 @@ def _runs_in_range(
 ) -> QuerySet[Run]:
     runs = Run.objects.filter(
         endpoint_id__in=[e.pk for e in endpoints],
-        created_at__gte=_midnight(since),
-        created_at__lt=_midnight(until + timedelta(days=1)),
+        created_at__gte=midnight(since),
+        created_at__lt=midnight(until + timedelta(days=1)),
     )
     if vantage_point:
         runs = runs.filter(vantage_point_id=vantage_point.pk)
     return runs.order_by()
 
 
-def _midnight(day: date) -> datetime:
+def midnight(day: date) -> datetime:
     return datetime.combine(day, time(0), tzinfo=UTC)
 
 
-def _bucket(field: str, bucket: str) -> Cast:
+def bucket_start(field: str, bucket: str) -> Cast:
     """The bucket's first day (weeks start on Monday), as a date: UTC days."""
     return Cast(Trunc(field, bucket, tzinfo=UTC), output_field=DateField())
 
@@ -142,7 +174,7 @@ def _choose(given: dict[str, Any], measured: list[dict[str, Any]]) -> dict[str, 
     return None
 
 
-def _endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
+def _endpoint_json(endpoint: Endpoint) -> EndpointJSON:
     return {
         "id": endpoint.pk,
         "name": endpoint.name,
@@ -159,8 +191,8 @@ def _series(
     """Per endpoint (in the order given), columns of its buckets: the bucket's first day,
     n, q1, median, q3."""
     measured = runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
-    measured = measured.annotate(t=_bucket("created_at", bucket))
-    if connection.vendor == "postgresql":
+    measured = measured.annotate(t=bucket_start("created_at", bucket))
+    if sql.has_percentile_cont():
         columns = _columns_in_postgresql(measured, metric)
     else:
         columns = _columns(_quartiles_in_python(measured, metric))
@@ -226,7 +258,7 @@ def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     """Runs that measured nothing, per endpoint, day, status and first error class."""
     rows = (
         runs.filter(status__in=FAILURES)
-        .annotate(day=_bucket("created_at", "day"), error_class=KT("errors__0__class"))
+        .annotate(day=bucket_start("created_at", "day"), error_class=KT("errors__0__class"))
         .values("endpoint_id", "day", "status", "error_class")
         .annotate(n=Count("*"))
         .order_by("endpoint_id", "day", "status", "error_class")

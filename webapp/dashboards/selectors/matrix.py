@@ -1,7 +1,7 @@
 """The matrix: the latest value of a metric per vantage point x endpoint (or site x protocol)
-for one parameter set, rated by the metric's thresholds (webapp.dashboards.thresholds: saved
-by an operator, else the defaults; the query's boundaries override them); its page, where
-operators also save thresholds, and its API view.
+for one parameter set, rated by the metric's thresholds (selectors.thresholds: saved by an
+operator, else the defaults; the query's boundaries override them). The page and its API
+view (views.MatrixView, api.MatrixAPIView) read it with the same form (forms.MatrixForm).
 
 A cell's value is its pair's latest *measured* run (succeeded or partial); the cell is
 marked failed when the pair's latest *ended* run failed or timed out; "last good" is the
@@ -13,49 +13,26 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 
-from django import forms
-from django.core.exceptions import PermissionDenied
 from django.db import connection
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
-from django.views import View
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from webapp.accounts.roles import IsOperatorOrReadOnly, can_operate, user_role
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
-from webapp.core.views import ViewerRequiredMixin
-from webapp.dashboards.form_schema import form_errors, form_parameters
-from webapp.dashboards.parameter_sets import (
-    FractionField,
+from webapp.core import sql
+from webapp.dashboards.selectors.parameter_sets import (
     ParameterSet,
+    ParameterSetJSON,
     RecentParameterSet,
     compare_url,
     parameter_set_choose,
+    parameter_set_json,
     parameter_sets_recent,
 )
-from webapp.dashboards.thresholds import (
-    SAVE_REFUSAL,
-    Thresholds,
-    matrix_threshold_reset,
-    matrix_threshold_save,
-    order_error,
-    threshold_errors,
-    thresholds_in_effect,
-)
+from webapp.dashboards.selectors.thresholds import Thresholds, ThresholdsJSON, thresholds_in_effect
 from webapp.sites.models import Endpoint, Site, VantagePoint
-from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
-from workers.engine.units import format_size
 
 ENDPOINTS = "endpoint"
 SITES = "site-protocol"
@@ -65,67 +42,22 @@ ENDED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL, Run.Status.FAILED, Run.Status
 MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
 FAILED = (Run.Status.FAILED, Run.Status.TIMEOUT)
 ERROR_MESSAGE_CHARS = 300
-OVERRIDE_HELP = "in the metric's unit; empty: its saved (or default) threshold"
 
 
-class MatrixForm(forms.Form):
-    """The matrix's controls; the page and the API read the same query parameters."""
+class MatrixData(TypedDict):
+    """The matrix as the page draws it and the API answers it."""
 
-    metric = forms.ChoiceField(
-        choices=[(m, f"{m} ({unit})") for m, unit in SERIES_METRICS.items()], required=False
-    )
-    good = forms.FloatField(help_text=OVERRIDE_HELP)
-    bad = forms.FloatField(help_text=OVERRIDE_HELP)
-    view = forms.ChoiceField(choices=VIEWS, required=False)
-    method = forms.ChoiceField(choices=[("", "most common")] + [(m, m) for m in Method])
-    pattern = forms.ChoiceField(choices=[("", "most common")] + [(p, p) for p in Pattern])
-    read_size = forms.IntegerField(
-        min_value=1, max_value=MAX_READ_SIZE, help_text="in bytes in the URL"
-    )
-    fraction = FractionField(help_text="of the file, in (0, 1]")
-    clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
-    site = forms.ModelChoiceField(Site.objects.order_by("name"), empty_label="all sites")
-    protocol = forms.ChoiceField(choices=[("", "all protocols"), *Endpoint.Protocol.choices])
-    vantage_point = forms.ModelChoiceField(
-        VantagePoint.objects.order_by("name"), to_field_name="name", empty_label="all"
-    )
-
-    def __init__(
-        self, *args: Any, recent: Sequence[RecentParameterSet] = (), **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            field.required = False
-        self._offer_recent_values(recent)
-
-    def _offer_recent_values(self, recent: Sequence[RecentParameterSet]) -> None:
-        """read_size, fraction and clients are numbers (any may be asked for), offered as
-        the values of recent parameter sets plus the one in the query."""
-        labels: dict[str, Callable[[Any], str]] = {
-            "read_size": format_size,
-            "fraction": lambda v: f"{v:g}",
-            "clients": str,
-        }
-        for name, label in labels.items():
-            values = {getattr(r.parameter_set, name) for r in recent}
-            asked = self.data.get(name) if self.is_bound else None
-            choices = [("", "most common")] + [(v, label(v)) for v in sorted(values)]
-            if asked and asked not in {str(v) for v in values}:
-                choices.append((asked, asked))
-            self.fields[name].widget = forms.Select(choices=choices)
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        metric = data.get("metric") or DEFAULT_METRIC
-        good, bad = data.get("good"), data.get("bad")
-        if (good is None) != (bad is None):
-            missing = "bad" if bad is None else "good"
-            self.add_error(missing, "give both good and bad boundaries, or neither")
-        elif good is not None and bad is not None:
-            error = order_error(metric=metric, good=good, bad=bad)
-            if error:
-                self.add_error("bad", error)
-        return data
+    metric: str
+    unit: str
+    higher_is_better: bool
+    view: str  # ENDPOINTS or SITES
+    parameter_set: ParameterSetJSON | None  # the one drawn (None: no runs yet)
+    parameter_sets: list[dict[str, Any]]  # the recent ones, with their runs
+    thresholds: ThresholdsJSON
+    suggested: dict[str, float] | None  # good and bad boundaries drawn from the values
+    columns: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    cells: list[dict[str, Any]]
 
 
 def _suggest(values: list[float], higher_is_better: bool) -> dict[str, float] | None:
@@ -139,7 +71,7 @@ def _suggest(values: list[float], higher_is_better: bool) -> dict[str, float] | 
 
 def matrix_data(
     *, query: dict[str, Any], recent: list[RecentParameterSet] | None = None
-) -> dict[str, Any]:
+) -> MatrixData:
     """The matrix for a MatrixForm's cleaned data: two queries (the recent parameter sets,
     unless given, and the cells), whatever the size of the grid, and one for the metric's
     saved thresholds unless the query gives boundaries."""
@@ -162,27 +94,23 @@ def matrix_data(
     if view == SITES:
         cells = _site_protocol_cells(cells, thresholds, metric, parameter_set)
     values = [c["value"] for c in cells if c["value"] is not None]
+    axes = _axes(cells, view)
     return {
         "metric": metric,
         "unit": SERIES_METRICS[metric],
         "higher_is_better": thresholds.higher_is_better,
         "view": view,
-        "parameter_set": _parameter_set_json(parameter_set),
+        "parameter_set": parameter_set_json(parameter_set),
         "parameter_sets": [
             {**r.parameter_set.query(), "label": r.parameter_set.label, "runs": r.runs}
             for r in recent[:20]
         ],
         "thresholds": thresholds.as_json(),
         "suggested": _suggest(values, thresholds.higher_is_better),
-        **_axes(cells, view),
+        "columns": axes["columns"],
+        "rows": axes["rows"],
         "cells": cells,
     }
-
-
-def _parameter_set_json(parameter_set: ParameterSet | None) -> dict[str, Any] | None:
-    if parameter_set is None:
-        return None
-    return {**parameter_set.query(), "label": parameter_set.label}
 
 
 def _axes(cells: list[dict[str, Any]], view: str) -> dict[str, list[dict[str, Any]]]:
@@ -248,17 +176,17 @@ def _in(statuses: tuple[str, ...]) -> str:
     return "(" + ", ".join(f"'{s}'" for s in statuses) + ")"
 
 
-def _first_error_sql() -> tuple[str, str]:
-    """The first error's class and message, from SQLite's JSON text."""
+def _first_error_sql(run: str) -> tuple[str, str]:
+    """The first error's class and message (cut short) of the run aliased `run`."""
     return (
-        "json_extract(l.errors, '$[0].class')",
-        f"SUBSTR(json_extract(l.errors, '$[0].message'), 1, {ERROR_MESSAGE_CHARS})",
+        sql.json_first(f"{run}.errors", "class"),
+        sql.left(sql.json_first(f"{run}.errors", "message"), ERROR_MESSAGE_CHARS),
     )
 
 
 def _cells_sql(metric: str, pair_filter: str) -> str:
-    if connection.vendor == "postgresql":
-        return _cells_sql_postgresql(metric, pair_filter)
+    if sql.has_lateral():
+        return _cells_sql_lateral(metric, pair_filter)
     return _cells_sql_portable(metric, pair_filter)
 
 
@@ -269,7 +197,7 @@ _SAME_GROUP = (
 )
 
 
-def _cells_sql_postgresql(metric: str, pair_filter: str) -> str:
+def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
     """LATERAL probes, one per status: with the parameter set and status fixed, the runs
     index (endpoint, parameter set, status, created_at; run_compare_idx) hands over each
     status's latest run first, and the latest of those is the pair's latest (an IN list of
@@ -284,9 +212,10 @@ def _cells_sql_postgresql(metric: str, pair_filter: str) -> str:
         )
         return f"SELECT * FROM ({probes}) x ORDER BY x.created_at DESC, x.id DESC LIMIT 1"
 
+    error_class, error_message = _first_error_sql("r")
     ended = (
-        "r.id, r.status, r.created_at, r.errors -> 0 ->> 'class' AS error_class,"
-        f" LEFT(r.errors -> 0 ->> 'message', {ERROR_MESSAGE_CHARS}) AS error_message"
+        f"r.id, r.status, r.created_at, {error_class} AS error_class,"
+        f" {error_message} AS error_message"
     )
     measured = f"r.id, r.status, r.created_at, r.{metric} AS value"
     _in(ENDED + MEASURED)  # checks the statuses are our own words
@@ -314,7 +243,7 @@ def _cells_sql_portable(metric: str, pair_filter: str) -> str:
     """Correlated subqueries (SQLite has no LATERAL): the same answer, read less directly."""
     run = Run._meta.db_table
     same = _SAME_GROUP
-    error_class, error_message = _first_error_sql()
+    error_class, error_message = _first_error_sql("l")
     return f"""
         SELECT vp.name AS vantage_point, e.id AS endpoint, e.name AS endpoint_name,
                e.protocol AS protocol, s.id AS site, s.name AS site_name,
@@ -343,19 +272,11 @@ def _cells_sql_portable(metric: str, pair_filter: str) -> str:
     """
 
 
-def _datetime(value: datetime | str | None) -> datetime | None:
-    """SQLite hands raw queries' timestamps back as text or naive datetimes (in UTC)."""
-    parsed = parse_datetime(value) if isinstance(value, str) else value
-    if parsed is not None and timezone.is_naive(parsed):
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
-
-
 def _cell(
     row: dict[str, Any], metric: str, parameter_set: ParameterSet, now: datetime
 ) -> dict[str, Any]:
     for key in ("last_at", "value_at", "last_good_at"):
-        row[key] = _datetime(row[key])
+        row[key] = sql.aware_datetime(row[key])
     good_at = row["last_good_at"]
     row["since_good_s"] = None if good_at is None else round((now - good_at).total_seconds())
     row["failed"] = row["last_status"] in FAILED
@@ -403,7 +324,7 @@ def _site_protocol_cells(
     return sorted(pooled, key=lambda c: (c["site_name"], c["protocol"]))
 
 
-def matrix_grid(data: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[str, Any] | None]]]:
+def matrix_grid(data: MatrixData) -> list[tuple[dict[str, Any], list[dict[str, Any] | None]]]:
     """The cells laid out as the table draws them: per row, one cell (or None) per column."""
     if data["view"] == SITES:
         row_key, column_key = "site", "protocol"
@@ -414,94 +335,3 @@ def matrix_grid(data: dict[str, Any]) -> list[tuple[dict[str, Any], list[dict[st
         (row, [by_position.get((row[row_key], col[column_key])) for col in data["columns"]])
         for row in data["rows"]
     ]
-
-
-class ThresholdForm(forms.Form):
-    """The page's form that saves a metric's thresholds for everyone, or resets them."""
-
-    metric = forms.ChoiceField(choices=[(m, m) for m in SERIES_METRICS])
-    good = forms.FloatField(required=False)
-    bad = forms.FloatField(required=False)
-    reset = forms.BooleanField(required=False)
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if data.get("reset") or "metric" not in data:
-            return data
-        good, bad = data.get("good"), data.get("bad")
-        for name, value in (("good", good), ("bad", bad)):
-            if value is None and name not in self.errors:
-                self.add_error(name, "needed to save the thresholds")
-        if good is not None and bad is not None:
-            errors = threshold_errors(metric=data["metric"], good=good, bad=bad)
-            for name, messages in errors.items():
-                self.add_error(name, messages)
-        return data
-
-
-class MatrixView(ViewerRequiredMixin, View):
-    """GET draws the matrix; POST (operators and admins) saves the metric's thresholds for
-    everyone, or resets them, and shows the matrix again coloured by them."""
-
-    template_name = "dashboards/matrix.html"
-
-    def get(self, request: HttpRequest) -> HttpResponse:
-        return self._page(request, ThresholdForm(prefix="thresholds"))
-
-    def post(self, request: HttpRequest) -> HttpResponse:
-        if not can_operate(request.user):
-            raise PermissionDenied(f"{SAVE_REFUSAL}: you are a {user_role(request.user)}")
-        saving = ThresholdForm(request.POST, prefix="thresholds")
-        if not saving.is_valid():
-            return self._page(request, saving, status=400)
-        metric = saving.cleaned_data["metric"]
-        if saving.cleaned_data["reset"]:
-            matrix_threshold_reset(metric=metric)
-        else:
-            good, bad = saving.cleaned_data["good"], saving.cleaned_data["bad"]
-            matrix_threshold_save(metric=metric, good=good, bad=bad, user=request.user)
-        # Back to the same view, coloured by what was saved: the address's boundaries go.
-        query = request.GET.copy()
-        for name in ("good", "bad"):
-            query.pop(name, None)
-        query["metric"] = metric
-        return redirect(f"{reverse('dashboards:matrix')}?{query.urlencode()}")
-
-    def _page(self, request: HttpRequest, saving: ThresholdForm, status: int = 200) -> HttpResponse:
-        recent = parameter_sets_recent()
-        form = MatrixForm(request.GET, recent=recent)
-        context: dict[str, Any] = {"form": form, "data": None, "saving": saving}
-        if not form.is_valid():
-            return render(request, self.template_name, context, status=400)
-        data = matrix_data(query=form.cleaned_data, recent=recent)
-        if not saving.is_bound:
-            good, bad = data["thresholds"]["good"], data["thresholds"]["bad"]
-            saving.initial = {"metric": data["metric"], "good": f"{good:g}", "bad": f"{bad:g}"}
-        context.update(
-            data=data,
-            grid=matrix_grid(data),
-            any_runs=bool(recent),
-            can_save=can_operate(request.user),
-        )
-        return render(request, self.template_name, context, status=status)
-
-
-class MatrixAPIView(APIView):
-    """The latest value of a metric per vantage point x endpoint (or site x protocol) for one
-    parameter set (default: the most common lately), rated by the good/bad boundaries."""
-
-    permission_classes = [IsOperatorOrReadOnly]
-
-    @extend_schema(
-        parameters=form_parameters(MatrixForm),
-        responses={
-            200: OpenApiResponse(description="the matrix: axes, cells and thresholds"),
-            400: OpenApiResponse(description="{field: [message]} for each bad parameter"),
-        },
-    )
-    def get(self, request: Request) -> Response:
-        recent = parameter_sets_recent()
-        form = MatrixForm(request.query_params, recent=recent)
-        if not form.is_valid():
-            return Response(form_errors(form), status=400)
-        return Response(matrix_data(query=form.cleaned_data, recent=recent))

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from django.db.models import QuerySet
-from django.urls import reverse
-from django.views.generic import TemplateView
 
 from webapp.campaigns.health import VantagePointHealth, vantage_points_health
 from webapp.campaigns.models import Run
-from webapp.campaigns.selectors import run_list, runs_progress
-from webapp.core.views import ViewerRequiredMixin
-from webapp.dashboards.alerts import alerts_data
+from webapp.campaigns.selectors import RunProgress, run_list, runs_progress
 from webapp.sites.models import VantagePoint
 
 TOP = 5  # rows of each list on the home page; the alerts page has them all
@@ -20,31 +16,14 @@ RUNNING_ROWS = 20
 QUEUED_ROWS = 10
 
 
-class HomeView(ViewerRequiredMixin, TemplateView):
-    template_name = "dashboards/home.html"
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        alerts = alerts_data(query={})
-        context.update(
-            alerts=alerts,
-            failing=alerts["failing"][:TOP],
-            slower=alerts["slower"][:TOP],
-            live={"status_url": reverse("campaigns:run-status")},
-            worker_health=_worker_health(),
-            **_active_runs(),
-        )
-        return context
-
-
-def _worker_health() -> list[tuple[VantagePoint, VantagePointHealth]]:
+def home_worker_health() -> list[tuple[VantagePoint, VantagePointHealth]]:
     """Each vantage point with whether a worker listens on its queue (no broker call)."""
     vantage_points = list(VantagePoint.objects.order_by("name"))
     health = vantage_points_health(vantage_points=vantage_points)
     return [(vantage_point, health[vantage_point.pk]) for vantage_point in vantage_points]
 
 
-def _active_runs() -> dict[str, Any]:
+def home_active_runs() -> ActiveRuns:
     """The running runs first, then the queue in the order workers take it (oldest first),
     each list cut short with its count, so a large launch never hides what is running."""
     running_runs = run_list().filter(status=Run.Status.RUNNING)
@@ -67,3 +46,14 @@ def _active_runs() -> dict[str, Any]:
 
 def _count(runs: QuerySet[Run], shown: list[Run], limit: int) -> int:
     return len(shown) if len(shown) < limit else int(runs.count())
+
+
+class ActiveRuns(TypedDict):
+    """The home page's "Running and queued"."""
+
+    running: list[tuple[Run, RunProgress | None]]
+    running_count: int
+    running_more: int
+    queued_count: int
+    queued_more: int
+    running_total: int

@@ -1,22 +1,20 @@
 """Parameter sets (a run's method, pattern, read size, fraction and clients) as the matrix,
-home and alerts pages pick and show them, and which way each metric is better."""
+home, alerts and site summary pages pick and show them, and which way each metric is better."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlencode
 
-from django import forms
 from django.db import connection
-from rest_framework import serializers
 
 from webapp.campaigns.models import Run
 from workers.engine.units import format_size
 
 FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
-# design.md's page contract: the compare and matrix pages read these query names.
+# The pages' contract (docs/): the compare and matrix pages read these query names.
 COMPARE_PATH = "/compare/"
 MATRIX_PATH = "/matrix/"
 # The runs a default parameter set is chosen from: the newest, read from run_newest_idx.
@@ -27,18 +25,6 @@ HIGHER_IS_BETTER = frozenset({"throughput_mbps"})
 
 def higher_is_better(metric: str) -> bool:
     return metric in HIGHER_IS_BETTER
-
-
-def _more_than_zero(value: float) -> None:
-    if value <= 0:
-        raise forms.ValidationError("must be more than 0")
-
-
-class FractionField(forms.FloatField):
-    """A parameter set's fraction of the file as a query parameter: in (0, 1]."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(max_value=1.0, validators=[_more_than_zero], **kwargs)
 
 
 @dataclass(frozen=True)
@@ -63,16 +49,6 @@ class ParameterSet:
 
     def matches(self, given: Mapping[str, Any]) -> bool:
         return all(given.get(f) in (None, "", getattr(self, f)) for f in FIELDS)
-
-
-class ParameterSetSerializer(serializers.Serializer[Any]):
-    """A ParameterSet in API output (series, site summary)."""
-
-    method = serializers.CharField()
-    pattern = serializers.CharField()
-    read_size = serializers.IntegerField()
-    fraction = serializers.FloatField()
-    clients = serializers.IntegerField()
 
 
 @dataclass(frozen=True)
@@ -123,3 +99,27 @@ def matrix_url(chosen: Mapping[str, Any], parameter_set: ParameterSet | None) ->
     return (
         f"{MATRIX_PATH}?{urlencode({**chosen, **(parameter_set.query() if parameter_set else {})})}"
     )
+
+
+class ParameterSetJSON(TypedDict):
+    """A ParameterSet's query parameters with its label, as the pages' JSON gives it."""
+
+    method: str
+    pattern: str
+    read_size: int
+    fraction: float
+    clients: int
+    label: str
+
+
+def parameter_set_json(parameter_set: ParameterSet | None) -> ParameterSetJSON | None:
+    if parameter_set is None:
+        return None
+    return {
+        "method": parameter_set.method,
+        "pattern": parameter_set.pattern,
+        "read_size": parameter_set.read_size,
+        "fraction": parameter_set.fraction,
+        "clients": parameter_set.clients,
+        "label": parameter_set.label,
+    }

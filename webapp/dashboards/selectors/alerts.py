@@ -1,5 +1,5 @@
 """Alerts: what is failing now and what got slower, per endpoint x vantage point x parameter
-set (a *group*); the selectors the home page and the alerts page share, and their views.
+set (a *group*): the selectors the home page and the alerts page share.
 
 Failing: the group's latest ended run (cancelled runs left out) failed or timed out; it has
 been failing since the first of the failures after its last measured run. Slower: the
@@ -11,9 +11,8 @@ the others rising by rise_pct).
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
-from django import forms
 from django.db import connection
 from django.db.models import (
     CharField,
@@ -28,37 +27,20 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce, Greatest, NullIf, Substr, TruncDate
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django.views import View
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from webapp.accounts.roles import IsOperatorOrReadOnly
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
-from webapp.core.views import ViewerRequiredMixin
-from webapp.dashboards.form_schema import form_errors, form_parameters
-from webapp.dashboards.matrix import (
-    ENDED,
-    ERROR_MESSAGE_CHARS,
-    FAILED,
-    MEASURED,
-    _datetime,
-)
-from webapp.dashboards.parameter_sets import (
+from webapp.core import sql
+from webapp.dashboards.selectors.matrix import ENDED, ERROR_MESSAGE_CHARS, FAILED, MEASURED
+from webapp.dashboards.selectors.parameter_sets import (
     FIELDS,
-    FractionField,
     ParameterSet,
     compare_url,
     higher_is_better,
 )
 from webapp.sites.models import Endpoint, Site, VantagePoint
-from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
 
 GROUP = ("vantage_point", "endpoint", *FIELDS)
 # Metrics where "slower" means something (bytes moved is not speed).
@@ -78,50 +60,60 @@ MAX_ROWS = 500  # per list: the page and the API say when there were more
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class AlertsForm(forms.Form):
-    """Filters of the alerts page and API; every field is optional."""
+class GroupRow(TypedDict):
+    """A group: where (vantage point, endpoint) and how (a parameter set)."""
 
-    site = forms.ModelChoiceField(Site.objects.order_by("name"), empty_label="all sites")
-    protocol = forms.ChoiceField(choices=[("", "all protocols"), *Endpoint.Protocol.choices])
-    endpoint = forms.ModelChoiceField(
-        Endpoint.objects.order_by("name"), empty_label="all endpoints"
-    )
-    vantage_point = forms.ModelChoiceField(
-        VantagePoint.objects.order_by("name"), to_field_name="name", empty_label="all"
-    )
-    method = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in Method])
-    pattern = forms.ChoiceField(choices=[("", "any")] + [(p, p) for p in Pattern])
-    read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
-    fraction = FractionField()
-    clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
-    days = forms.IntegerField(
-        min_value=1, max_value=365, help_text="runs of the last N days (slower: at most 31)"
-    )
-    metric = forms.MultipleChoiceField(
-        choices=[(m, f"{m} ({SERIES_METRICS[m]})") for m in SPEED_METRICS],
-        help_text="checked for slowdowns; none chosen: " + ", ".join(DEFAULT_SLOWER_METRICS),
-    )
-    drop_pct = forms.FloatField(
-        min_value=1, max_value=100, help_text="slower: throughput down by this %"
-    )
-    rise_pct = forms.FloatField(
-        min_value=1, max_value=10_000, help_text="slower: times and latencies up by this %"
-    )
+    vantage_point: str
+    endpoint: int
+    endpoint_name: str
+    site: int
+    site_name: str
+    protocol: str
+    method: str
+    pattern: str
+    read_size: int
+    fraction: float
+    clients: int
+    parameter_set: str  # its label
+    compare_url: str
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            field.required = False
-        self.fields["metric"].widget.attrs["size"] = len(SPEED_METRICS)
-        defaults = {
-            "days": DEFAULT_DAYS,
-            "drop_pct": DEFAULT_DROP_PCT,
-            "rise_pct": DEFAULT_RISE_PCT,
-        }
-        for name, value in defaults.items():
-            self.fields[name].widget.attrs["placeholder"] = f"{value:g}"
-        for name in ("read_size", "fraction", "clients"):
-            self.fields[name].widget.attrs["placeholder"] = "any"
+
+class FailingRow(GroupRow):
+    """A group whose latest ended run failed or timed out."""
+
+    run: int
+    run_url: str
+    status: str
+    error_class: str
+    error_message: str
+    last_at: datetime
+    failing_since: datetime | None
+    failures: int
+    last_good_at: datetime | None
+
+
+class SlowerRow(GroupRow):
+    """A group's metric whose latest night is slower than the nights before."""
+
+    metric: str
+    unit: str
+    night: str  # ISO date
+    latest: float
+    baseline: float
+    baseline_runs: int
+    change: float  # latest / baseline - 1
+    factor: float  # how many times worse
+    run: int
+    run_url: str
+
+
+class AlertsData(TypedDict):
+    days: int
+    slower_days: int
+    failing_total: int
+    failing: list[FailingRow]
+    slower_total: int
+    slower: list[SlowerRow]
 
 
 def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +130,7 @@ def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> AlertsData:
     """Both lists for an AlertsForm's cleaned data: two queries."""
     now = now or timezone.now()
     days = query.get("days") or DEFAULT_DAYS
@@ -161,7 +153,7 @@ def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> dict[s
     }
 
 
-def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[dict[str, Any]]:
+def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[FailingRow]:
     """Groups whose latest ended run (created since `since`) failed or timed out, the newest
     breakage first. One query; each candidate's group is probed one status at a time through
     run_compare_idx (endpoint, parameter set, status, created_at), which reads only the runs
@@ -225,7 +217,7 @@ def _latest_at(same: dict[str, OuterRef], status: str) -> Coalesce:
     return Coalesce(Subquery(latest.values("created_at")[:1]), Value(EPOCH))
 
 
-def _group_row(row: dict[str, Any]) -> dict[str, Any]:
+def _group_row(row: dict[str, Any]) -> GroupRow:
     parameter_set = ParameterSet(**{f: row[f] for f in FIELDS})
     pair = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
     return {
@@ -235,13 +227,17 @@ def _group_row(row: dict[str, Any]) -> dict[str, Any]:
         "site": row["site"],
         "site_name": row["site_name"],
         "protocol": row["protocol"],
-        **parameter_set.query(),
+        "method": parameter_set.method,
+        "pattern": parameter_set.pattern,
+        "read_size": parameter_set.read_size,
+        "fraction": parameter_set.fraction,
+        "clients": parameter_set.clients,
         "parameter_set": parameter_set.label,
         "compare_url": compare_url(pair, row.get("metric", "throughput_mbps"), parameter_set),
     }
 
 
-def _failing_row(row: dict[str, Any]) -> dict[str, Any]:
+def _failing_row(row: dict[str, Any]) -> FailingRow:
     row.update(
         vantage_point=row.pop("vantage_point__name"),
         endpoint_name=row.pop("endpoint__name"),
@@ -257,9 +253,9 @@ def _failing_row(row: dict[str, Any]) -> dict[str, Any]:
         "error_class": row["error_class"] or "",
         "error_message": row["error_message"] or "",
         "last_at": row["created_at"],
-        "failing_since": _datetime(row["failing_since"]),
+        "failing_since": sql.aware_datetime(row["failing_since"]),
         "failures": row["failures"],
-        "last_good_at": _datetime(row["last_good_at"]),
+        "last_good_at": sql.aware_datetime(row["last_good_at"]),
     }
 
 
@@ -270,7 +266,7 @@ def alerts_slower(
     metrics: list[str],
     drop_pct: float = DEFAULT_DROP_PCT,
     rise_pct: float = DEFAULT_RISE_PCT,
-) -> list[dict[str, Any]]:
+) -> list[SlowerRow]:
     """(group, metric) pairs whose latest night (on or after `since`) is slower than the
     median of the seven nights before by the thresholds, the worst first. One query: the
     groups' measured runs of those eight nights, compared in the database."""
@@ -302,27 +298,13 @@ def alerts_slower(
     return sorted(found, key=lambda r: (-r["factor"], r["endpoint_name"], r["vantage_point"]))
 
 
-def _median(expression: str, condition: str) -> str:
-    if connection.vendor == "postgresql":
-        return (
-            f"percentile_cont(0.5) WITHIN GROUP (ORDER BY {expression}) FILTER (WHERE {condition})"
-        )
-    return f"AVG({expression}) FILTER (WHERE {condition})"  # SQLite: a mean will do
-
-
-def _nights_before(night: str, nights: int) -> str:
-    if connection.vendor == "postgresql":
-        return f"({night} - {nights})"
-    return f"date({night}, '-{nights} days')"
-
-
 def _slower_sql(measured_sql: str, metrics: list[str]) -> str:
     group = ", ".join(f"{c}_id" if c in ("vantage_point", "endpoint") else c for c in GROUP)
     columns = f"id, {group}, {', '.join(metrics)}, night"
     join = " AND ".join(f"m.{c} = l.{c}" for c in group.split(", "))
     medians = ",\n".join(
-        f"{_median('m.' + m, 'm.night = l.night')} AS {m}_latest, "
-        f"{_median('m.' + m, 'm.night < l.night')} AS {m}_baseline"
+        f"{sql.median('m.' + m, where='m.night = l.night')} AS {m}_latest, "
+        f"{sql.median('m.' + m, where='m.night < l.night')} AS {m}_baseline"
         for m in metrics
     )
     crossed = ",\n".join(
@@ -345,7 +327,7 @@ def _slower_sql(measured_sql: str, metrics: list[str]) -> str:
                 COUNT(*) FILTER (WHERE m.night < l.night) AS baseline_runs,
                 {medians}
             FROM latest l JOIN measured m ON {join}
-                AND m.night >= {_nights_before("l.night", BASELINE_NIGHTS)}
+                AND m.night >= {sql.days_before("l.night", BASELINE_NIGHTS)}
             GROUP BY {l_group}, l.night
         ),
         flagged AS (
@@ -361,11 +343,11 @@ def _slower_sql(measured_sql: str, metrics: list[str]) -> str:
     """
 
 
-def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
+def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[SlowerRow]:
     """One row per metric of the group that crossed its threshold (the database decided)."""
     row["endpoint"] = row["endpoint_id"]
     night = row["night"]
-    out = []
+    out: list[SlowerRow] = []
     for metric in (m for m in metrics if row[f"{m}_crossed"]):
         latest, baseline = row[f"{metric}_latest"], row[f"{metric}_baseline"]
         worse = baseline / latest if higher_is_better(metric) else latest / baseline
@@ -385,34 +367,3 @@ def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]
             }
         )
     return out
-
-
-class AlertsView(ViewerRequiredMixin, View):
-    template_name = "dashboards/alerts.html"
-
-    def get(self, request: HttpRequest) -> HttpResponse:
-        form = AlertsForm(request.GET)
-        if not form.is_valid():
-            return render(request, self.template_name, {"form": form, "data": None}, status=400)
-        data = alerts_data(query=form.cleaned_data)
-        return render(request, self.template_name, {"form": form, "data": data})
-
-
-class AlertsAPIView(APIView):
-    """What is failing now and what got slower (see webapp/dashboards/alerts.py), at most
-    500 rows per list (`failing_total` and `slower_total` count them all)."""
-
-    permission_classes = [IsOperatorOrReadOnly]
-
-    @extend_schema(
-        parameters=form_parameters(AlertsForm),
-        responses={
-            200: OpenApiResponse(description="failing and slower groups"),
-            400: OpenApiResponse(description="{field: [message]} for each bad parameter"),
-        },
-    )
-    def get(self, request: Request) -> Response:
-        form = AlertsForm(request.query_params)
-        if not form.is_valid():
-            return Response(form_errors(form), status=400)
-        return Response(alerts_data(query=form.cleaned_data))

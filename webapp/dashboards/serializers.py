@@ -1,0 +1,264 @@
+"""The dashboards' API answers, for the OpenAPI schema (and the site summary's output)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.dashboards.selectors.site_summary import (
+    DAYS,
+    FAILURES,
+    RECENT_FAILURES,
+    TREND_DAYS,
+    WEEKS,
+)
+from webapp.dashboards.selectors.thresholds import Thresholds, threshold_errors
+
+
+class ParameterSetSerializer(serializers.Serializer[Any]):
+    """A ParameterSet in API output (series, site summary)."""
+
+    method = serializers.CharField()
+    pattern = serializers.CharField()
+    read_size = serializers.IntegerField()
+    fraction = serializers.FloatField()
+    clients = serializers.IntegerField()
+
+
+class ResultsCampaign(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class ResultsDimensions(serializers.Serializer[Any]):
+    """The values each parameter takes in the runs read."""
+
+    endpoint = serializers.ListField(child=serializers.IntegerField())
+    vantage_point = serializers.ListField(child=serializers.CharField())
+    method = serializers.ListField(child=serializers.CharField())
+    pattern = serializers.ListField(child=serializers.CharField())
+    read_size = serializers.ListField(child=serializers.IntegerField())
+    fraction = serializers.ListField(child=serializers.FloatField())
+    clients = serializers.ListField(child=serializers.IntegerField())
+    files = serializers.ListField(child=serializers.IntegerField())
+    depth = serializers.ListField(child=serializers.IntegerField())
+    vector_size = serializers.ListField(child=serializers.IntegerField())
+    skip = serializers.ListField(child=serializers.IntegerField())
+    readahead = serializers.ListField(child=serializers.IntegerField())
+    streams = serializers.ListField(child=serializers.IntegerField())
+
+
+class ResultsEndpoint(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    site = serializers.CharField()
+    protocol = serializers.CharField()
+    role = serializers.CharField()
+
+
+class ResultsParameterSet(serializers.Serializer[Any]):
+    """A parameter set's endpoint, vantage point and parameters."""
+
+    endpoint = serializers.IntegerField()
+    vantage_point = serializers.CharField()
+    pattern = serializers.CharField()
+    read_size = serializers.IntegerField()
+    clients = serializers.IntegerField()
+    files = serializers.IntegerField()
+    depth = serializers.IntegerField()
+    vector_size = serializers.IntegerField()
+    skip = serializers.IntegerField()
+    readahead = serializers.IntegerField()
+    streams = serializers.IntegerField()
+
+
+class ResultsCell(ResultsParameterSet):
+    """Medians over the repetitions of one parameter set (succeeded and partial runs)."""
+
+    method = serializers.CharField()
+    fraction = serializers.FloatField()
+    runs = serializers.IntegerField(help_text="measured runs")
+    wall_s = serializers.FloatField(allow_null=True)
+    open_s = serializers.FloatField(allow_null=True)
+    ttfb_s = serializers.FloatField(allow_null=True)
+    throughput_mbps = serializers.FloatField(allow_null=True, help_text="aggregate, MB/s")
+    client_throughput_mbps = serializers.FloatField(allow_null=True, help_text="per client")
+    bytes_requested = serializers.IntegerField(allow_null=True)
+    bytes_read = serializers.IntegerField(allow_null=True)
+    bytes_wire = serializers.IntegerField(allow_null=True)
+    preflight_rtt_ms = serializers.FloatField(
+        allow_null=True, help_text="the round-trip time each run's preflight measured"
+    )
+    wall_s_p25 = serializers.FloatField(allow_null=True)
+    wall_s_p75 = serializers.FloatField(allow_null=True)
+
+
+class ResultsCrossover(ResultsParameterSet):
+    """Where copying first becomes faster than reading directly, for one parameter set."""
+
+    crossover_fraction = serializers.FloatField(allow_null=True)
+    kind = serializers.ChoiceField(
+        choices=["crossover", "copy-faster", "direct-faster", "no-difference", "too-few-fractions"]
+    )
+    text = serializers.CharField()
+    crossings = serializers.IntegerField()
+
+
+class ResultsFailure(serializers.Serializer[Any]):
+    """Final runs that did not fully succeed, by where, method, status and first error."""
+
+    endpoint = serializers.IntegerField()
+    vantage_point = serializers.CharField()
+    method = serializers.CharField()
+    status = serializers.CharField()
+    error_class = serializers.CharField()
+    runs = serializers.IntegerField()
+    of_runs = serializers.IntegerField(help_text="final runs of this endpoint and method")
+
+
+class ResultsGuidance(serializers.Serializer[Any]):
+    """What stands instead of the charts drawn across a parameter (what to add, or which
+    runs are still to come); null when they can be drawn. `methods`: the crossover of direct
+    and copy; `latency`: the latency-hiding chart."""
+
+    fraction = serializers.CharField(allow_null=True)
+    read_size = serializers.CharField(allow_null=True)
+    clients = serializers.CharField(allow_null=True)
+    methods = serializers.CharField(allow_null=True)
+    latency = serializers.CharField(allow_null=True)
+
+
+class ResultsLatencyOrder(serializers.Serializer[Any]):
+    """The latency-hiding chart's endpoints in order, from one vantage point."""
+
+    vantage_point = serializers.CharField()
+    by = serializers.ChoiceField(choices=["rtt", "direct-ttfb", "name"])
+    endpoints = serializers.ListField(child=serializers.IntegerField())
+    text = serializers.CharField(help_text="which order it is, in words")
+
+
+class CampaignResultsSerializer(serializers.Serializer[Any]):
+    campaign = ResultsCampaign()
+    dimensions = ResultsDimensions()
+    varying = serializers.ListField(child=serializers.CharField())
+    endpoints = ResultsEndpoint(many=True)
+    cells = ResultsCell(many=True)
+    crossovers = ResultsCrossover(many=True)
+    failures = ResultsFailure(many=True)
+    active_runs = serializers.IntegerField(help_text="runs still queued or running")
+    guidance = ResultsGuidance()
+    latency_order = ResultsLatencyOrder(many=True)
+
+
+class CellSerializer(serializers.Serializer[Any]):
+    start = serializers.DateField(help_text="the day, or the week's Monday (UTC)")
+    succeeded = serializers.IntegerField()
+    partial = serializers.IntegerField()
+    failed = serializers.IntegerField(help_text="failed or timed out")
+    runs = serializers.IntegerField(help_text="ended runs; cancelled ones left out")
+    availability = serializers.FloatField(
+        allow_null=True, help_text="(succeeded + partial / 2) / runs; null without runs"
+    )
+    rating = serializers.ChoiceField(choices=["good", "warn", "bad", "none"])
+
+
+class FailureRateSerializer(serializers.Serializer[Any]):
+    last = serializers.FloatField(allow_null=True, help_text=f"the last {TREND_DAYS} days")
+    before = serializers.FloatField(allow_null=True, help_text=f"the {TREND_DAYS} days before")
+    trend = serializers.ChoiceField(choices=["worse", "better", "steady", ""])
+
+
+class KeyFiguresSerializer(serializers.Serializer[Any]):
+    run = serializers.IntegerField()
+    run_url = serializers.CharField()
+    at = serializers.DateTimeField()
+    vantage_point = serializers.CharField()
+    throughput_mbps = serializers.FloatField(allow_null=True)
+    open_s = serializers.FloatField(allow_null=True)
+    ttfb_s = serializers.FloatField(allow_null=True)
+    wall_s = serializers.FloatField(allow_null=True)
+
+
+class EndpointSummarySerializer(serializers.Serializer[Any]):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    protocol = serializers.CharField()
+    role = serializers.CharField()
+    enabled = serializers.BooleanField()
+    url = serializers.CharField()
+    latest = KeyFiguresSerializer(
+        allow_null=True, help_text="its latest succeeded run of the summary's parameter set"
+    )
+    days = CellSerializer(many=True, help_text=f"the last {DAYS} days, oldest first")
+    weeks = CellSerializer(many=True, help_text=f"the last {WEEKS} weeks, oldest first")
+    failure_rate = FailureRateSerializer()
+    compare_url = serializers.CharField()
+    matrix_url = serializers.CharField()
+
+
+class FailureSerializer(serializers.Serializer[Any]):
+    run = serializers.IntegerField()
+    run_url = serializers.CharField()
+    at = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=[s.value for s in FAILURES])
+    endpoint = serializers.IntegerField()
+    endpoint_name = serializers.CharField()
+    protocol = serializers.CharField()
+    vantage_point = serializers.CharField()
+    error_class = serializers.CharField()
+    message = serializers.CharField(help_text="the first error's first line")
+
+
+class LabelledParameterSet(ParameterSetSerializer):
+    label = serializers.CharField()
+
+
+class SiteSummarySerializer(serializers.Serializer[Any]):
+    site = serializers.IntegerField()
+    site_name = serializers.CharField()
+    today = serializers.DateField(help_text="UTC")
+    parameter_set = LabelledParameterSet(
+        allow_null=True,
+        help_text=f"of the key figures: the site's most measured of the last {WEEKS} weeks",
+    )
+    endpoints = EndpointSummarySerializer(many=True)
+    site_days = CellSerializer(many=True, help_text="every endpoint together, per day")
+    site_weeks = CellSerializer(many=True, help_text="every endpoint together, per week")
+    failure_rate = FailureRateSerializer(help_text="every endpoint together")
+    recent_failures = FailureSerializer(
+        many=True,
+        help_text=f"the newest {RECENT_FAILURES} failed, timed-out or partial runs of the "
+        f"last {WEEKS} weeks",
+    )
+    compare_url = serializers.CharField()
+    matrix_url = serializers.CharField()
+
+
+class MatrixThresholdSerializer(serializers.Serializer[Thresholds]):
+    """A metric's thresholds in effect; `good` and `bad` (and `metric` on POST) are written."""
+
+    metric = serializers.ChoiceField(choices=list(SERIES_METRICS))
+    unit = serializers.CharField(read_only=True)
+    higher_is_better = serializers.BooleanField(read_only=True)
+    good = serializers.FloatField(help_text="boundary, in the metric's unit, at least 0")
+    bad = serializers.FloatField(help_text="boundary, in the metric's unit, at least 0")
+    source = serializers.ChoiceField(
+        choices=["saved", "default"], read_only=True, help_text="an operator's, or the defaults"
+    )
+    saved_by = serializers.CharField(read_only=True, allow_null=True)
+    saved_at = serializers.DateTimeField(read_only=True, allow_null=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        metric = attrs.setdefault("metric", self.context.get("metric"))
+        errors = threshold_errors(metric=metric, good=attrs["good"], bad=attrs["bad"])
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class MatrixThresholdWriteSerializer(MatrixThresholdSerializer):
+    """PUT: the metric is the path's."""
+
+    metric = serializers.CharField(read_only=True)

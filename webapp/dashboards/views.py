@@ -1,0 +1,221 @@
+"""The dashboards' pages. Each validates its query with its form (forms.py), reads its
+selector (selectors/) and renders; a bad query is the page again with the form's errors, 400."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views import View
+from django.views.generic import DetailView, TemplateView
+
+from webapp.accounts.roles import can_operate, user_role
+from webapp.campaigns.models import Campaign
+from webapp.core.views import ViewerRequiredMixin
+from webapp.dashboards.forms import (
+    AlertsForm,
+    CompareForm,
+    MatrixForm,
+    ResultsForm,
+    ThresholdForm,
+)
+from webapp.dashboards.schema import form_errors
+from webapp.dashboards.selectors.alerts import alerts_data
+from webapp.dashboards.selectors.compare import (
+    MAX_ENDPOINTS,
+    PARAMETER_FIELDS,
+    RUNS_MAX_DAYS,
+    CompareData,
+    compare_data,
+    default_range,
+    failure_counts,
+)
+from webapp.dashboards.selectors.home import TOP, home_active_runs, home_worker_health
+from webapp.dashboards.selectors.matrix import DEFAULT_METRIC, matrix_data, matrix_grid
+from webapp.dashboards.selectors.parameter_sets import parameter_sets_recent
+from webapp.dashboards.selectors.results import ResultsFilter, campaign_results
+from webapp.dashboards.selectors.site_summary import site_summary
+from webapp.dashboards.selectors.thresholds import SAVE_REFUSAL
+from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_save
+from webapp.sites.models import Endpoint, Site, VantagePoint
+
+
+class MatrixView(ViewerRequiredMixin, View):
+    """GET draws the matrix; POST (operators and admins) saves the metric's thresholds for
+    everyone, or resets them, and shows the matrix again coloured by them."""
+
+    template_name = "dashboards/matrix.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return self._page(request, ThresholdForm(prefix="thresholds"))
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        if not can_operate(request.user):
+            raise PermissionDenied(f"{SAVE_REFUSAL}: you are a {user_role(request.user)}")
+        saving = ThresholdForm(request.POST, prefix="thresholds")
+        if not saving.is_valid():
+            return self._page(request, saving, status=400)
+        metric = saving.cleaned_data["metric"]
+        if saving.cleaned_data["reset"]:
+            matrix_threshold_reset(metric=metric)
+        else:
+            good, bad = saving.cleaned_data["good"], saving.cleaned_data["bad"]
+            matrix_threshold_save(metric=metric, good=good, bad=bad, user=request.user)
+        # Back to the same view, coloured by what was saved: the address's boundaries go.
+        query = request.GET.copy()
+        for name in ("good", "bad"):
+            query.pop(name, None)
+        query["metric"] = metric
+        return redirect(f"{reverse('dashboards:matrix')}?{query.urlencode()}")
+
+    def _page(self, request: HttpRequest, saving: ThresholdForm, status: int = 200) -> HttpResponse:
+        recent = parameter_sets_recent()
+        form = MatrixForm(request.GET, recent=recent)
+        context: dict[str, Any] = {"form": form, "data": None, "saving": saving}
+        if not form.is_valid():
+            return render(request, self.template_name, context, status=400)
+        data = matrix_data(query=form.cleaned_data, recent=recent)
+        if not saving.is_bound:
+            good, bad = data["thresholds"]["good"], data["thresholds"]["bad"]
+            saving.initial = {"metric": data["metric"], "good": f"{good:g}", "bad": f"{bad:g}"}
+        context.update(
+            data=data,
+            grid=matrix_grid(data),
+            any_runs=bool(recent),
+            can_save=can_operate(request.user),
+        )
+        return render(request, self.template_name, context, status=status)
+
+
+class AlertsView(ViewerRequiredMixin, View):
+    template_name = "dashboards/alerts.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        form = AlertsForm(request.GET)
+        if not form.is_valid():
+            return render(request, self.template_name, {"form": form, "data": None}, status=400)
+        data = alerts_data(query=form.cleaned_data)
+        return render(request, self.template_name, {"form": form, "data": data})
+
+
+class ComparePageView(ViewerRequiredMixin, View):
+    """Compare over time. Without endpoints or sites: the form, and what to do."""
+
+    template_name = "dashboards/compare.html"
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        picked = "endpoint" in request.GET or "site" in request.GET
+        form = CompareForm(request.GET if picked else None)
+        data = compare_data(**form.query()) if picked and form.is_valid() else None
+        context = {
+            "form": form,
+            "data": data,
+            "failures": failure_counts(data["failures"]) if data else {},
+            "sites": _sites_with_endpoints(),
+            "vantage_points": VantagePoint.objects.order_by("name").values_list("name", flat=True),
+            "chosen": _chosen(form, data),
+            "runs_max_days": RUNS_MAX_DAYS,
+            "max_endpoints": MAX_ENDPOINTS,
+        }
+        status = 400 if picked and form.errors else 200
+        return render(request, self.template_name, context, status=status)
+
+
+def _sites_with_endpoints() -> list[Site]:
+    endpoints = Endpoint.objects.order_by("name").only("pk", "name", "protocol", "site_id")
+    return list(
+        Site.objects.filter(endpoints__isnull=False)
+        .distinct()
+        .order_by("name")
+        .prefetch_related(Prefetch("endpoints", queryset=endpoints))
+    )
+
+
+def _chosen(form: CompareForm, data: CompareData | None) -> dict[str, Any]:
+    """The controls' values as the page shows them: what was asked, with the range and the
+    parameter set the data used filled in."""
+    if not form.is_bound:
+        since, until = default_range(timezone.now().date())
+        return {"metric": DEFAULT_METRIC, "bucket": "day", "since": since, "until": until}
+    chosen: dict[str, Any] = {
+        "endpoint": set(form.data.getlist("endpoint")),
+        "site": set(form.data.getlist("site")),
+        "protocol": set(form.data.getlist("protocol")),
+        **{
+            k: form.data.get(k, "")
+            for k in ("metric", "vantage_point", "server_version", "bucket", "since", "until")
+        },
+        **{f: form.data.get(f, "") for f in PARAMETER_FIELDS},
+    }
+    if data:
+        chosen.update(since=data["since"], until=data["until"])
+        chosen.update(data["parameter_set"] or {})
+    return chosen
+
+
+class HomeView(ViewerRequiredMixin, TemplateView):
+    template_name = "dashboards/home.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        alerts = alerts_data(query={})
+        context.update(
+            alerts=alerts,
+            failing=alerts["failing"][:TOP],
+            slower=alerts["slower"][:TOP],
+            live={"status_url": reverse("campaigns:run-status")},
+            worker_health=home_worker_health(),
+            **home_active_runs(),
+        )
+        return context
+
+
+class CampaignResultsPageView(ViewerRequiredMixin, View):
+    """The papers' figures from one campaign. The query string holds the page's controls
+    (the parameter a chart is not drawn across, and the days read), so it is a permalink;
+    the charts read one selection of the data, the days choose which runs are read."""
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        campaign = get_object_or_404(Campaign, pk=pk)
+        form = ResultsForm(request.GET)
+        valid = form.is_valid()
+        chosen = form.results_filter() if valid else ResultsFilter()
+        days = ResultsFilter(since=chosen.since, until=chosen.until)
+        results = campaign_results(campaign=campaign, filters=days)
+        errors = {} if valid else form_errors(form)
+        context = {
+            "campaign": campaign,
+            "results": results,
+            "data": results.to_json(),
+            "page": {
+                "api_url": reverse("campaign-results-api", args=[campaign.pk]),
+                "runs_url": f"{reverse('campaigns:run-list')}?campaign={campaign.pk}",
+            },
+            "query_errors": [(name, " ".join(messages)) for name, messages in errors.items()],
+            "since": chosen.since.isoformat() if chosen.since else "",
+            "until": chosen.until.isoformat() if chosen.until else "",
+        }
+        status = 400 if errors else 200
+        return render(request, "dashboards/campaign_results.html", context, status=status)
+
+
+class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
+    """The site's page: its summary (selectors.site_summary), then its endpoints."""
+
+    template_name = "sites/site_detail.html"
+    context_object_name = "site"
+    queryset = Site.objects.select_related("owner")
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["endpoints"] = self.object.endpoints.annotate(file_count=Count("files")).order_by(
+            "name"
+        )
+        context["can_edit"] = self.object.editable_by(self.request.user)
+        context["summary"] = site_summary(site=self.object)
+        return context
