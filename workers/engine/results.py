@@ -1,4 +1,4 @@
-"""A run's result: its clients' records folded into the run JSON of design.md."""
+"""A run's result: its clients' records folded into the run JSON of docs/engine.md."""
 
 from __future__ import annotations
 
