@@ -26,6 +26,15 @@ from workers.lab.ports import free_base_port
 
 TEST_FILE_SIZES = (1 * MiB, 4 * MiB, 16 * MiB)
 _PORT_TRIES = 3
+_BROWSER_TESTS = Path(__file__).parent / "browser"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under tests/browser `browser`, so `pytest -m browser` selects them
+    (a `pytestmark` in a conftest marks nothing: pytest reads it from test modules only)."""
+    for item in items:
+        if item.path.is_relative_to(_BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="session")

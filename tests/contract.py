@@ -1,4 +1,4 @@
-"""The run JSON fields design.md promises; the CLI's --json and the API's run detail carry them."""
+"""The run JSON fields of docs/engine.md, carried by the CLI's --json and the API's run detail."""
 
 RUN_KEYS = frozenset(
     {

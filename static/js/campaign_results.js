@@ -11,16 +11,17 @@
   const METHODS = ["direct", "copy", "stage"];
   // Error classes in the order the chart stacks them, each with an Okabe-Ito colour (and
   // grey for the runs nobody let finish).
+  const { colours } = fedprobe;
   const ERROR_COLOURS = {
-    timeout: "#D55E00",
-    refused: "#E69F00",
-    auth: "#CC79A7",
-    "not-found": "#56B4E9",
-    "short-read": "#F0E442",
-    checksum: "#009E73",
-    "server-error": "#0072B2",
-    lost: "#000000",
-    cancelled: "#999999",
+    timeout: colours.vermillion,
+    refused: colours.orange,
+    auth: colours.reddishPurple,
+    "not-found": colours.skyBlue,
+    "short-read": colours.yellow,
+    checksum: colours.green,
+    "server-error": colours.blue,
+    lost: colours.black,
+    cancelled: colours.grey,
   };
   const ERROR_CLASSES = Object.keys(ERROR_COLOURS);
 
@@ -43,18 +44,20 @@
     vantage_point: ["Vantage point", String],
     method: ["Method", String],
     pattern: ["Pattern", String],
-    read_size: ["Read size", fedprobe.formatSize],
+    read_size: ["Read size", fedprobeUnits.size],
     fraction: ["Fraction", formatPercent],
     clients: ["Clients", String],
     files: ["Files per client", String],
     depth: ["Depth", String],
     vector_size: ["Vector size", String],
     skip: ["Skip", String],
-    readahead: ["Read-ahead", (v) => (v ? fedprobe.formatSize(v) : "off")],
+    readahead: ["Read-ahead", (v) => (v ? fedprobeUnits.size(v) : "off")],
     streams: ["Streams", String],
   };
   const label = (name) => DIMENSIONS[name][0];
   const show = (name, value) => DIMENSIONS[name][1](value);
+
+  // -- the controls: a value for each parameter that varies -------------------------------
 
   // The selection: a value for each parameter that varies.
   const selection = {};
@@ -108,6 +111,8 @@
       container.appendChild(field);
     }
   }
+
+  // -- what a chart shows: its cells, title, API link and hover text ----------------------
 
   /** The cells of the current selection, free in the `across` parameters. */
   function cellsAcross(across) {
@@ -165,7 +170,7 @@
   function describeCell(cell) {
     return [
       fedprobe.text(endpointLabel(cell.endpoint)),
-      `${cell.method}, ${cell.pattern}, ${fedprobe.formatSize(cell.read_size)} reads`,
+      `${cell.method}, ${cell.pattern}, ${fedprobeUnits.size(cell.read_size)} reads`,
       `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients`,
       `${cell.runs} run${cell.runs === 1 ? "" : "s"}`,
     ].join("<br>");
@@ -218,7 +223,6 @@
     return traces;
   }
 
-
   function dimensionNames() {
     return Object.keys(DIMENSIONS);
   }
@@ -230,7 +234,7 @@
   }
 
   function readaheadSuffix(cell) {
-    return cell.readahead ? ` + read-ahead ${fedprobe.formatSize(cell.readahead)}` : "";
+    return cell.readahead ? ` + read-ahead ${fedprobeUnits.size(cell.readahead)}` : "";
   }
 
   /** Furano & Hanushevsky's names for the ways of reading. */
@@ -254,12 +258,14 @@
     const step = high - low > 12 ? 4 : high - low > 6 ? 2 : 1;
     const tickvals = [];
     for (let power = low; power <= high; power += step) tickvals.push(2 ** power);
-    return { tickvals, ticktext: tickvals.map(fedprobe.formatSize) };
+    return { tickvals, ticktext: tickvals.map(fedprobeUnits.size) };
   }
 
   function withValues(rows, metrics) {
     return rows.filter((r) => metrics.some((m) => r[m] !== null));
   }
+
+  // -- the charts -------------------------------------------------------------------------
 
   // Each chart: the parameters it is drawn across, the columns of its downloads, what the
   // campaign must have measured for it (else what to add), which of the selection's cells
@@ -294,7 +300,7 @@
             title: { text: "Read size (bytes, log)" },
             type: "log",
             tickvals: data.dimensions.read_size,
-            ticktext: data.dimensions.read_size.map(fedprobe.formatSize),
+            ticktext: data.dimensions.read_size.map(fedprobeUnits.size),
           },
           yaxis: {
             title: { text: "Time to read (log)" },
@@ -369,6 +375,8 @@
     },
   ];
 
+  // -- bytes needed against bytes moved ---------------------------------------------------
+
   function bytesFigure(points) {
     const groups = groupBy(points, (r) => `${r.method}${readaheadSuffix(r)}`);
     const names = [...groups.keys()].sort((a, b) => methodOrder(a.split(" ")[0], b.split(" ")[0]));
@@ -391,7 +399,7 @@
           color: methodColour(method),
           size: 9,
           symbol: group[0].readahead ? "diamond" : "circle",
-          line: { color: "#ffffff", width: 1 },
+          line: { color: colours.background, width: 1 },
         },
       };
     });
@@ -407,7 +415,7 @@
         x: [low, high],
         y: [low, high],
         hoverinfo: "skip",
-        line: { color: "#57606a", dash: "dash", width: 1 },
+        line: { color: colours.muted, dash: "dash", width: 1 },
       });
     }
     return {
@@ -422,6 +430,8 @@
       },
     };
   }
+
+  // -- time to read per endpoint (latency) ------------------------------------------------
 
   const ORDER_TITLES = {
     rtt: "Endpoint (in order of round-trip time)",
@@ -478,6 +488,8 @@
     };
   }
 
+  // -- errors -----------------------------------------------------------------------------
+
   function errorsFigure(rows) {
     const category = (f) => fedprobe.text(`${endpointName(f.endpoint)} · ${f.method}`);
     const rank = (c) => (ERROR_CLASSES.includes(c) ? ERROR_CLASSES.indexOf(c) : 99);
@@ -499,7 +511,7 @@
           ),
           textposition: "none",
           hovertemplate: "%{text}<extra></extra>",
-          marker: { color: ERROR_COLOURS[errorClass] || "#57606a" },
+          marker: { color: ERROR_COLOURS[errorClass] || colours.muted },
         };
       });
     const categories = [...new Set(rows.map(category))].sort().reverse(); // top to bottom
@@ -527,6 +539,7 @@
     };
   }
 
+  // -- the crossover of direct and copy (fraction chart) ----------------------------------
 
   /** The crossover of the selection's parameter set, if direct and copy were measured. */
   function crossoverFound() {
@@ -546,7 +559,7 @@
     const found = crossoverFound();
     const x = found ? found.crossover_fraction : null;
     if (x === null) return;
-    const line = { color: "#000000", dash: "dash", width: 1 };
+    const line = { color: colours.black, dash: "dash", width: 1 };
     layout.shapes = [{ type: "line", xref: "x", yref: "paper", x0: x, x1: x, y0: 0, y1: 1, line }];
     // Inside the plot, at its top: above it is the title's.
     layout.annotations = [
@@ -559,11 +572,13 @@
         yanchor: "top",
         xshift: 4,
         showarrow: false,
-        bgcolor: "rgba(255, 255, 255, 0.85)",
+        bgcolor: fedprobe.rgba(colours.background, 0.85),
         text: `crossover ${x >= 0.01 ? Math.round(x * 100) : Math.round(x * 1000) / 10}%`,
       },
     ];
   }
+
+  // -- drawing ----------------------------------------------------------------------------
 
   /** What a chart draws for the selection: its rows, or the message that stands instead. */
   function chartRows(chart) {
@@ -712,6 +727,8 @@
       fedprobe.downloads(card, basename, () => downloadRows(chart), columns);
     }
   }
+
+  // -- wiring -----------------------------------------------------------------------------
 
   performance.mark("results:script");
   buildControls();

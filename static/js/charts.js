@@ -1,15 +1,39 @@
-/* Shared by the chart pages: data in, safe text, sizes, colour-blind-safe colours,
+/* Shared by the chart pages: data in, safe text, seconds, colour-blind-safe colours,
    downloads, permalinks, empty and error states. Each page has its own small script that
-   uses this.
+   uses this (and units.js for sizes, rates and latencies).
    Nothing here builds HTML from data: text goes in through textContent, and text handed
    to Plotly (which reads a few HTML-like tags in labels) has its markup escaped. */
 "use strict";
 
 const fedprobe = (() => {
-  // Okabe-Ito: distinguishable with the common colour-vision deficiencies.
-  const palette = [
-    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
-  ];
+  // Every colour a chart uses. Okabe-Ito: distinguishable with the common colour-vision
+  // deficiencies (its grey for what nobody let finish); the page's own greys come from the
+  // stylesheet's variables (static/css/fedprobe.css), so charts and pages agree.
+  const okabeIto = {
+    blue: "#0072B2",
+    orange: "#E69F00",
+    green: "#009E73",
+    reddishPurple: "#CC79A7",
+    skyBlue: "#56B4E9",
+    vermillion: "#D55E00",
+    yellow: "#F0E442",
+    black: "#000000",
+  };
+  // Series take these in turn (fedprobe.colour(i)).
+  const palette = Object.values(okabeIto);
+
+  function pageColour(variable, fallback) {
+    const value = getComputedStyle(document.documentElement).getPropertyValue(variable).trim();
+    return value || fallback;
+  }
+
+  const colours = {
+    ...okabeIto,
+    grey: "#999999",
+    muted: pageColour("--muted", "#57606a"),
+    line: pageColour("--line", "#d0d7de"),
+    background: pageColour("--bg", "#ffffff"),
+  };
 
   /** The JSON a template passed with json_script. */
   function data(id) {
@@ -24,18 +48,6 @@ const fedprobe = (() => {
       .replace(/</g, "&lt;")
       .replace(/>/g, "&gt;")
       .replace(/"/g, "&quot;");
-  }
-
-  /** Bytes as the tables show them (workers.engine.units.format_size): 1536 -> "1.5 KiB". */
-  function formatSize(bytes) {
-    const units = ["B", "KiB", "MiB", "GiB"];
-    let value = bytes;
-    let unit = 0;
-    while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-      value /= 1024;
-      unit += 1;
-    }
-    return `${Number(value.toFixed(1))} ${units[unit]}`;
   }
 
   /** Seconds with their unit, so no two ticks read alike: 0.02 -> "20 ms", 2 -> "2 s". */
@@ -65,6 +77,12 @@ const fedprobe = (() => {
 
   function colour(index) {
     return palette[index % palette.length];
+  }
+
+  /** A colour of `colours` ("#rrggbb"), see-through: rgba("#0072B2", 0.18). */
+  function rgba(hex, alpha) {
+    const n = parseInt(hex.slice(1), 16);
+    return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
   }
 
   const config = {
@@ -139,7 +157,7 @@ const fedprobe = (() => {
   }
 
   return {
-    palette, data, text, formatSize, formatSeconds, secondsTicks, colour, config, layout,
+    palette, colours, data, text, formatSeconds, secondsTicks, colour, rgba, config, layout,
     showMessage, toCsv, downloads, permalink,
   };
 })();

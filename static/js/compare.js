@@ -16,9 +16,9 @@
   const apiLink = document.getElementById("compare-api-link");
   const PARAMETERS = ["method", "pattern", "read_size", "fraction", "clients"];
   const FAILURE_MARKS = {
-    failed: { symbol: "x-thin-open", colour: "#D55E00", label: "failed" },
-    timeout: { symbol: "triangle-down", colour: "#E69F00", label: "timed out" },
-    cancelled: { symbol: "circle-open", colour: "#57606a", label: "cancelled" },
+    failed: { symbol: "x-thin-open", colour: fedprobe.colours.vermillion, label: "failed" },
+    timeout: { symbol: "triangle-down", colour: fedprobe.colours.orange, label: "timed out" },
+    cancelled: { symbol: "circle-open", colour: fedprobe.colours.muted, label: "cancelled" },
   };
   // Both charts keep the same left margin (room for the strip's endpoint names), so their
   // time axes line up when they zoom together.
@@ -29,7 +29,7 @@
 
   function parameterLabel(set) {
     const clients = `${set.clients} client${set.clients === 1 ? "" : "s"}`;
-    return `${set.method} · ${set.pattern} · ${fedprobe.formatSize(set.read_size)} reads · ` +
+    return `${set.method} · ${set.pattern} · ${fedprobeUnits.size(set.read_size)} reads · ` +
       `fraction ${set.fraction} · ${clients}`;
   }
 
@@ -109,11 +109,6 @@
     });
   }
 
-  function rgba(hex, alpha) {
-    const n = parseInt(hex.slice(1), 16);
-    return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
-  }
-
   function metricTraces() {
     const traces = [];
     const endpoints = endpointsById();
@@ -137,7 +132,7 @@
           hoverinfo: "skip", showlegend: false, legendgroup: group, type: "scatter" };
         traces.push({ ...band, y: series.q3, name: "q3" });
         traces.push({ ...band, y: series.q1, name: "q1", fill: "tonexty",
-          fillcolor: rgba(colour, 0.18) });
+          fillcolor: fedprobe.rgba(colour, 0.18) });
         traces.push({
           type: "scatter",
           mode: series.t.length > 120 ? "lines" : "lines+markers",

@@ -9,22 +9,22 @@
 (function () {
   "use strict";
 
-  const POLL_MS = 2000;
   const MiB = 1024 * 1024;
   const live = fedprobe.data("run-live");
   const charts = fedprobe.data("run-charts");
   const controls = document.getElementById("run-chart-controls");
   const PHASES = ["copy", "stage-wait", "open", "read", "close"];
+  const { colours } = fedprobe;
   const PHASE_COLOURS = {
-    copy: fedprobe.colour(2),
-    "stage-wait": fedprobe.colour(3),
-    open: fedprobe.colour(1),
-    read: fedprobe.colour(0),
-    close: fedprobe.colour(4),
+    copy: colours.green,
+    "stage-wait": colours.reddishPurple,
+    open: colours.orange,
+    read: colours.blue,
+    close: colours.skyBlue,
   };
-  const ERROR_COLOUR = "#D55E00";
-  const OK_COLOUR = "#009E73";
-  const PENDING_COLOUR = "#d0d7de";
+  const ERROR_COLOUR = colours.vermillion;
+  const OK_COLOUR = colours.green;
+  const PENDING_COLOUR = colours.line;
   const TIMELINE_COLUMNS = [
     "client", "event", "start_s", "end_s", "duration_s", "status", "served_by",
     "error_class", "error_message",
@@ -181,7 +181,7 @@
         name: "first byte",
         y: firstBytes.map((r) => clientLabel(r.client)),
         x: firstBytes.map((r) => r.start_s),
-        marker: { symbol: "diamond", size: 8, color: "#000000" },
+        marker: { symbol: "diamond", size: 8, color: colours.black },
         hovertemplate: "%{y}: first byte at %{x:.4f} s<extra></extra>",
       });
     }
@@ -296,14 +296,14 @@
       if (!(value > 0)) return;
       shapes.push({
         type: "line", xref: "x", yref: "paper", x0: value, x1: value, y0: 0, y1: 1,
-        line: { color: "#000000", width: 1, dash: ["dot", "dash", "longdash"][i] },
+        line: { color: colours.black, width: 1, dash: ["dot", "dash", "longdash"][i] },
       });
       annotations.push({
         // On a log axis an annotation is placed in log units (a shape in data units).
         x: Math.log10(value), xref: "x", yref: "paper", y: 1 - 0.09 * i, yanchor: "top",
         text: `${name} ${fedprobeUnits.latencyUs(value)}`,
         showarrow: false, xanchor: "left", font: { size: 11 },
-        bgcolor: "rgba(255,255,255,0.8)",
+        bgcolor: fedprobe.rgba(colours.background, 0.8),
       });
     });
     return fedprobe.layout({
@@ -431,7 +431,7 @@
 
   function statusColour(status) {
     if (status === "ok" || status === "succeeded") return OK_COLOUR;
-    if (status === "running" || status === "queued") return fedprobe.colour(0);
+    if (status === "running" || status === "queued") return colours.blue;
     return ERROR_COLOUR;
   }
 
@@ -457,8 +457,8 @@
     const left = clients.map((c) => Math.max(0, c.bytes_planned - c.bytes_read) / MiB);
     const hover = clients.map((c) => [
       fedprobe.text(c.status),
-      fedprobe.formatSize(c.bytes_read),
-      fedprobe.formatSize(c.bytes_planned),
+      fedprobeUnits.size(c.bytes_read),
+      fedprobeUnits.size(c.bytes_planned),
     ]);
     const hovertemplate =
       "%{y} (%{customdata[0]}): %{customdata[1]} of %{customdata[2]}<extra></extra>";
@@ -494,25 +494,13 @@
     return Plotly.react(chart, traces, layout, fedprobe.config);
   }
 
-  function showStatus(badge, status) {
-    badge.textContent = status;
-    badge.className = `badge status-${status}`;
-  }
-
   function showRun(run) {
-    showStatus(element("run-status"), run.status);
-    const progress = element("run-progress");
-    const bar = progress.querySelector("progress");
-    if (run.percent !== null) {
-      bar.value = run.percent;
-      bar.textContent = `${run.percent}%`;
-    }
-    progress.querySelector("[data-role='bytes']").textContent =
-      `${fedprobe.formatSize(run.bytes_read)} of ${fedprobe.formatSize(run.bytes_planned)}`;
+    fedprobeLive.showStatus(element("run-status"), run.status);
+    fedprobeLive.showProgress(element("run-progress"), run);
     for (const client of run.clients) {
       const row = document.querySelector(`#clients tr[data-client="${client.client}"]`);
       if (!row) continue;
-      showStatus(row.querySelector("[data-role='status']"), client.status);
+      fedprobeLive.showStatus(row.querySelector("[data-role='status']"), client.status);
       row.querySelector("[data-role='client-bytes']").textContent = String(client.bytes_read);
       const clientBar = row.querySelector("progress");
       clientBar.max = client.bytes_planned || 1;
@@ -521,29 +509,13 @@
     drawProgress(run);
   }
 
-  async function poll() {
-    try {
-      const response = await fetch(live.status_url, {
-        headers: { Accept: "application/json" },
-        credentials: "same-origin",
-        redirect: "manual",
-      });
-      if (!response.ok) {
-        return; // signed out, or no longer allowed: stop polling
-      }
-      const [run] = (await response.json()).runs;
-      if (!run) {
-        return;
-      }
-      showRun(run);
-      if (run.final) {
-        window.location.reload(); // the server renders the results and the final charts
-        return;
-      }
-    } catch (error) {
-      // The network or the server hiccuped: try again at the next tick.
-    }
-    window.setTimeout(poll, POLL_MS);
+  /** A poll's answer: false (stop) once the run is gone or has ended. */
+  function showPolled([run]) {
+    if (!run) return false;
+    showRun(run);
+    if (!run.final) return true;
+    window.location.reload(); // the server renders the results and the final charts
+    return false;
   }
 
   // -- wiring -----------------------------------------------------------------------------
@@ -643,6 +615,6 @@
     drawProgress(live.progress);
     drawLatency();
     drawServers();
-    window.setTimeout(poll, POLL_MS);
+    fedprobeLive.poll(() => live.status_url, showPolled);
   }
 })();

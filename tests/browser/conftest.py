@@ -4,6 +4,7 @@ Every page a test opens may talk to the live server and nothing else (a request 
 else fails the test: no CDN, no stray fetch), must not open a dialog (an `alert` is how an
 injected script would show itself), and must log no JavaScript error. Screenshots go to
 FEDPROBE_SCREENSHOT_DIR (the README's are made with docs/screenshots) or a temporary folder.
+tests/conftest.py marks every test here `browser`: `pytest -m browser` runs them alone.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ from webapp.accounts.services import user_set_role
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 900}
-
-pytestmark = pytest.mark.browser
 
 
 # Per module, not per session: while Playwright's sync API is started, this thread has a

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_swagger_ui_runs_under_the_policy(browser_page: Any, live_server: Any) -> None:

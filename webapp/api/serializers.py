@@ -420,7 +420,7 @@ class RunListSerializer(serializers.ModelSerializer[Run]):
 
 
 class RunDetailSerializer(RunChartsSerializer):
-    """The run JSON of design.md with its clients' engine records (the schema of the run
+    """The run JSON of docs/engine.md with its clients' engine records (the schema of the run
     detail; the response is built by run_json and run_charts), and the run page's charts."""
 
     id = serializers.IntegerField()

@@ -32,17 +32,7 @@ from webapp.campaigns.validation import (
     fraction_in_bounds,
 )
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
-from workers.engine.units import format_size, parse_size
-
-_UNITS = (("G", 1024**3), ("M", 1024**2), ("k", 1024))
-
-
-def size_text(n_bytes: int) -> str:
-    """Bytes as the form takes them back: 4096 -> "4k", 1048576 -> "1M", 1000 -> "1000"."""
-    for unit, multiple in _UNITS:
-        if n_bytes and n_bytes % multiple == 0:
-            return f"{n_bytes // multiple}{unit}"
-    return str(n_bytes)
+from workers.engine.units import format_size, parse_size, size_text
 
 
 def _in_bounds(name: str, show: Callable[[int], str] = str) -> Callable[[int], int]:

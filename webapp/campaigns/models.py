@@ -343,7 +343,7 @@ class Run(RunParameters):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
-    # Aggregates of the run JSON (design.md), as columns so series are computed in SQL.
+    # Aggregates of the run JSON (docs/engine.md), as columns so series are computed in SQL.
     wall_s = models.FloatField(null=True, blank=True)
     open_s = models.FloatField(null=True, blank=True)
     ttfb_s = models.FloatField(null=True, blank=True)

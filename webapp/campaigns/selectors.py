@@ -328,7 +328,7 @@ def _series_points_in_python(runs: QuerySet[Run], metric: str) -> list[tuple[int
 
 
 def run_json(run: Run) -> dict[str, Any]:
-    """A run as design.md's run JSON, with its clients' records."""
+    """A run as the run JSON of docs/engine.md, with its clients' records."""
     params = {
         "endpoint": run.endpoint_id,
         "test_file": run.test_file_id,

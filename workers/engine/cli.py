@@ -39,7 +39,7 @@ def _size(text: str) -> int:
 
 
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
-    """The probe options of design.md (shared with the Django management command)."""
+    """The probe options of docs/engine.md (shared with the Django management command)."""
     d = RunParams(urls=("",))
     parser.add_argument(
         "urls",

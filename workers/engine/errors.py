@@ -6,7 +6,7 @@ from enum import StrEnum
 
 
 class ErrorClass(StrEnum):
-    """Why a client failed, as the run JSON names it (design.md)."""
+    """Why a client failed, as the run JSON names it (docs/engine.md)."""
 
     TIMEOUT = "timeout"
     REFUSED = "refused"

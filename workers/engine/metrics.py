@@ -1,4 +1,4 @@
-"""What one client measured, in the shape the run JSON reports (design.md)."""
+"""What one client measured, in the shape the run JSON reports (docs/engine.md)."""
 
 from __future__ import annotations
 

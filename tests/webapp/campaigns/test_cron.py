@@ -132,3 +132,13 @@ def test_the_latest_slot_is_in_utc_whatever_the_zone_of_now() -> None:
     assert cron.latest(at_or_before=paris, not_before=paris - timedelta(days=2)) == at(
         "2026-03-09 02:00"
     )
+
+
+def test_a_one_value_range_with_a_step_names_that_value_only() -> None:
+    # cronsim 2.8 reads "15-15/2" as "15/2" (15, 17, ... 23); cron(8) and this parser: 15.
+    assert parse_cron("0 15-15/2 * * *").hours == (15,)
+
+
+def test_a_stepped_star_in_the_weekday_field_still_leaves_the_day_to_the_other_field() -> None:
+    # croniter 7 ORs "30" with "*/8" (Sundays); Vixie cron and this parser AND them.
+    assert latest("0 0 30 * */8", "2026-03-31 00:00:00") == at("2025-11-30 00:00")

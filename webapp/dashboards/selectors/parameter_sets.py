@@ -14,7 +14,7 @@ from webapp.campaigns.models import Run
 from workers.engine.units import format_size
 
 FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
-# The pages' contract (docs/): the compare and matrix pages read these query names.
+# The README's /compare/ and /matrix/ sections: those pages read these query names.
 COMPARE_PATH = "/compare/"
 MATRIX_PATH = "/matrix/"
 # The runs a default parameter set is chosen from: the newest, read from run_newest_idx.
