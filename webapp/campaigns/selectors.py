@@ -204,7 +204,7 @@ class RunProgress:
 
 def runs_progress(*, run_ids: Sequence[int]) -> list[RunProgress]:
     """The progress of the given runs (those that exist), in the order asked."""
-    runs = Run.objects.select_related("endpoint", "test_file").in_bulk(run_ids)
+    runs = Run.objects.select_related("endpoint", "test_file__endpoint").in_bulk(run_ids)
     attempts: dict[int, dict[int, tuple[str, int]]] = {}
     rows = ClientAttempt.objects.filter(run_id__in=runs).values_list(
         "run_id", "client", "status", "bytes_read"
