@@ -17,15 +17,11 @@ from django.db.models import Count, DateField, F, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Trunc
 
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.selectors import SERIES_METRICS, Percentile, percentile
-from webapp.campaigns.services import MEASURED
 from webapp.core import sql
 from webapp.sites.models import Endpoint, VantagePoint
 
-PARAMETER_FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
-# Runs that measured nothing, shown as failures on their date (never in the medians).
-FAILURES = (Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.CANCELLED)
 BUCKETS = ("day", "week")
 MAX_ENDPOINTS = 20
 MAX_DAYS = 731
@@ -160,17 +156,17 @@ def bucket_start(field: str, bucket: str) -> Cast:
 
 def parameter_sets_measured(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     """The parameter sets among `runs` with how many runs each, the most measured first."""
-    rows = runs.values(*PARAMETER_FIELDS).annotate(runs=Count("*"))
-    return sorted(rows, key=lambda r: (-r["runs"], *(r[f] for f in PARAMETER_FIELDS)))
+    rows = runs.values(*PARAMETER_SET_FIELDS).annotate(runs=Count("*"))
+    return sorted(rows, key=lambda r: (-r["runs"], *(r[f] for f in PARAMETER_SET_FIELDS)))
 
 
 def _choose(given: dict[str, Any], measured: list[dict[str, Any]]) -> dict[str, Any] | None:
-    named = {f: given[f] for f in PARAMETER_FIELDS if given.get(f) not in (None, "")}
-    if len(named) == len(PARAMETER_FIELDS):
+    named = {f: given[f] for f in PARAMETER_SET_FIELDS if given.get(f) not in (None, "")}
+    if len(named) == len(PARAMETER_SET_FIELDS):
         return named
     for candidate in measured:
         if all(candidate[f] == value for f, value in named.items()):
-            return {f: candidate[f] for f in PARAMETER_FIELDS}
+            return {f: candidate[f] for f in PARAMETER_SET_FIELDS}
     return None
 
 
@@ -190,23 +186,28 @@ def _series(
 ) -> list[dict[str, Any]]:
     """Per endpoint (in the order given), columns of its buckets: the bucket's first day,
     n, q1, median, q3."""
-    measured = runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
-    measured = measured.annotate(t=bucket_start("created_at", bucket))
+    measured = runs.filter(status__in=Run.Status.MEASURED, **{f"{metric}__isnull": False})
     if sql.has_percentile_cont():
-        columns = _columns_in_postgresql(measured, metric)
+        columns = _columns_in_postgresql(measured, metric, bucket)
     else:
-        columns = _columns(_quartiles_in_python(measured, metric))
+        columns = _columns(_quartiles_in_python(measured, metric, bucket))
     return [{"endpoint": e.pk, **columns[e.pk]} for e in endpoints if e.pk in columns]
 
 
-def _columns_in_postgresql(measured: QuerySet[Run], metric: str) -> dict[int, dict[str, list[Any]]]:
+def _columns_in_postgresql(
+    measured: QuerySet[Run], metric: str, bucket: str
+) -> dict[int, dict[str, list[Any]]]:
     """The buckets' quartiles (percentile_cont), gathered into one row of arrays per
     endpoint: a year of days for 20 endpoints is 20 rows for Python, not 7,300."""
-    days = measured.values("endpoint_id", "t").annotate(
-        n=Count("*"),
-        q1=Percentile(F(metric), 0.25),
-        median=Percentile(F(metric), 0.5),
-        q3=Percentile(F(metric), 0.75),
+    days = (
+        measured.annotate(t=bucket_start("created_at", bucket))
+        .values("endpoint_id", "t")
+        .annotate(
+            n=Count("*"),
+            q1=Percentile(F(metric), 0.25),
+            median=Percentile(F(metric), 0.5),
+            q3=Percentile(F(metric), 0.75),
+        )
     )
     sql, params = days.order_by().query.sql_with_params()
     arrays = ", ".join(f"array_agg({name} ORDER BY t)" for name in ("n", "q1", "median", "q3"))
@@ -245,9 +246,13 @@ def _columns(
 
 
 def _quartiles_in_python(
-    measured: QuerySet[Run], metric: str
+    measured: QuerySet[Run], metric: str, bucket: str
 ) -> Iterable[tuple[int, date, int, float, float, float]]:
-    ordered = measured.values_list("endpoint_id", "t", metric).order_by("endpoint_id", "t", metric)
+    ordered = (
+        measured.annotate(t=bucket_start("created_at", bucket))
+        .values_list("endpoint_id", "t", metric)
+        .order_by("endpoint_id", "t", metric)
+    )
     for (endpoint_id, t), group in itertools.groupby(ordered, key=lambda row: row[:2]):
         values = [row[2] for row in group]
         quartiles = (percentile(values, q) for q in (0.25, 0.5, 0.75))
@@ -255,9 +260,10 @@ def _quartiles_in_python(
 
 
 def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
-    """Runs that measured nothing, per endpoint, day, status and first error class."""
+    """Runs that measured nothing (never in the medians), per endpoint, day, status and
+    first error class."""
     rows = (
-        runs.filter(status__in=FAILURES)
+        runs.filter(status__in=Run.Status.UNMEASURED)
         .annotate(day=bucket_start("created_at", "day"), error_class=KT("errors__0__class"))
         .values("endpoint_id", "day", "status", "error_class")
         .annotate(n=Count("*"))
@@ -277,7 +283,7 @@ def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
 
 def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[dict[str, Any]], bool]:
     rows = list(
-        runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
+        runs.filter(status__in=Run.Status.MEASURED, **{f"{metric}__isnull": False})
         .order_by("endpoint_id", "created_at", "id")
         .values_list(
             "id",

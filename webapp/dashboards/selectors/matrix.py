@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 from django.db import connection
 from django.utils import timezone
 
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core import sql
 from webapp.dashboards.selectors.parameter_sets import (
@@ -38,9 +38,6 @@ ENDPOINTS = "endpoint"
 SITES = "site-protocol"
 VIEWS = [(ENDPOINTS, "endpoints x vantage points"), (SITES, "sites x protocols")]
 DEFAULT_METRIC = "throughput_mbps"
-ENDED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.TIMEOUT)
-MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
-FAILED = (Run.Status.FAILED, Run.Status.TIMEOUT)
 ERROR_MESSAGE_CHARS = 300
 
 
@@ -190,10 +187,9 @@ def _cells_sql(metric: str, pair_filter: str) -> str:
     return _cells_sql_portable(metric, pair_filter)
 
 
-_SAME_GROUP = (
-    "r.vantage_point_id = vp.id AND r.endpoint_id = e.id AND r.method = %(method)s"
-    " AND r.pattern = %(pattern)s AND r.read_size = %(read_size)s"
-    " AND r.fraction = %(fraction)s AND r.clients = %(clients)s"
+_SAME_GROUP = " AND ".join(
+    ["r.vantage_point_id = vp.id", "r.endpoint_id = e.id"]
+    + [f"r.{name} = %({name})s" for name in PARAMETER_SET_FIELDS]
 )
 
 
@@ -218,7 +214,7 @@ def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
         f" {error_message} AS error_message"
     )
     measured = f"r.id, r.status, r.created_at, r.{metric} AS value"
-    _in(ENDED + MEASURED)  # checks the statuses are our own words
+    _in(Run.Status.ENDED + Run.Status.MEASURED)  # checks the statuses are our own words
     return f"""
         SELECT vp.name AS vantage_point, e.id AS endpoint, e.name AS endpoint_name,
                e.protocol AS protocol, s.id AS site, s.name AS site_name,
@@ -229,9 +225,9 @@ def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
         FROM {VantagePoint._meta.db_table} vp
         CROSS JOIN {Endpoint._meta.db_table} e
         JOIN {Site._meta.db_table} s ON s.id = e.site_id
-        CROSS JOIN LATERAL ({latest(ENDED, ended)}) l
+        CROSS JOIN LATERAL ({latest(Run.Status.ENDED, ended)}) l
         LEFT JOIN LATERAL (
-            {latest(MEASURED, measured, f" AND r.{metric} IS NOT NULL")}
+            {latest(Run.Status.MEASURED, measured, f" AND r.{metric} IS NOT NULL")}
         ) m ON true
         LEFT JOIN LATERAL ({latest((Run.Status.SUCCEEDED,), "r.id, r.created_at")}) g ON true
         WHERE {pair_filter}
@@ -253,9 +249,9 @@ def _cells_sql_portable(metric: str, pair_filter: str) -> str:
                m.{metric} AS value, p.good_at AS last_good_at
         FROM (
             SELECT vp.id AS vantage_point_id, e.id AS endpoint_id,
-                (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(ENDED)}
+                (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(Run.Status.ENDED)}
                  ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS last_id,
-                (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(MEASURED)}
+                (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(Run.Status.MEASURED)}
                  AND r.{metric} IS NOT NULL
                  ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS measured_id,
                 (SELECT MAX(r.created_at) FROM {run} r WHERE {same}
@@ -279,7 +275,7 @@ def _cell(
         row[key] = sql.aware_datetime(row[key])
     good_at = row["last_good_at"]
     row["since_good_s"] = None if good_at is None else round((now - good_at).total_seconds())
-    row["failed"] = row["last_status"] in FAILED
+    row["failed"] = row["last_status"] in Run.Status.FAILED_OR_TIMED_OUT
     query = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
     row["compare_url"] = compare_url(query, metric, parameter_set)
     return row

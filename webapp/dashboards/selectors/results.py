@@ -26,32 +26,24 @@ from django.db.models import Count, F, FloatField, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, RUN_PARAMETERS, Campaign, Run
 from webapp.campaigns.selectors import Percentile, percentile
-from webapp.campaigns.services import MEASURED
 from webapp.core import sql
 from webapp.dashboards.selectors.results_guidance import (
+    CROSSOVER_METHODS,
     latency_order,
     results_guidance,
     still_to_come,
 )
 from webapp.sites.models import Endpoint
+from workers.engine.params import Method
 
-# What makes two runs repetitions of one another: where, from where, and every parameter.
+# What makes two runs repetitions of one another: where, from where, and every parameter
+# but the deadline (a limit on the run, not a way of reading).
 DIMENSIONS = (
     "endpoint",
     "vantage_point",
-    "method",
-    "pattern",
-    "read_size",
-    "fraction",
-    "clients",
-    "files",
-    "depth",
-    "vector_size",
-    "skip",
-    "readahead",
-    "streams",
+    *(p.name for p in RUN_PARAMETERS if p.name != "deadline_s"),
 )
 # Medians over repetitions (run columns, and the clients' median throughput of the run JSON).
 METRICS = (
@@ -72,8 +64,6 @@ RESULT_METRICS = {
 }
 # The spread of the time to read, drawn as error bars.
 SPREAD = {"wall_s_p25": 0.25, "wall_s_p75": 0.75}
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
-NOT_SUCCEEDED = (Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.CANCELLED)
 # The dimensions a crossover is found across (the rest fix one comparison).
 CROSSOVER_ACROSS = ("method", "fraction")
 
@@ -95,7 +85,7 @@ class ResultsFilter:
     def q(self) -> Q:
         """The filter on Run rows; `until` includes its whole day (UTC)."""
         query = Q()
-        for name in ("endpoint", "method", "pattern", "read_size", "fraction", "clients"):
+        for name in ("endpoint", *PARAMETER_SET_FIELDS):
             values = getattr(self, name)
             if values:
                 query &= Q(**{f"{name}__in": list(values)})
@@ -194,7 +184,7 @@ def campaign_results(
 def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> list[dict[str, Any]]:
     """Per parameter set: how many measured runs, and the medians of their aggregates;
     computed by the database if it has percentile_cont (PostgreSQL), else in Python."""
-    measured = runs.filter(status__in=MEASURED).annotate(
+    measured = runs.filter(status__in=Run.Status.MEASURED).annotate(
         vantage_point_name=F("vantage_point__name"),
         **{
             source: Cast(KT(f"result__{metric}"), FloatField())
@@ -299,11 +289,11 @@ def results_failures(*, runs: QuerySet[Run]) -> tuple[list[dict[str, Any]], int]
     active = 0
     for row in rows:
         where = (row["endpoint_id"], row["vantage_point_name"], row["method"])
-        if row["status"] in ACTIVE:
+        if row["status"] in Run.Status.ACTIVE:
             active += row["n"]
             continue
         totals[where] += row["n"]
-        if row["status"] in NOT_SUCCEEDED:
+        if row["status"] in Run.Status.NOT_SUCCEEDED:
             failures[(*where, row["status"], row["error_class"] or row["status"])] += row["n"]
     return [_failure(key, n, totals[key[:3]]) for key, n in failures.items()], active
 
@@ -359,18 +349,18 @@ def results_crossovers(
         lambda: defaultdict(dict)
     )
     for cell in cells:
-        if cell["method"] in ("direct", "copy") and cell["wall_s"] is not None:
+        if cell["method"] in CROSSOVER_METHODS and cell["wall_s"] is not None:
             key = tuple(cell[name] for name in fixed)
             times[key][cell["method"]][cell["fraction"]] = cell["wall_s"]
     crossovers = []
     for key, by_method in times.items():
-        if {"direct", "copy"} <= by_method.keys():
+        if set(CROSSOVER_METHODS) <= by_method.keys():
             where = endpoint_names.get(key[0], f"endpoint {key[0]}")
             if name_vantage_point:
                 where = f"{where} from {key[1]}"
             found = crossover(
-                by_method["direct"],
-                by_method["copy"],
+                by_method[Method.DIRECT],
+                by_method[Method.COPY],
                 where=where,
                 asked_fractions=asked_fractions,
                 active_runs=active_runs,
