@@ -51,6 +51,42 @@ class EndpointJSON(TypedDict):
     site_name: str
 
 
+class BucketColumns(TypedDict):
+    """One endpoint's buckets as columns: the bucket's first day, n, q1, median, q3."""
+
+    t: list[str]
+    n: list[int]
+    q1: list[float | None]
+    median: list[float | None]
+    q3: list[float | None]
+
+
+class SeriesJSON(BucketColumns):
+    endpoint: int
+
+
+class FailureJSON(TypedDict):
+    """Runs that measured nothing, of one endpoint, day, status and first error class."""
+
+    endpoint: int
+    day: str
+    status: str
+    error_class: str
+    n: int
+
+
+class RunPointJSON(TypedDict):
+    """One measured run, as the chart's dot."""
+
+    id: int
+    endpoint: int
+    t: str
+    value: float | None
+    status: str
+    vantage_point: str
+    server_version: str | None
+
+
 class CompareData(TypedDict):
     """What the compare page draws and its API answers."""
 
@@ -65,9 +101,9 @@ class CompareData(TypedDict):
     parameter_set: dict[str, Any] | None  # None: these endpoints measured nothing
     parameter_sets: list[dict[str, Any]]  # the measured ones, with their runs
     endpoints: list[EndpointJSON]
-    series: list[dict[str, Any]]  # per endpoint, columns of its buckets
-    failures: list[dict[str, Any]]
-    runs: list[dict[str, Any]]
+    series: list[SeriesJSON]  # per endpoint (that measured), columns of its buckets
+    failures: list[FailureJSON]
+    runs: list[RunPointJSON]
     runs_shown: bool
     runs_max_days: int
     runs_truncated: bool
@@ -183,7 +219,7 @@ def _endpoint_json(endpoint: Endpoint) -> EndpointJSON:
 
 def _series(
     runs: QuerySet[Run], endpoints: Sequence[Endpoint], metric: str, bucket: str
-) -> list[dict[str, Any]]:
+) -> list[SeriesJSON]:
     """Per endpoint (in the order given), columns of its buckets: the bucket's first day,
     n, q1, median, q3."""
     measured = runs.filter(status__in=Run.Status.MEASURED, **{f"{metric}__isnull": False})
@@ -196,7 +232,7 @@ def _series(
 
 def _columns_in_postgresql(
     measured: QuerySet[Run], metric: str, bucket: str
-) -> dict[int, dict[str, list[Any]]]:
+) -> dict[int, BucketColumns]:
     """The buckets' quartiles (percentile_cont), gathered into one row of arrays per
     endpoint: a year of days for 20 endpoints is 20 rows for Python, not 7,300."""
     days = (
@@ -232,16 +268,17 @@ def _columns_in_postgresql(
 
 def _columns(
     rows: Iterable[tuple[int, date, int, float, float, float]],
-) -> dict[int, dict[str, list[Any]]]:
-    columns: dict[int, dict[str, list[Any]]] = {}
+) -> dict[int, BucketColumns]:
+    columns: dict[int, BucketColumns] = {}
     for endpoint_id, t, n, q1, median, q3 in rows:
         column = columns.setdefault(
             endpoint_id, {"t": [], "n": [], "q1": [], "median": [], "q3": []}
         )
         column["t"].append(t.isoformat())
         column["n"].append(n)
-        for key, value in (("q1", q1), ("median", median), ("q3", q3)):
-            column[key].append(_round(value))
+        column["q1"].append(_round(q1))
+        column["median"].append(_round(median))
+        column["q3"].append(_round(q3))
     return columns
 
 
@@ -259,7 +296,7 @@ def _quartiles_in_python(
         yield (endpoint_id, t, len(values), *quartiles)
 
 
-def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+def _failures(runs: QuerySet[Run]) -> list[FailureJSON]:
     """Runs that measured nothing (never in the medians), per endpoint, day, status and
     first error class."""
     rows = (
@@ -281,7 +318,7 @@ def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     ]
 
 
-def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[dict[str, Any]], bool]:
+def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[RunPointJSON], bool]:
     rows = list(
         runs.filter(status__in=Run.Status.MEASURED, **{f"{metric}__isnull": False})
         .order_by("endpoint_id", "created_at", "id")
@@ -295,7 +332,7 @@ def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[dict[str, Any]], bool]
             "server_version",
         )[: RUNS_MAX + 1]
     )
-    points = [
+    points: list[RunPointJSON] = [
         {
             "id": run_id,
             "endpoint": endpoint_id,
@@ -315,7 +352,7 @@ def _round(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.6g}")
 
 
-def failure_counts(failures: Iterable[dict[str, Any]]) -> dict[str, int]:
+def failure_counts(failures: Iterable[FailureJSON]) -> dict[str, int]:
     """Runs per failure status, for the page's summary line."""
     counts: dict[str, int] = defaultdict(int)
     for row in failures:
