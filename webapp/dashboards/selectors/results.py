@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db.models import Count, F, FloatField, Q, QuerySet
 from django.db.models.fields.json import KT
@@ -66,6 +66,32 @@ RESULT_METRICS = {
 SPREAD = {"wall_s_p25": 0.25, "wall_s_p75": 0.75}
 # The dimensions a crossover is found across (the rest fix one comparison).
 CROSSOVER_ACROSS = ("method", "fraction")
+
+
+# A cell: its DIMENSIONS, "runs", the medians of METRICS and the SPREAD. Its keys follow
+# RUN_PARAMETERS, so it stays a dict rather than a TypedDict listing every parameter again.
+ResultsCell = dict[str, Any]
+
+
+class FailureJSON(TypedDict):
+    """Final runs that did not fully succeed, of one endpoint, vantage point, method,
+    status and first error class, out of that endpoint, vantage point and method's."""
+
+    endpoint: int
+    vantage_point: str
+    method: str
+    status: str
+    error_class: str
+    runs: int
+    of_runs: int
+
+
+class EndpointLabel(TypedDict):
+    id: int
+    name: str
+    site: str
+    protocol: str
+    role: str
 
 
 @dataclass(frozen=True)
@@ -127,10 +153,10 @@ class CampaignResults:
     """Everything the results page draws, as it goes to the page and the API."""
 
     campaign: Campaign
-    cells: list[dict[str, Any]]
+    cells: list[ResultsCell]
     crossovers: list[Crossover]
-    failures: list[dict[str, Any]]
-    endpoints: list[dict[str, Any]]
+    failures: list[FailureJSON]
+    endpoints: list[EndpointLabel]
     active_runs: int
     dimensions: dict[str, list[Any]] = field(default_factory=dict)
     guidance: dict[str, str | None] = field(default_factory=dict)
@@ -181,7 +207,7 @@ def campaign_results(
     )
 
 
-def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> list[dict[str, Any]]:
+def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> list[ResultsCell]:
     """Per parameter set: how many measured runs, and the medians of their aggregates;
     computed by the database if it has percentile_cont (PostgreSQL), else in Python."""
     measured = runs.filter(status__in=Run.Status.MEASURED).annotate(
@@ -206,7 +232,7 @@ def _metric_source(name: str) -> str:
     return RESULT_METRICS.get(name, name)
 
 
-def _cells_in_database(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+def _cells_in_database(runs: QuerySet[Run]) -> list[ResultsCell]:
     aggregates: dict[str, Any] = {"runs": Count("id")}
     aggregates.update({f"{m}_median": Percentile(_metric_source(m), 0.5) for m in METRICS})
     aggregates.update({name: Percentile("wall_s", q) for name, q in SPREAD.items()})
@@ -215,7 +241,7 @@ def _cells_in_database(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     return [_cell(row) for row in rows]
 
 
-def _cells_in_python(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+def _cells_in_python(runs: QuerySet[Run]) -> list[ResultsCell]:
     """What _cells_in_database computes, for databases without percentile_cont (one query)."""
     group = _group_fields()
     sources = [_metric_source(m) for m in METRICS]
@@ -245,8 +271,8 @@ def percentile_cont(values: Iterable[float | None], q: float) -> float | None:
     return percentile(ordered, q) if ordered else None
 
 
-def _cell(row: dict[str, Any]) -> dict[str, Any]:
-    cell: dict[str, Any] = {
+def _cell(row: dict[str, Any]) -> ResultsCell:
+    cell: ResultsCell = {
         "endpoint": row["endpoint_id"],
         "vantage_point": row["vantage_point_name"],
     }
@@ -257,7 +283,7 @@ def _cell(row: dict[str, Any]) -> dict[str, Any]:
     return cell
 
 
-def _rounded(cell: dict[str, Any]) -> dict[str, Any]:
+def _rounded(cell: ResultsCell) -> ResultsCell:
     """Medians as precise as the engine records: whole bytes, MB/s to 3 decimals, times to
     the microsecond."""
     for key, value in cell.items():
@@ -272,7 +298,7 @@ def _rounded(cell: dict[str, Any]) -> dict[str, Any]:
     return cell
 
 
-def results_failures(*, runs: QuerySet[Run]) -> tuple[list[dict[str, Any]], int]:
+def results_failures(*, runs: QuerySet[Run]) -> tuple[list[FailureJSON], int]:
     """Final runs that did not fully succeed, by endpoint, vantage point, method, status and
     first error class (the status when a run has no error), each with how many final runs
     that endpoint, vantage point and method had; and how many runs are still to come."""
@@ -298,7 +324,7 @@ def results_failures(*, runs: QuerySet[Run]) -> tuple[list[dict[str, Any]], int]
     return [_failure(key, n, totals[key[:3]]) for key, n in failures.items()], active
 
 
-def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> dict[str, Any]:
+def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> FailureJSON:
     endpoint, vantage_point, method, status, error_class = key
     return {
         "endpoint": endpoint,
@@ -311,7 +337,7 @@ def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> dict[str, Any]:
     }
 
 
-def _endpoint_labels(ids: Iterable[int]) -> list[dict[str, Any]]:
+def _endpoint_labels(ids: Iterable[int]) -> list[EndpointLabel]:
     endpoints = Endpoint.objects.filter(pk__in=list(ids)).select_related("site").order_by("name")
     return [
         {"id": e.pk, "name": e.name, "site": e.site.name, "protocol": e.protocol, "role": e.role}
@@ -320,7 +346,7 @@ def _endpoint_labels(ids: Iterable[int]) -> list[dict[str, Any]]:
 
 
 def _dimensions(
-    cells: list[dict[str, Any]], failures: list[dict[str, Any]], endpoints: list[dict[str, Any]]
+    cells: list[ResultsCell], failures: list[FailureJSON], endpoints: list[EndpointLabel]
 ) -> dict[str, list[Any]]:
     """The values each dimension takes (endpoints in name order, the rest sorted)."""
     values: dict[str, set[Any]] = {name: set() for name in DIMENSIONS}
@@ -328,15 +354,15 @@ def _dimensions(
         for name in DIMENSIONS:
             values[name].add(cell[name])
     for failure in failures:
-        for name in ("vantage_point", "method"):
-            values[name].add(failure[name])
+        values["vantage_point"].add(failure["vantage_point"])
+        values["method"].add(failure["method"])
     dimensions = {name: sorted(v) for name, v in values.items() if name != "endpoint"}
     return {"endpoint": [e["id"] for e in endpoints], **dimensions}
 
 
 def results_crossovers(
     *,
-    cells: list[dict[str, Any]],
+    cells: list[ResultsCell],
     endpoint_names: dict[int, str],
     name_vantage_point: bool = False,
     asked_fractions: Sequence[float] = (),
