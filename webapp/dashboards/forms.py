@@ -11,6 +11,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from webapp.campaigns.models import PARAMETER_SET_FIELDS
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
@@ -31,7 +32,6 @@ from webapp.dashboards.selectors.compare import (
     MAX_DAYS,
     MAX_ENDPOINTS,
     METRIC_LABELS,
-    PARAMETER_FIELDS,
     default_range,
     endpoints_chosen,
 )
@@ -306,7 +306,7 @@ class CompareForm(forms.Form):
             "since": data["since"],
             "until": data["until"],
             "bucket": data.get("bucket") or "day",
-            "parameters": {f: data.get(f) for f in PARAMETER_FIELDS},
+            "parameters": {f: data.get(f) for f in PARAMETER_SET_FIELDS},
             "vantage_point": data.get("vantage_point") or None,
             "server_version": data.get("server_version") or None,
         }

@@ -6,15 +6,22 @@ from typing import Any
 
 from rest_framework import serializers
 
+from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.dashboards.selectors.site_summary import (
     DAYS,
-    FAILURES,
     RECENT_FAILURES,
     TREND_DAYS,
     WEEKS,
 )
 from webapp.dashboards.selectors.thresholds import Thresholds, threshold_errors
+
+# The statuses of a recent failure, in the published schema's order: nothing measured
+# (failed, timed out) first, then partial.
+FAILURE_STATUSES = [
+    s.value
+    for s in sorted(Run.Status.WITH_FAILURES, key=lambda status: status == Run.Status.PARTIAL)
+]
 
 
 class ParameterSetSerializer(serializers.Serializer[Any]):
@@ -155,7 +162,9 @@ class CampaignResultsSerializer(serializers.Serializer[Any]):
 class CellSerializer(serializers.Serializer[Any]):
     start = serializers.DateField(help_text="the day, or the week's Monday (UTC)")
     succeeded = serializers.IntegerField()
-    partial = serializers.IntegerField()
+    # A field named like BaseSerializer.partial (the run status): DRF takes it out of the
+    # class as it collects the fields.
+    partial = serializers.IntegerField()  # type: ignore[assignment]
     failed = serializers.IntegerField(help_text="failed or timed out")
     runs = serializers.IntegerField(help_text="ended runs; cancelled ones left out")
     availability = serializers.FloatField(
@@ -202,7 +211,7 @@ class FailureSerializer(serializers.Serializer[Any]):
     run = serializers.IntegerField()
     run_url = serializers.CharField()
     at = serializers.DateTimeField()
-    status = serializers.ChoiceField(choices=[s.value for s in FAILURES])
+    status = serializers.ChoiceField(choices=FAILURE_STATUSES)
     endpoint = serializers.IntegerField()
     endpoint_name = serializers.CharField()
     protocol = serializers.CharField()
@@ -212,7 +221,7 @@ class FailureSerializer(serializers.Serializer[Any]):
 
 
 class LabelledParameterSet(ParameterSetSerializer):
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.label
 
 
 class SiteSummarySerializer(serializers.Serializer[Any]):
@@ -244,14 +253,16 @@ class MatrixThresholdSerializer(serializers.Serializer[Thresholds]):
     higher_is_better = serializers.BooleanField(read_only=True)
     good = serializers.FloatField(help_text="boundary, in the metric's unit, at least 0")
     bad = serializers.FloatField(help_text="boundary, in the metric's unit, at least 0")
-    source = serializers.ChoiceField(
+    source = serializers.ChoiceField(  # type: ignore[assignment]  # a field, not Field.source
         choices=["saved", "default"], read_only=True, help_text="an operator's, or the defaults"
     )
     saved_by = serializers.CharField(read_only=True, allow_null=True)
     saved_at = serializers.DateTimeField(read_only=True, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        metric = attrs.setdefault("metric", self.context.get("metric"))
+        if "metric" not in attrs:  # PUT: the path's
+            attrs["metric"] = self.context["metric"]
+        metric: str = attrs["metric"]
         errors = threshold_errors(metric=metric, good=attrs["good"], bad=attrs["bad"])
         if errors:
             raise serializers.ValidationError(errors)
@@ -261,4 +272,4 @@ class MatrixThresholdSerializer(serializers.Serializer[Thresholds]):
 class MatrixThresholdWriteSerializer(MatrixThresholdSerializer):
     """PUT: the metric is the path's."""
 
-    metric = serializers.CharField(read_only=True)
+    metric = serializers.CharField(read_only=True)  # type: ignore[assignment]

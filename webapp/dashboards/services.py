@@ -19,11 +19,16 @@ def matrix_threshold_save(
     errors = threshold_errors(metric=metric, good=good, bad=bad)
     if errors:
         raise ValidationError(errors)
-    saved_by = user if user is not None and user.is_authenticated else None
+    saved_by_id = user.pk if user is not None and user.is_authenticated else None
     with transaction.atomic():
         return MatrixThreshold.objects.update_or_create(
             metric=metric,
-            defaults={"good": good, "bad": bad, "saved_by": saved_by, "saved_at": timezone.now()},
+            defaults={
+                "good": good,
+                "bad": bad,
+                "saved_by_id": saved_by_id,
+                "saved_at": timezone.now(),
+            },
         )
 
 

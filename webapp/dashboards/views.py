@@ -3,11 +3,11 @@ selector (selectors/) and renders; a bad query is the page again with the form's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -15,7 +15,7 @@ from django.views import View
 from django.views.generic import DetailView, TemplateView
 
 from webapp.accounts.roles import can_operate, user_role
-from webapp.campaigns.models import Campaign
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign
 from webapp.core.views import ViewerRequiredMixin
 from webapp.dashboards.forms import (
     AlertsForm,
@@ -28,7 +28,6 @@ from webapp.dashboards.schema import form_errors
 from webapp.dashboards.selectors.alerts import alerts_data
 from webapp.dashboards.selectors.compare import (
     MAX_ENDPOINTS,
-    PARAMETER_FIELDS,
     RUNS_MAX_DAYS,
     CompareData,
     compare_data,
@@ -142,15 +141,16 @@ def _chosen(form: CompareForm, data: CompareData | None) -> dict[str, Any]:
     if not form.is_bound:
         since, until = default_range(timezone.now().date())
         return {"metric": DEFAULT_METRIC, "bucket": "day", "since": since, "until": until}
+    query = cast(QueryDict, form.data)  # the page's GET query
     chosen: dict[str, Any] = {
-        "endpoint": set(form.data.getlist("endpoint")),
-        "site": set(form.data.getlist("site")),
-        "protocol": set(form.data.getlist("protocol")),
+        "endpoint": set(query.getlist("endpoint")),
+        "site": set(query.getlist("site")),
+        "protocol": set(query.getlist("protocol")),
         **{
             k: form.data.get(k, "")
             for k in ("metric", "vantage_point", "server_version", "bucket", "since", "until")
         },
-        **{f: form.data.get(f, "") for f in PARAMETER_FIELDS},
+        **{f: form.data.get(f, "") for f in PARAMETER_SET_FIELDS},
     }
     if data:
         chosen.update(since=data["since"], until=data["until"])

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 
-from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
+from webapp.campaigns.models import RUN_PARAMETERS, SHARED, Campaign, Run, ScheduledLaunch
+from webapp.core import sql
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
+from workers.engine.errors import ErrorClass
 from workers.engine.params import needed_bytes
 
 SYNTHETIC_PREFIX = "synth-"
@@ -62,13 +64,14 @@ STORAGE_OPEN_S = {"dCache": 0.045, "EOS": 0.02, "DPM": 0.03, "StoRM": 0.035, "XR
 COUNTRIES = ("ch", "de", "uk", "fr", "it", "es", "nl", "us", "ca", "jp", "br", "pl")
 VANTAGE_POINTS = (("cern", "Geneva, CH"), ("fnal", "Batavia, US"), ("ral", "Didcot, UK"))
 # Why a failed run failed, weighted as an operator sees them.
+SHORT_READ_MESSAGE = "the server closed the stream before the requested bytes"
 FAILURE_CLASSES = (
-    ("refused", 0.3, "connection refused"),
-    ("server-error", 0.3, "[ERROR] Server responded with an error: [3012] internal error"),
-    ("auth", 0.15, "authentication failed: token expired"),
-    ("not-found", 0.1, "no such file or directory"),
-    ("short-read", 0.1, "the server closed the stream before the requested bytes"),
-    ("checksum", 0.05, "adler32 mismatch"),
+    (ErrorClass.REFUSED, 0.3, "connection refused"),
+    (ErrorClass.SERVER_ERROR, 0.3, "[ERROR] Server responded with an error: [3012] internal error"),
+    (ErrorClass.AUTH, 0.15, "authentication failed: token expired"),
+    (ErrorClass.NOT_FOUND, 0.1, "no such file or directory"),
+    (ErrorClass.SHORT_READ, 0.1, SHORT_READ_MESSAGE),
+    (ErrorClass.CHECKSUM, 0.05, "adler32 mismatch"),
 )
 
 
@@ -356,6 +359,8 @@ def _make_campaigns(
             clients=[clients],
             repetitions=repetitions,
             deadline_s=int(DEADLINE_S),
+            depth=ASYNC_DEPTH,
+            vector_size=VECTOR_SIZE,
             schedule=SCHEDULE,
         )
         campaign.endpoints.set(endpoints)
@@ -410,18 +415,7 @@ RUN_COLUMNS = (
     "endpoint_id",
     "test_file_id",
     "vantage_point_id",
-    "method",
-    "pattern",
-    "read_size",
-    "fraction",
-    "clients",
-    "files",
-    "depth",
-    "vector_size",
-    "skip",
-    "readahead",
-    "streams",
-    "deadline_s",
+    *(p.name for p in RUN_PARAMETERS),
     "repetition",
     "status",
     "trigger",
@@ -517,7 +511,7 @@ def _run_row(
         "read_size": read_size,
         "fraction": fraction,
         "clients": clients,
-        "deadline_s": DEADLINE_S,
+        **{p.name: getattr(cell.campaign, p.name) for p in SHARED},
         "scheduled_launch_id": launch.pk,
         "repetition": cell.repetition,
         "worker": f"celery@{point.name}-worker{rng.randint(1, 4)}",
@@ -558,17 +552,22 @@ def _failed(
 ) -> tuple[dict[str, Any], float]:
     if status == "timeout":
         message = f"no answer within the deadline ({DEADLINE_S:.0f} s)"
-        errors = [{"class": "timeout", "message": message, "client": c} for c in range(clients)]
+        errors = [
+            {"class": ErrorClass.TIMEOUT.value, "message": message, "client": c}
+            for c in range(clients)
+        ]
         wall_s = DEADLINE_S
     else:
         error_class, message = _failure_class(rng)
-        errors = [{"class": error_class, "message": message, "client": c} for c in range(clients)]
+        errors = [
+            {"class": error_class.value, "message": message, "client": c} for c in range(clients)
+        ]
         wall_s = rng.uniform(0.05, 5.0)
     row.update(status=status, errors=errors, **dict.fromkeys(FIGURES))
     return row, wall_s
 
 
-def _failure_class(rng: random.Random) -> tuple[str, str]:
+def _failure_class(rng: random.Random) -> tuple[ErrorClass, str]:
     weights = [w for _, w, _ in FAILURE_CLASSES]
     error_class, _, message = rng.choices(FAILURE_CLASSES, weights)[0]
     return error_class, message
@@ -583,8 +582,9 @@ def _partial(rng: random.Random, row: dict[str, Any], clients: int, needed: int)
     row["bytes_read"] -= lost
     row["bytes_wire"] -= int(lost * wire_per_byte)
     row["throughput_mbps"] = round(row["bytes_read"] / row["wall_s"] / 1e6, 3)
-    message = "the server closed the stream before the requested bytes"
-    row["errors"] = [{"class": "short-read", "message": message, "client": client}]
+    row["errors"] = [
+        {"class": ErrorClass.SHORT_READ.value, "message": SHORT_READ_MESSAGE, "client": client}
+    ]
 
 
 def run_figures(
@@ -680,12 +680,6 @@ def _timed(row: dict[str, Any], slot: datetime, queue_s: float, wall_s: float) -
     created = slot + timedelta(seconds=1)
     started = created + timedelta(seconds=queue_s)
     row.update(
-        files=1,
-        depth=ASYNC_DEPTH,
-        vector_size=VECTOR_SIZE,
-        skip=3,
-        readahead=0,
-        streams=1,
         trigger=Run.Trigger.SCHEDULE.value,
         cancel_requested=False,
         resent_count=0,
@@ -697,30 +691,12 @@ def _timed(row: dict[str, Any], slot: datetime, queue_s: float, wall_s: float) -
 
 
 def _insert_runs(rows: list[tuple[Any, ...]]) -> None:
-    """COPY on PostgreSQL; elsewhere (SQLite) one INSERT executed for all the rows."""
-    table = Run._meta.db_table
     json_at = [RUN_COLUMNS.index("served_by"), RUN_COLUMNS.index("errors")]
-    if connection.vendor == "postgresql":
-        copy_sql = f"COPY {table} ({', '.join(RUN_COLUMNS)}) FROM STDIN"
-        with (
-            transaction.atomic(),
-            connection.cursor() as cursor,
-            cursor.cursor.copy(copy_sql) as copy,
-        ):
-            for row in rows:
-                copy.write_row(_with_json(row, json_at))
-        return
-    adapt = connection.ops.adapt_datetimefield_value
-    placeholders = ", ".join(["%s"] * len(RUN_COLUMNS))
-    sql = f"INSERT INTO {table} ({', '.join(RUN_COLUMNS)}) VALUES ({placeholders})"
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(
-            sql,
-            [
-                tuple(adapt(v) if isinstance(v, datetime) else v for v in _with_json(row, json_at))
-                for row in rows
-            ],
-        )
+    sql.insert_rows(
+        table=Run._meta.db_table,
+        columns=RUN_COLUMNS,
+        rows=[_with_json(row, json_at) for row in rows],
+    )
 
 
 def _with_json(row: tuple[Any, ...], json_at: list[int]) -> tuple[Any, ...]:

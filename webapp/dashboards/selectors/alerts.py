@@ -30,19 +30,19 @@ from django.db.models.functions import Coalesce, Greatest, NullIf, Substr, Trunc
 from django.urls import reverse
 from django.utils import timezone
 
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core import sql
-from webapp.dashboards.selectors.matrix import ENDED, ERROR_MESSAGE_CHARS, FAILED, MEASURED
+from webapp.dashboards.selectors.matrix import ERROR_MESSAGE_CHARS
 from webapp.dashboards.selectors.parameter_sets import (
-    FIELDS,
     ParameterSet,
     compare_url,
     higher_is_better,
 )
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
-GROUP = ("vantage_point", "endpoint", *FIELDS)
+# The runs of one parameter set from one vantage point to one endpoint.
+GROUP = ("vantage_point", "endpoint", *PARAMETER_SET_FIELDS)
 # Metrics where "slower" means something (bytes moved is not speed).
 SPEED_METRICS = [
     m for m in SERIES_METRICS if m in {"throughput_mbps", "wall_s", "open_s", "ttfb_s"}
@@ -123,7 +123,7 @@ def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
         "protocol": "endpoint__protocol",
         "endpoint": "endpoint",
         "vantage_point": "vantage_point",
-        **{f: f for f in FIELDS},
+        **{f: f for f in PARAMETER_SET_FIELDS},
     }
     return {
         lookup: query[name] for name, lookup in lookups.items() if query.get(name) not in (None, "")
@@ -159,15 +159,21 @@ def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[FailingR
     run_compare_idx (endpoint, parameter set, status, created_at), which reads only the runs
     after the candidate, or a single run, never the group's history."""
     same = {f: OuterRef(f) for f in GROUP}
-    last_measured = Greatest(*(_latest_at(same, status) for status in MEASURED))
+    last_measured = Greatest(*(_latest_at(same, status) for status in Run.Status.MEASURED))
     streak = (
-        Run.objects.filter(**same, status__in=FAILED, created_at__gt=OuterRef("last_measured_at"))
+        Run.objects.filter(
+            **same,
+            status__in=Run.Status.FAILED_OR_TIMED_OUT,
+            created_at__gt=OuterRef("last_measured_at"),
+        )
         .order_by()
         .values("endpoint")
     )
     rows = (
-        Run.objects.filter(status__in=FAILED, created_at__gte=since, **filters)
-        .filter(*(~Exists(_later(same, status)) for status in ENDED))
+        Run.objects.filter(
+            status__in=Run.Status.FAILED_OR_TIMED_OUT, created_at__gte=since, **filters
+        )
+        .filter(*(~Exists(_later(same, status)) for status in Run.Status.ENDED))
         .annotate(
             last_measured_at=last_measured,
             last_good_at=NullIf(_latest_at(same, Run.Status.SUCCEEDED), Value(EPOCH)),
@@ -184,7 +190,7 @@ def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[FailingR
             "pk",
             "status",
             "created_at",
-            *FIELDS,
+            *PARAMETER_SET_FIELDS,
             "vantage_point__name",
             "endpoint",
             "endpoint__name",
@@ -197,7 +203,7 @@ def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[FailingR
             "failures",
             "last_good_at",
         )
-        .order_by("-failing_since", "endpoint__name", "vantage_point__name", *FIELDS)
+        .order_by("-failing_since", "endpoint__name", "vantage_point__name", *PARAMETER_SET_FIELDS)
     )
     return [_failing_row(row) for row in rows]
 
@@ -218,7 +224,7 @@ def _latest_at(same: dict[str, OuterRef], status: str) -> Coalesce:
 
 
 def _group_row(row: dict[str, Any]) -> GroupRow:
-    parameter_set = ParameterSet(**{f: row[f] for f in FIELDS})
+    parameter_set = ParameterSet(**{f: row[f] for f in PARAMETER_SET_FIELDS})
     pair = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
     return {
         "vantage_point": row["vantage_point"],
@@ -277,7 +283,7 @@ def alerts_slower(
         days=BASELINE_NIGHTS
     )
     measured = (
-        Run.objects.filter(status__in=MEASURED, created_at__gte=window_start, **filters)
+        Run.objects.filter(status__in=Run.Status.MEASURED, created_at__gte=window_start, **filters)
         .annotate(night=TruncDate("created_at"))
         .values("pk", *GROUP, *metrics, "night")
         .order_by()

@@ -17,15 +17,11 @@ from django.db.models import Count, DateField, F, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Trunc
 
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.selectors import SERIES_METRICS, Percentile, percentile
-from webapp.campaigns.services import MEASURED
 from webapp.core import sql
 from webapp.sites.models import Endpoint, VantagePoint
 
-PARAMETER_FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
-# Runs that measured nothing, shown as failures on their date (never in the medians).
-FAILURES = (Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.CANCELLED)
 BUCKETS = ("day", "week")
 MAX_ENDPOINTS = 20
 MAX_DAYS = 731
@@ -55,6 +51,42 @@ class EndpointJSON(TypedDict):
     site_name: str
 
 
+class BucketColumns(TypedDict):
+    """One endpoint's buckets as columns: the bucket's first day, n, q1, median, q3."""
+
+    t: list[str]
+    n: list[int]
+    q1: list[float | None]
+    median: list[float | None]
+    q3: list[float | None]
+
+
+class SeriesJSON(BucketColumns):
+    endpoint: int
+
+
+class FailureJSON(TypedDict):
+    """Runs that measured nothing, of one endpoint, day, status and first error class."""
+
+    endpoint: int
+    day: str
+    status: str
+    error_class: str
+    n: int
+
+
+class RunPointJSON(TypedDict):
+    """One measured run, as the chart's dot."""
+
+    id: int
+    endpoint: int
+    t: str
+    value: float | None
+    status: str
+    vantage_point: str
+    server_version: str | None
+
+
 class CompareData(TypedDict):
     """What the compare page draws and its API answers."""
 
@@ -69,9 +101,9 @@ class CompareData(TypedDict):
     parameter_set: dict[str, Any] | None  # None: these endpoints measured nothing
     parameter_sets: list[dict[str, Any]]  # the measured ones, with their runs
     endpoints: list[EndpointJSON]
-    series: list[dict[str, Any]]  # per endpoint, columns of its buckets
-    failures: list[dict[str, Any]]
-    runs: list[dict[str, Any]]
+    series: list[SeriesJSON]  # per endpoint (that measured), columns of its buckets
+    failures: list[FailureJSON]
+    runs: list[RunPointJSON]
     runs_shown: bool
     runs_max_days: int
     runs_truncated: bool
@@ -160,17 +192,17 @@ def bucket_start(field: str, bucket: str) -> Cast:
 
 def parameter_sets_measured(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     """The parameter sets among `runs` with how many runs each, the most measured first."""
-    rows = runs.values(*PARAMETER_FIELDS).annotate(runs=Count("*"))
-    return sorted(rows, key=lambda r: (-r["runs"], *(r[f] for f in PARAMETER_FIELDS)))
+    rows = runs.values(*PARAMETER_SET_FIELDS).annotate(runs=Count("*"))
+    return sorted(rows, key=lambda r: (-r["runs"], *(r[f] for f in PARAMETER_SET_FIELDS)))
 
 
 def _choose(given: dict[str, Any], measured: list[dict[str, Any]]) -> dict[str, Any] | None:
-    named = {f: given[f] for f in PARAMETER_FIELDS if given.get(f) not in (None, "")}
-    if len(named) == len(PARAMETER_FIELDS):
+    named = {f: given[f] for f in PARAMETER_SET_FIELDS if given.get(f) not in (None, "")}
+    if len(named) == len(PARAMETER_SET_FIELDS):
         return named
     for candidate in measured:
         if all(candidate[f] == value for f, value in named.items()):
-            return {f: candidate[f] for f in PARAMETER_FIELDS}
+            return {f: candidate[f] for f in PARAMETER_SET_FIELDS}
     return None
 
 
@@ -187,26 +219,31 @@ def _endpoint_json(endpoint: Endpoint) -> EndpointJSON:
 
 def _series(
     runs: QuerySet[Run], endpoints: Sequence[Endpoint], metric: str, bucket: str
-) -> list[dict[str, Any]]:
+) -> list[SeriesJSON]:
     """Per endpoint (in the order given), columns of its buckets: the bucket's first day,
     n, q1, median, q3."""
-    measured = runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
-    measured = measured.annotate(t=bucket_start("created_at", bucket))
+    measured = runs.filter(status__in=Run.Status.MEASURED, **{f"{metric}__isnull": False})
     if sql.has_percentile_cont():
-        columns = _columns_in_postgresql(measured, metric)
+        columns = _columns_in_postgresql(measured, metric, bucket)
     else:
-        columns = _columns(_quartiles_in_python(measured, metric))
+        columns = _columns(_quartiles_in_python(measured, metric, bucket))
     return [{"endpoint": e.pk, **columns[e.pk]} for e in endpoints if e.pk in columns]
 
 
-def _columns_in_postgresql(measured: QuerySet[Run], metric: str) -> dict[int, dict[str, list[Any]]]:
+def _columns_in_postgresql(
+    measured: QuerySet[Run], metric: str, bucket: str
+) -> dict[int, BucketColumns]:
     """The buckets' quartiles (percentile_cont), gathered into one row of arrays per
     endpoint: a year of days for 20 endpoints is 20 rows for Python, not 7,300."""
-    days = measured.values("endpoint_id", "t").annotate(
-        n=Count("*"),
-        q1=Percentile(F(metric), 0.25),
-        median=Percentile(F(metric), 0.5),
-        q3=Percentile(F(metric), 0.75),
+    days = (
+        measured.annotate(t=bucket_start("created_at", bucket))
+        .values("endpoint_id", "t")
+        .annotate(
+            n=Count("*"),
+            q1=Percentile(F(metric), 0.25),
+            median=Percentile(F(metric), 0.5),
+            q3=Percentile(F(metric), 0.75),
+        )
     )
     sql, params = days.order_by().query.sql_with_params()
     arrays = ", ".join(f"array_agg({name} ORDER BY t)" for name in ("n", "q1", "median", "q3"))
@@ -231,33 +268,39 @@ def _columns_in_postgresql(measured: QuerySet[Run], metric: str) -> dict[int, di
 
 def _columns(
     rows: Iterable[tuple[int, date, int, float, float, float]],
-) -> dict[int, dict[str, list[Any]]]:
-    columns: dict[int, dict[str, list[Any]]] = {}
+) -> dict[int, BucketColumns]:
+    columns: dict[int, BucketColumns] = {}
     for endpoint_id, t, n, q1, median, q3 in rows:
         column = columns.setdefault(
             endpoint_id, {"t": [], "n": [], "q1": [], "median": [], "q3": []}
         )
         column["t"].append(t.isoformat())
         column["n"].append(n)
-        for key, value in (("q1", q1), ("median", median), ("q3", q3)):
-            column[key].append(_round(value))
+        column["q1"].append(_round(q1))
+        column["median"].append(_round(median))
+        column["q3"].append(_round(q3))
     return columns
 
 
 def _quartiles_in_python(
-    measured: QuerySet[Run], metric: str
+    measured: QuerySet[Run], metric: str, bucket: str
 ) -> Iterable[tuple[int, date, int, float, float, float]]:
-    ordered = measured.values_list("endpoint_id", "t", metric).order_by("endpoint_id", "t", metric)
+    ordered = (
+        measured.annotate(t=bucket_start("created_at", bucket))
+        .values_list("endpoint_id", "t", metric)
+        .order_by("endpoint_id", "t", metric)
+    )
     for (endpoint_id, t), group in itertools.groupby(ordered, key=lambda row: row[:2]):
         values = [row[2] for row in group]
         quartiles = (percentile(values, q) for q in (0.25, 0.5, 0.75))
         yield (endpoint_id, t, len(values), *quartiles)
 
 
-def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
-    """Runs that measured nothing, per endpoint, day, status and first error class."""
+def _failures(runs: QuerySet[Run]) -> list[FailureJSON]:
+    """Runs that measured nothing (never in the medians), per endpoint, day, status and
+    first error class."""
     rows = (
-        runs.filter(status__in=FAILURES)
+        runs.filter(status__in=Run.Status.UNMEASURED)
         .annotate(day=bucket_start("created_at", "day"), error_class=KT("errors__0__class"))
         .values("endpoint_id", "day", "status", "error_class")
         .annotate(n=Count("*"))
@@ -275,9 +318,9 @@ def _failures(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     ]
 
 
-def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[dict[str, Any]], bool]:
+def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[RunPointJSON], bool]:
     rows = list(
-        runs.filter(status__in=MEASURED, **{f"{metric}__isnull": False})
+        runs.filter(status__in=Run.Status.MEASURED, **{f"{metric}__isnull": False})
         .order_by("endpoint_id", "created_at", "id")
         .values_list(
             "id",
@@ -289,7 +332,7 @@ def _runs(runs: QuerySet[Run], metric: str) -> tuple[list[dict[str, Any]], bool]
             "server_version",
         )[: RUNS_MAX + 1]
     )
-    points = [
+    points: list[RunPointJSON] = [
         {
             "id": run_id,
             "endpoint": endpoint_id,
@@ -309,7 +352,7 @@ def _round(value: float | None) -> float | None:
     return None if value is None else float(f"{value:.6g}")
 
 
-def failure_counts(failures: Iterable[dict[str, Any]]) -> dict[str, int]:
+def failure_counts(failures: Iterable[FailureJSON]) -> dict[str, int]:
     """Runs per failure status, for the page's summary line."""
     counts: dict[str, int] = defaultdict(int)
     for row in failures:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 from django.db import connection
 from django.utils import timezone
 
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core import sql
 from webapp.dashboards.selectors.parameter_sets import (
@@ -38,10 +39,50 @@ ENDPOINTS = "endpoint"
 SITES = "site-protocol"
 VIEWS = [(ENDPOINTS, "endpoints x vantage points"), (SITES, "sites x protocols")]
 DEFAULT_METRIC = "throughput_mbps"
-ENDED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.TIMEOUT)
-MEASURED = (Run.Status.SUCCEEDED, Run.Status.PARTIAL)
-FAILED = (Run.Status.FAILED, Run.Status.TIMEOUT)
 ERROR_MESSAGE_CHARS = 300
+
+
+class EndpointCell(TypedDict):
+    """A vantage point x endpoint cell: the pair's latest ended run, its latest measured
+    value and when it last succeeded."""
+
+    vantage_point: str
+    endpoint: int
+    endpoint_name: str
+    protocol: str
+    site: int
+    site_name: str
+    last_run: int
+    last_status: str
+    last_at: datetime
+    error_class: str | None
+    error_message: str | None
+    value_run: int | None
+    value_status: str | None
+    value_at: datetime | None
+    value: float | None
+    last_good_at: datetime | None
+    since_good_s: int | None
+    failed: bool  # the latest ended run failed or timed out
+    compare_url: str
+    rating: NotRequired[str | None]  # by the thresholds in effect (matrix_data)
+
+
+class SiteProtocolCell(TypedDict):
+    """A site x protocol cell: its endpoint cells pooled."""
+
+    site: int
+    site_name: str
+    protocol: str
+    value: float | None  # the median of the endpoints' latest values
+    pairs: int
+    measured: int
+    failed_pairs: int
+    failed: bool
+    last_good_at: datetime | None  # the stalest (None if one never succeeded)
+    since_good_s: int | None
+    rating: str | None
+    compare_url: str
 
 
 class MatrixData(TypedDict):
@@ -55,9 +96,9 @@ class MatrixData(TypedDict):
     parameter_sets: list[dict[str, Any]]  # the recent ones, with their runs
     thresholds: ThresholdsJSON
     suggested: dict[str, float] | None  # good and bad boundaries drawn from the values
-    columns: list[dict[str, Any]]
-    rows: list[dict[str, Any]]
-    cells: list[dict[str, Any]]
+    columns: list[dict[str, str]]  # {"vantage_point": ...} or {"protocol": ...}
+    rows: list[dict[str, Any]]  # an endpoint with its site, or a site
+    cells: list[EndpointCell] | list[SiteProtocolCell]
 
 
 def _suggest(values: list[float], higher_is_better: bool) -> dict[str, float] | None:
@@ -80,19 +121,20 @@ def matrix_data(
     view = query.get("view") or ENDPOINTS
     thresholds = thresholds_in_effect(metric=metric, good=query.get("good"), bad=query.get("bad"))
     parameter_set = parameter_set_choose(given=query, recent=recent)
-    cells: list[dict[str, Any]] = []
+    endpoint_cells: list[EndpointCell] = []
     if parameter_set is not None:
-        cells = matrix_cells(
+        endpoint_cells = matrix_cells(
             metric=metric,
             parameter_set=parameter_set,
             site_id=query["site"].pk if query.get("site") else None,
             protocol=query.get("protocol") or None,
             vantage_point=query["vantage_point"].name if query.get("vantage_point") else None,
         )
-    for cell in cells:
+    for cell in endpoint_cells:
         cell["rating"] = thresholds.rate(cell["value"])
+    cells: list[EndpointCell] | list[SiteProtocolCell] = endpoint_cells
     if view == SITES:
-        cells = _site_protocol_cells(cells, thresholds, metric, parameter_set)
+        cells = _site_protocol_cells(endpoint_cells, thresholds, metric, parameter_set)
     values = [c["value"] for c in cells if c["value"] is not None]
     axes = _axes(cells, view)
     return {
@@ -113,7 +155,12 @@ def matrix_data(
     }
 
 
-def _axes(cells: list[dict[str, Any]], view: str) -> dict[str, list[dict[str, Any]]]:
+class Axes(TypedDict):
+    columns: list[dict[str, str]]
+    rows: list[dict[str, Any]]
+
+
+def _axes(cells: Sequence[EndpointCell | SiteProtocolCell], view: str) -> Axes:
     """The grid's columns and rows: those with at least one cell, in name order."""
     if view == SITES:
         columns = sorted({c["protocol"] for c in cells})
@@ -124,11 +171,17 @@ def _axes(cells: list[dict[str, Any]], view: str) -> dict[str, list[dict[str, An
                 {"site": s, "site_name": n} for s, n in sorted(rows.items(), key=lambda r: r[1])
             ],
         }
-    vantage_points = sorted({c["vantage_point"] for c in cells})
+    pairs = cast(Sequence[EndpointCell], cells)
+    vantage_points = sorted({c["vantage_point"] for c in pairs})
     endpoints = {
-        c["endpoint"]: {k: c[k] for k in ("endpoint", "endpoint_name", "site", "site_name")}
-        | {"protocol": c["protocol"]}
-        for c in cells
+        c["endpoint"]: {
+            "endpoint": c["endpoint"],
+            "endpoint_name": c["endpoint_name"],
+            "site": c["site"],
+            "site_name": c["site_name"],
+            "protocol": c["protocol"],
+        }
+        for c in pairs
     }
     return {
         "columns": [{"vantage_point": v} for v in vantage_points],
@@ -143,7 +196,7 @@ def matrix_cells(
     site_id: int | None = None,
     protocol: str | None = None,
     vantage_point: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[EndpointCell]:
     """Per (vantage point, endpoint) that has an ended run of the parameter set: the latest
     ended run, the latest measured value of `metric` and when the last good run was. One
     query: each pair's latest rows are found by index probes, so the cost grows with the
@@ -190,10 +243,9 @@ def _cells_sql(metric: str, pair_filter: str) -> str:
     return _cells_sql_portable(metric, pair_filter)
 
 
-_SAME_GROUP = (
-    "r.vantage_point_id = vp.id AND r.endpoint_id = e.id AND r.method = %(method)s"
-    " AND r.pattern = %(pattern)s AND r.read_size = %(read_size)s"
-    " AND r.fraction = %(fraction)s AND r.clients = %(clients)s"
+_SAME_GROUP = " AND ".join(
+    ["r.vantage_point_id = vp.id", "r.endpoint_id = e.id"]
+    + [f"r.{name} = %({name})s" for name in PARAMETER_SET_FIELDS]
 )
 
 
@@ -218,7 +270,7 @@ def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
         f" {error_message} AS error_message"
     )
     measured = f"r.id, r.status, r.created_at, r.{metric} AS value"
-    _in(ENDED + MEASURED)  # checks the statuses are our own words
+    _in(Run.Status.ENDED + Run.Status.MEASURED)  # checks the statuses are our own words
     return f"""
         SELECT vp.name AS vantage_point, e.id AS endpoint, e.name AS endpoint_name,
                e.protocol AS protocol, s.id AS site, s.name AS site_name,
@@ -229,9 +281,9 @@ def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
         FROM {VantagePoint._meta.db_table} vp
         CROSS JOIN {Endpoint._meta.db_table} e
         JOIN {Site._meta.db_table} s ON s.id = e.site_id
-        CROSS JOIN LATERAL ({latest(ENDED, ended)}) l
+        CROSS JOIN LATERAL ({latest(Run.Status.ENDED, ended)}) l
         LEFT JOIN LATERAL (
-            {latest(MEASURED, measured, f" AND r.{metric} IS NOT NULL")}
+            {latest(Run.Status.MEASURED, measured, f" AND r.{metric} IS NOT NULL")}
         ) m ON true
         LEFT JOIN LATERAL ({latest((Run.Status.SUCCEEDED,), "r.id, r.created_at")}) g ON true
         WHERE {pair_filter}
@@ -253,9 +305,9 @@ def _cells_sql_portable(metric: str, pair_filter: str) -> str:
                m.{metric} AS value, p.good_at AS last_good_at
         FROM (
             SELECT vp.id AS vantage_point_id, e.id AS endpoint_id,
-                (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(ENDED)}
+                (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(Run.Status.ENDED)}
                  ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS last_id,
-                (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(MEASURED)}
+                (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(Run.Status.MEASURED)}
                  AND r.{metric} IS NOT NULL
                  ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS measured_id,
                 (SELECT MAX(r.created_at) FROM {run} r WHERE {same}
@@ -274,35 +326,35 @@ def _cells_sql_portable(metric: str, pair_filter: str) -> str:
 
 def _cell(
     row: dict[str, Any], metric: str, parameter_set: ParameterSet, now: datetime
-) -> dict[str, Any]:
+) -> EndpointCell:
     for key in ("last_at", "value_at", "last_good_at"):
         row[key] = sql.aware_datetime(row[key])
     good_at = row["last_good_at"]
     row["since_good_s"] = None if good_at is None else round((now - good_at).total_seconds())
-    row["failed"] = row["last_status"] in FAILED
+    row["failed"] = row["last_status"] in Run.Status.FAILED_OR_TIMED_OUT
     query = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
     row["compare_url"] = compare_url(query, metric, parameter_set)
-    return row
+    return cast(EndpointCell, row)  # the query's columns, with the fields above
 
 
 def _site_protocol_cells(
-    cells: list[dict[str, Any]],
+    cells: list[EndpointCell],
     thresholds: Thresholds,
     metric: str,
     parameter_set: ParameterSet | None,
-) -> list[dict[str, Any]]:
+) -> list[SiteProtocolCell]:
     """The endpoint cells pooled per (site, protocol): the median of their latest values,
     how many failed last, and the stalest "last good" (None if one never had a good run)."""
-    groups: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[int, str], list[EndpointCell]] = defaultdict(list)
     for cell in cells:
         groups[(cell["site"], cell["protocol"])].append(cell)
-    pooled = []
+    pooled: list[SiteProtocolCell] = []
     for (site, protocol), members in groups.items():
         values = [c["value"] for c in members if c["value"] is not None]
         value = statistics.median(values) if values else None
-        good = [c["last_good_at"] for c in members]
-        stalest = None if None in good else min(good)
-        since = [c["since_good_s"] for c in members]
+        good = [c["last_good_at"] for c in members if c["last_good_at"] is not None]
+        since = [c["since_good_s"] for c in members if c["since_good_s"] is not None]
+        all_good = len(good) == len(members)
         pooled.append(
             {
                 "site": site,
@@ -313,8 +365,8 @@ def _site_protocol_cells(
                 "measured": len(values),
                 "failed_pairs": sum(c["failed"] for c in members),
                 "failed": any(c["failed"] for c in members),
-                "last_good_at": stalest,
-                "since_good_s": None if None in since else max(since),
+                "last_good_at": min(good) if all_good else None,
+                "since_good_s": max(since) if len(since) == len(members) else None,
                 "rating": thresholds.rate(value),
                 "compare_url": compare_url(
                     {"site": site, "protocol": protocol}, metric, parameter_set
@@ -324,13 +376,18 @@ def _site_protocol_cells(
     return sorted(pooled, key=lambda c: (c["site_name"], c["protocol"]))
 
 
-def matrix_grid(data: MatrixData) -> list[tuple[dict[str, Any], list[dict[str, Any] | None]]]:
+def matrix_grid(
+    data: MatrixData,
+) -> list[tuple[dict[str, Any], list[EndpointCell | SiteProtocolCell | None]]]:
     """The cells laid out as the table draws them: per row, one cell (or None) per column."""
     if data["view"] == SITES:
         row_key, column_key = "site", "protocol"
     else:
         row_key, column_key = "endpoint", "vantage_point"
-    by_position = {(c[row_key], c[column_key]): c for c in data["cells"]}
+    by_position: dict[tuple[Any, Any], EndpointCell | SiteProtocolCell] = {}
+    for cell in data["cells"]:
+        position = cast(Mapping[str, Any], cell)
+        by_position[(position[row_key], position[column_key])] = cell
     return [
         (row, [by_position.get((row[row_key], col[column_key])) for col in data["columns"]])
         for row in data["rows"]

@@ -10,10 +10,9 @@ from urllib.parse import urlencode
 
 from django.db import connection
 
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from workers.engine.units import format_size
 
-FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
 # The README's /compare/ and /matrix/ sections: those pages read these query names.
 COMPARE_PATH = "/compare/"
 MATRIX_PATH = "/matrix/"
@@ -48,7 +47,7 @@ class ParameterSet:
         return asdict(self)
 
     def matches(self, given: Mapping[str, Any]) -> bool:
-        return all(given.get(f) in (None, "", getattr(self, f)) for f in FIELDS)
+        return all(given.get(f) in (None, "", getattr(self, f)) for f in PARAMETER_SET_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,7 @@ class RecentParameterSet:
 def parameter_sets_recent(*, limit: int = RECENT_RUNS) -> list[RecentParameterSet]:
     """The parameter sets of the newest `limit` runs, the most common first (one query,
     reading the newest runs from run_newest_idx and grouping only those)."""
-    columns = ", ".join(FIELDS)
+    columns = ", ".join(PARAMETER_SET_FIELDS)
     sql = f"""
         SELECT {columns}, COUNT(*) AS runs FROM (
             SELECT {columns} FROM {Run._meta.db_table}
@@ -79,8 +78,8 @@ def parameter_set_choose(
 ) -> ParameterSet | None:
     """The parameter set `given` names in full, else the most common recent one that agrees
     with the fields it gives; None if no recent one does."""
-    if all(given.get(f) not in (None, "") for f in FIELDS):
-        return ParameterSet(**{f: given[f] for f in FIELDS})
+    if all(given.get(f) not in (None, "") for f in PARAMETER_SET_FIELDS):
+        return ParameterSet(**{f: given[f] for f in PARAMETER_SET_FIELDS})
     for candidate in recent:
         if candidate.parameter_set.matches(given):
             return candidate.parameter_set

@@ -20,38 +20,30 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db.models import Count, F, FloatField, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, RUN_PARAMETERS, Campaign, Run
 from webapp.campaigns.selectors import Percentile, percentile
-from webapp.campaigns.services import MEASURED
 from webapp.core import sql
 from webapp.dashboards.selectors.results_guidance import (
+    CROSSOVER_METHODS,
     latency_order,
     results_guidance,
     still_to_come,
 )
 from webapp.sites.models import Endpoint
+from workers.engine.params import Method
 
-# What makes two runs repetitions of one another: where, from where, and every parameter.
+# What makes two runs repetitions of one another: where, from where, and every parameter
+# but the deadline (a limit on the run, not a way of reading).
 DIMENSIONS = (
     "endpoint",
     "vantage_point",
-    "method",
-    "pattern",
-    "read_size",
-    "fraction",
-    "clients",
-    "files",
-    "depth",
-    "vector_size",
-    "skip",
-    "readahead",
-    "streams",
+    *(p.name for p in RUN_PARAMETERS if p.name != "deadline_s"),
 )
 # Medians over repetitions (run columns, and the clients' median throughput of the run JSON).
 METRICS = (
@@ -72,10 +64,34 @@ RESULT_METRICS = {
 }
 # The spread of the time to read, drawn as error bars.
 SPREAD = {"wall_s_p25": 0.25, "wall_s_p75": 0.75}
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
-NOT_SUCCEEDED = (Run.Status.PARTIAL, Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.CANCELLED)
 # The dimensions a crossover is found across (the rest fix one comparison).
 CROSSOVER_ACROSS = ("method", "fraction")
+
+
+# A cell: its DIMENSIONS, "runs", the medians of METRICS and the SPREAD. Its keys follow
+# RUN_PARAMETERS, so it stays a dict rather than a TypedDict listing every parameter again.
+ResultsCell = dict[str, Any]
+
+
+class FailureJSON(TypedDict):
+    """Final runs that did not fully succeed, of one endpoint, vantage point, method,
+    status and first error class, out of that endpoint, vantage point and method's."""
+
+    endpoint: int
+    vantage_point: str
+    method: str
+    status: str
+    error_class: str
+    runs: int
+    of_runs: int
+
+
+class EndpointLabel(TypedDict):
+    id: int
+    name: str
+    site: str
+    protocol: str
+    role: str
 
 
 @dataclass(frozen=True)
@@ -95,7 +111,7 @@ class ResultsFilter:
     def q(self) -> Q:
         """The filter on Run rows; `until` includes its whole day (UTC)."""
         query = Q()
-        for name in ("endpoint", "method", "pattern", "read_size", "fraction", "clients"):
+        for name in ("endpoint", *PARAMETER_SET_FIELDS):
             values = getattr(self, name)
             if values:
                 query &= Q(**{f"{name}__in": list(values)})
@@ -137,10 +153,10 @@ class CampaignResults:
     """Everything the results page draws, as it goes to the page and the API."""
 
     campaign: Campaign
-    cells: list[dict[str, Any]]
+    cells: list[ResultsCell]
     crossovers: list[Crossover]
-    failures: list[dict[str, Any]]
-    endpoints: list[dict[str, Any]]
+    failures: list[FailureJSON]
+    endpoints: list[EndpointLabel]
     active_runs: int
     dimensions: dict[str, list[Any]] = field(default_factory=dict)
     guidance: dict[str, str | None] = field(default_factory=dict)
@@ -191,10 +207,10 @@ def campaign_results(
     )
 
 
-def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> list[dict[str, Any]]:
+def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> list[ResultsCell]:
     """Per parameter set: how many measured runs, and the medians of their aggregates;
     computed by the database if it has percentile_cont (PostgreSQL), else in Python."""
-    measured = runs.filter(status__in=MEASURED).annotate(
+    measured = runs.filter(status__in=Run.Status.MEASURED).annotate(
         vantage_point_name=F("vantage_point__name"),
         **{
             source: Cast(KT(f"result__{metric}"), FloatField())
@@ -216,7 +232,7 @@ def _metric_source(name: str) -> str:
     return RESULT_METRICS.get(name, name)
 
 
-def _cells_in_database(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+def _cells_in_database(runs: QuerySet[Run]) -> list[ResultsCell]:
     aggregates: dict[str, Any] = {"runs": Count("id")}
     aggregates.update({f"{m}_median": Percentile(_metric_source(m), 0.5) for m in METRICS})
     aggregates.update({name: Percentile("wall_s", q) for name, q in SPREAD.items()})
@@ -225,7 +241,7 @@ def _cells_in_database(runs: QuerySet[Run]) -> list[dict[str, Any]]:
     return [_cell(row) for row in rows]
 
 
-def _cells_in_python(runs: QuerySet[Run]) -> list[dict[str, Any]]:
+def _cells_in_python(runs: QuerySet[Run]) -> list[ResultsCell]:
     """What _cells_in_database computes, for databases without percentile_cont (one query)."""
     group = _group_fields()
     sources = [_metric_source(m) for m in METRICS]
@@ -255,8 +271,8 @@ def percentile_cont(values: Iterable[float | None], q: float) -> float | None:
     return percentile(ordered, q) if ordered else None
 
 
-def _cell(row: dict[str, Any]) -> dict[str, Any]:
-    cell: dict[str, Any] = {
+def _cell(row: dict[str, Any]) -> ResultsCell:
+    cell: ResultsCell = {
         "endpoint": row["endpoint_id"],
         "vantage_point": row["vantage_point_name"],
     }
@@ -267,7 +283,7 @@ def _cell(row: dict[str, Any]) -> dict[str, Any]:
     return cell
 
 
-def _rounded(cell: dict[str, Any]) -> dict[str, Any]:
+def _rounded(cell: ResultsCell) -> ResultsCell:
     """Medians as precise as the engine records: whole bytes, MB/s to 3 decimals, times to
     the microsecond."""
     for key, value in cell.items():
@@ -282,7 +298,7 @@ def _rounded(cell: dict[str, Any]) -> dict[str, Any]:
     return cell
 
 
-def results_failures(*, runs: QuerySet[Run]) -> tuple[list[dict[str, Any]], int]:
+def results_failures(*, runs: QuerySet[Run]) -> tuple[list[FailureJSON], int]:
     """Final runs that did not fully succeed, by endpoint, vantage point, method, status and
     first error class (the status when a run has no error), each with how many final runs
     that endpoint, vantage point and method had; and how many runs are still to come."""
@@ -299,16 +315,16 @@ def results_failures(*, runs: QuerySet[Run]) -> tuple[list[dict[str, Any]], int]
     active = 0
     for row in rows:
         where = (row["endpoint_id"], row["vantage_point_name"], row["method"])
-        if row["status"] in ACTIVE:
+        if row["status"] in Run.Status.ACTIVE:
             active += row["n"]
             continue
         totals[where] += row["n"]
-        if row["status"] in NOT_SUCCEEDED:
+        if row["status"] in Run.Status.NOT_SUCCEEDED:
             failures[(*where, row["status"], row["error_class"] or row["status"])] += row["n"]
     return [_failure(key, n, totals[key[:3]]) for key, n in failures.items()], active
 
 
-def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> dict[str, Any]:
+def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> FailureJSON:
     endpoint, vantage_point, method, status, error_class = key
     return {
         "endpoint": endpoint,
@@ -321,7 +337,7 @@ def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> dict[str, Any]:
     }
 
 
-def _endpoint_labels(ids: Iterable[int]) -> list[dict[str, Any]]:
+def _endpoint_labels(ids: Iterable[int]) -> list[EndpointLabel]:
     endpoints = Endpoint.objects.filter(pk__in=list(ids)).select_related("site").order_by("name")
     return [
         {"id": e.pk, "name": e.name, "site": e.site.name, "protocol": e.protocol, "role": e.role}
@@ -330,7 +346,7 @@ def _endpoint_labels(ids: Iterable[int]) -> list[dict[str, Any]]:
 
 
 def _dimensions(
-    cells: list[dict[str, Any]], failures: list[dict[str, Any]], endpoints: list[dict[str, Any]]
+    cells: list[ResultsCell], failures: list[FailureJSON], endpoints: list[EndpointLabel]
 ) -> dict[str, list[Any]]:
     """The values each dimension takes (endpoints in name order, the rest sorted)."""
     values: dict[str, set[Any]] = {name: set() for name in DIMENSIONS}
@@ -338,15 +354,15 @@ def _dimensions(
         for name in DIMENSIONS:
             values[name].add(cell[name])
     for failure in failures:
-        for name in ("vantage_point", "method"):
-            values[name].add(failure[name])
+        values["vantage_point"].add(failure["vantage_point"])
+        values["method"].add(failure["method"])
     dimensions = {name: sorted(v) for name, v in values.items() if name != "endpoint"}
     return {"endpoint": [e["id"] for e in endpoints], **dimensions}
 
 
 def results_crossovers(
     *,
-    cells: list[dict[str, Any]],
+    cells: list[ResultsCell],
     endpoint_names: dict[int, str],
     name_vantage_point: bool = False,
     asked_fractions: Sequence[float] = (),
@@ -359,18 +375,18 @@ def results_crossovers(
         lambda: defaultdict(dict)
     )
     for cell in cells:
-        if cell["method"] in ("direct", "copy") and cell["wall_s"] is not None:
+        if cell["method"] in CROSSOVER_METHODS and cell["wall_s"] is not None:
             key = tuple(cell[name] for name in fixed)
             times[key][cell["method"]][cell["fraction"]] = cell["wall_s"]
     crossovers = []
     for key, by_method in times.items():
-        if {"direct", "copy"} <= by_method.keys():
+        if set(CROSSOVER_METHODS) <= by_method.keys():
             where = endpoint_names.get(key[0], f"endpoint {key[0]}")
             if name_vantage_point:
                 where = f"{where} from {key[1]}"
             found = crossover(
-                by_method["direct"],
-                by_method["copy"],
+                by_method[Method.DIRECT],
+                by_method[Method.COPY],
                 where=where,
                 asked_fractions=asked_fractions,
                 active_runs=active_runs,

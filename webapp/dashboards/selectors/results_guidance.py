@@ -15,6 +15,7 @@ from typing import Any
 
 from webapp.campaigns.models import Campaign
 from webapp.campaigns.selectors import percentile
+from workers.engine.params import Method
 from workers.engine.units import format_size
 
 # The parameters charts are drawn across (the time to read against fraction and read size;
@@ -40,7 +41,8 @@ NEEDS = {
         "add client counts (e.g. 1, 4, 16) to see how throughput and open time change with them",
     ),
 }
-CROSSOVER_METHODS = ("direct", "copy")
+# The methods a crossover is found between.
+CROSSOVER_METHODS = (Method.DIRECT, Method.COPY)
 # The papers behind a chart, for the sentences that point to them.
 FURANO_HANUSHEVSKY = "Furano & Hanushevsky (2008)"
 
@@ -203,7 +205,7 @@ def _order(
         values = listed(rtt, order, lambda ms: _ms(ms / 1000))
         text = f"Endpoints in order of their round-trip time (measured before each run): {values}."
         return {"by": "rtt", "endpoints": order, "text": text}
-    direct = [c for i in ids for c in endpoints[i] if c["method"] == "direct"]
+    direct = [c for i in ids for c in endpoints[i] if c["method"] == Method.DIRECT]
     ttfb = {i: _median(c["ttfb_s"] for c in direct if c["endpoint"] == i) for i in ids}
     order = _in_order(ids, ttfb, names)
     if order is not None:

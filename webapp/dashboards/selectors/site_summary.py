@@ -21,12 +21,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from webapp.api.filters import with_first_error
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.run_table import RunError
 from webapp.dashboards.selectors.compare import bucket_start, midnight, parameter_sets_measured
-from webapp.dashboards.selectors.matrix import ENDED
 from webapp.dashboards.selectors.parameter_sets import (
-    FIELDS,
     ParameterSet,
     ParameterSetJSON,
     compare_url,
@@ -45,7 +43,6 @@ AVAILABILITY_GOOD = 0.95
 AVAILABILITY_BAD = 0.80
 # A failure rate that moved by less than this (1 percentage point) is steady.
 TREND_STEADY = 0.01
-FAILURES = (Run.Status.FAILED, Run.Status.TIMEOUT, Run.Status.PARTIAL)
 
 
 class Cell(TypedDict):
@@ -133,7 +130,9 @@ def site_summary(*, site: Site, now: datetime | None = None) -> SiteSummary:
     ids = [e.pk for e in endpoints]
     runs = Run.objects.filter(endpoint_id__in=ids, created_at__gte=since).order_by()
     measured = parameter_sets_measured(runs) if ids else []
-    parameter_set = ParameterSet(**{f: measured[0][f] for f in FIELDS}) if measured else None
+    parameter_set = (
+        ParameterSet(**{f: measured[0][f] for f in PARAMETER_SET_FIELDS}) if measured else None
+    )
     latest = _latest_succeeded(ids, parameter_set)
     counts = _counts_per_day(runs)
     summaries = [
@@ -195,7 +194,7 @@ DayCounts = dict[date, dict[str, int]]
 def _counts_per_day(runs: Any) -> defaultdict[int, DayCounts]:
     """Ended runs (cancelled left out) per endpoint, UTC day and status: one query."""
     rows = (
-        runs.filter(status__in=ENDED)
+        runs.filter(status__in=Run.Status.ENDED)
         .annotate(day=bucket_start("created_at", "day"))
         .values("endpoint_id", "day", "status")
         .annotate(n=Count("*"))
@@ -312,7 +311,7 @@ def _recent_failures(runs: Any) -> list[Failure]:
     """The newest RECENT_FAILURES runs of the window that failed, timed out or were partial,
     with their first error: one query."""
     failed = (
-        with_first_error(runs.filter(status__in=FAILURES))
+        with_first_error(runs.filter(status__in=Run.Status.WITH_FAILURES))
         .select_related("endpoint", "vantage_point")
         .only(
             "status",
