@@ -3,6 +3,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from webapp.accounts.views import admin_login
+from webapp.campaigns.urls import sites_pages
 from webapp.core.views import (
     favicon,
     healthz,
@@ -18,7 +19,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", HomeView.as_view(), name="home"),
     path("healthz", healthz, name="healthz"),
     path("favicon.ico", favicon),
-    path("", include(([*sites_urls.urlpatterns, site_page], sites_urls.app_name))),
+    # The sites namespace also holds pages that show campaign data (campaigns/site_pages.py)
+    # and the site page, a dashboard: apps import downward only (docs/architecture.md).
+    path("", include(([*sites_urls.urlpatterns, *sites_pages, site_page], sites_urls.app_name))),
     path("", include("webapp.campaigns.urls")),
     path("", include("webapp.dashboards.urls")),
     # Before the admin's own URLs: its login form is throttled like /accounts/login/.

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect
 from django.views.generic import FormView, TemplateView, View
 
+from webapp.accounts.access import AdminRequiredMixin, ViewerRequiredMixin
 from webapp.accounts.forms import UserCreateForm
 from webapp.accounts.oidc import sso_enabled
 from webapp.accounts.roles import ROLES
@@ -28,7 +29,6 @@ from webapp.accounts.services import (
     user_set_active,
 )
 from webapp.accounts.throttles import LoginRateThrottle
-from webapp.core.views import AdminRequiredMixin, ViewerRequiredMixin
 
 
 def _retry_after(response: HttpResponse, throttle: LoginRateThrottle) -> HttpResponse:

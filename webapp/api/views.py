@@ -24,7 +24,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
-from webapp.api.parsers import PARSER_CLASSES
 from webapp.api.permissions import (
     CanCancelCampaign,
     CanCancelRun,
@@ -61,6 +60,7 @@ from webapp.campaigns.services import (
     run_cancel_refusal,
 )
 from webapp.campaigns.validation import MAX_ID
+from webapp.core.parsers import PARSER_CLASSES
 from webapp.dashboards.serializers import ParameterSetSerializer
 from webapp.sites.models import Endpoint, Site, VantagePoint
 

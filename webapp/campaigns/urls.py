@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.campaigns import views
+from webapp.campaigns import site_pages, views
 
 app_name = "campaigns"
 
@@ -26,4 +26,16 @@ urlpatterns = [
     path("runs/status/", views.RunStatusView.as_view(), name="run-status"),
     path("runs/<int:pk>/", views.RunDetailView.as_view(), name="run-detail"),
     path("runs/<int:pk>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
+]
+
+# Pages of the sites app that show campaign data (site_pages.py) keep their names in the sites
+# namespace: webapp/urls.py routes them with the sites app's pages.
+sites_pages = [
+    path("endpoints/<int:pk>/", site_pages.EndpointDetailView.as_view(), name="endpoint-detail"),
+    path(
+        "endpoints/<int:pk>/files/",
+        site_pages.EndpointFileAddView.as_view(),
+        name="endpoint-file-add",
+    ),
+    path("vantage-points/", site_pages.VantagePointListView.as_view(), name="vantage-point-list"),
 ]

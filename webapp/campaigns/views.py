@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.views import View
 from django.views.generic import DetailView, ListView, TemplateView
 
+from webapp.accounts.access import OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.accounts.roles import can_edit
 from webapp.campaigns.estimates import campaign_duration, campaign_eta
 from webapp.campaigns.filters import RunFilter, with_first_error
@@ -53,7 +54,6 @@ from webapp.campaigns.services import (
     run_cancel,
     run_cancel_refusal,
 )
-from webapp.core.views import OperatorRequiredMixin, ViewerRequiredMixin
 
 MAX_STATUS_IDS = 100
 ID = re.compile(r"[0-9]{1,18}")

@@ -21,9 +21,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.accounts.roles import IsOperatorOrReadOnly, can_view, user_role
-from webapp.api.parsers import PARSER_CLASSES
 from webapp.campaigns.models import Campaign
 from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.core.parsers import PARSER_CLASSES
 from webapp.dashboards.forms import AlertsForm, CompareForm, MatrixForm, ResultsForm
 from webapp.dashboards.schema import form_errors, form_parameters
 from webapp.dashboards.selectors.alerts import AlertsData, alerts_data

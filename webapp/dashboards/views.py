@@ -14,9 +14,9 @@ from django.utils import timezone
 from django.views import View
 from django.views.generic import DetailView, TemplateView
 
+from webapp.accounts.access import ViewerRequiredMixin
 from webapp.accounts.roles import can_operate, user_role
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign
-from webapp.core.views import ViewerRequiredMixin
 from webapp.dashboards.forms import (
     AlertsForm,
     CompareForm,

@@ -10,7 +10,8 @@ urlpatterns = [
     # sites/<int:pk>/ (site-detail), the site's page, is a dashboard: webapp/dashboards/urls.py
     path("sites/<int:pk>/edit/", views.SiteUpdateView.as_view(), name="site-edit"),
     path("endpoints/new/", views.EndpointCreateView.as_view(), name="endpoint-create"),
-    path("endpoints/<int:pk>/", views.EndpointDetailView.as_view(), name="endpoint-detail"),
+    # endpoints/<int:pk>/ (endpoint-detail) and its files/ (endpoint-file-add), and
+    # vantage-points/ (vantage-point-list) show campaign data: webapp/campaigns/site_pages.py
     path("endpoints/<int:pk>/edit/", views.EndpointUpdateView.as_view(), name="endpoint-edit"),
     path(
         "endpoints/<int:pk>/disable/", views.EndpointDisableView.as_view(), name="endpoint-disable"
@@ -18,14 +19,10 @@ urlpatterns = [
     path("endpoints/<int:pk>/enable/", views.EndpointEnableView.as_view(), name="endpoint-enable"),
     path("endpoints/<int:pk>/test/", views.EndpointTestView.as_view(), name="endpoint-test"),
     path(
-        "endpoints/<int:pk>/files/", views.EndpointFileAddView.as_view(), name="endpoint-file-add"
-    ),
-    path(
         "endpoints/<int:pk>/files/<int:file_pk>/remove/",
         views.EndpointFileRemoveView.as_view(),
         name="endpoint-file-remove",
     ),
-    path("vantage-points/", views.VantagePointListView.as_view(), name="vantage-point-list"),
     path(
         "vantage-points/new/",
         views.VantagePointCreateView.as_view(),

@@ -1,5 +1,9 @@
 """Pages for sites, endpoints, their test files and vantage points.
 
+The pages that show campaign data - an endpoint's page (its recent runs, and the test file
+form's errors) and the vantage point list (queued runs) - are the campaigns app's
+(webapp/campaigns/site_pages.py), routed in this app's namespace by webapp/urls.py.
+
 Viewers read; operators create sites (and own them); a site and its endpoints are changed,
 and endpoints added to it, by its owner or an admin (Site.editable_by, Endpoint.editable_by);
 vantage points are an admin's (VantagePoint.editable_by). Checked here on every write and in
@@ -13,7 +17,6 @@ from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.messages.views import SuccessMessageMixin
 from django.core.exceptions import PermissionDenied
@@ -25,24 +28,18 @@ from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
-from django.views.generic import CreateView, DetailView, ListView, UpdateView, View
+from django.views.generic import CreateView, ListView, UpdateView, View
 
-from webapp.campaigns.health import vantage_points_health
-from webapp.campaigns.selectors import run_list
-from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin, ViewerRequiredMixin
+from webapp.accounts.access import AdminRequiredMixin, OperatorRequiredMixin, ViewerRequiredMixin
 from webapp.sites.credentials import credential_summary
-from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
+from webapp.sites.forms import EndpointForm, SiteForm, VantagePointForm
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from webapp.sites.services import (
     ConnectionCheck,
-    endpoint_file_add,
     endpoint_file_remove,
     endpoint_set_enabled,
     endpoint_test_connection,
 )
-
-RECENT_RUNS = 20
-
 
 SITE_REFUSAL = "only the site's owner or an admin may change it or its endpoints"
 VANTAGE_POINT_REFUSAL = "each names the queue that deployed workers consume"
@@ -124,28 +121,6 @@ class SiteUpdateView(EditRequiredMixin, SuccessMessageMixin, UpdateView):  # typ
 # Endpoints
 
 
-class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
-    """The endpoint, its test files and recent runs, and this session's latest connection test
-    of it."""
-
-    template_name = "sites/endpoint_detail.html"
-    context_object_name = "endpoint"
-    queryset = Endpoint.objects.select_related("site__owner", "owner")
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        endpoint = self.object
-        context["files"] = endpoint.files.order_by("path")
-        context["runs"] = run_list().filter(endpoint=endpoint)[:RECENT_RUNS]
-        context["can_edit"] = endpoint.editable_by(self.request.user)
-        context["credential"] = credential_summary(endpoint.credential_info(), now=timezone.now())
-        for key, value in connection_check_recalled(self.request, endpoint).items():
-            context.setdefault(key, value)
-        if context["can_edit"] and "file_form" not in context:
-            context["file_form"] = TestFileForm(endpoint=endpoint)
-        return context
-
-
 # What the endpoint form's POST holds that Django's error reports must not show.
 SENSITIVE_FIELDS = sensitive_post_parameters("credential", "oauth_client_secret")
 
@@ -225,19 +200,6 @@ class EndpointTestView(OperatorRequiredMixin, View):
         return redirect(endpoint_url(endpoint))
 
 
-class EndpointFileAddView(EndpointActionView):
-    """Add a test file; a bad one re-renders the endpoint page with the form's errors."""
-
-    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
-        endpoint = self.endpoint(pk)
-        form = TestFileForm(request.POST, endpoint=endpoint)
-        if not form.is_valid():
-            return endpoint_page(request, endpoint, file_form=form)
-        test_file = endpoint_file_add(endpoint=endpoint, **form.cleaned_data)
-        messages.success(request, f"Test file {test_file.path} was added.")
-        return redirect(endpoint_url(endpoint))
-
-
 class EndpointFileRemoveView(EndpointActionView):
     def post(self, request: HttpRequest, pk: int, file_pk: int) -> HttpResponse:
         endpoint = self.endpoint(pk)
@@ -253,14 +215,6 @@ class EndpointFileRemoveView(EndpointActionView):
 
 def endpoint_url(endpoint: Endpoint) -> str:
     return reverse("sites:endpoint-detail", args=[endpoint.pk])
-
-
-def endpoint_page(request: HttpRequest, endpoint: Endpoint, **extra: Any) -> HttpResponse:
-    """The endpoint page as the answer to a POST, with what the POST found."""
-    view = EndpointDetailView()
-    view.setup(request, pk=endpoint.pk)
-    view.object = endpoint
-    return view.render_to_response(view.get_context_data(**extra))
 
 
 # The latest connection test of each endpoint, per session (the few most recent endpoints).
@@ -298,25 +252,6 @@ def connection_check_recalled(request: HttpRequest, endpoint: Endpoint) -> dict[
 
 
 # Vantage points
-
-
-class VantagePointListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]
-    template_name = "sites/vantage_point_list.html"
-    context_object_name = "vantage_points"
-    queryset = VantagePoint.objects.order_by("name")
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        vantage_points = list(context["vantage_points"])
-        health = vantage_points_health(vantage_points=vantage_points, broker=True)
-        for vantage_point in vantage_points:
-            vantage_point.health = health[vantage_point.pk]  # type: ignore[attr-defined]
-        context.update(
-            vantage_points=vantage_points,
-            heartbeat_s=settings.FEDPROBE_WORKER_HEARTBEAT_S,
-            stale_after_s=settings.FEDPROBE_WORKER_STALE_S,
-        )
-        return context
 
 
 class VantagePointCreateView(AdminRequiredMixin, SuccessMessageMixin, CreateView):  # type: ignore[type-arg]

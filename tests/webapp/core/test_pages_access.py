@@ -7,8 +7,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
+from webapp.accounts.access import AdminRequiredMixin, OperatorRequiredMixin
 from webapp.accounts.services import user_set_role
-from webapp.core.views import AdminRequiredMixin, OperatorRequiredMixin
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from django.db.models import Count, OuterRef, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
-from webapp.api.filters import with_first_error
+from webapp.campaigns.filters import with_first_error
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.run_table import RunError
 from webapp.dashboards.selectors.compare import bucket_start, midnight, parameter_sets_measured

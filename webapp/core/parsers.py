@@ -1,4 +1,4 @@
-"""Request body parsers of the API."""
+"""Request body parsers of the API (webapp/api and the dashboards' API views)."""
 
 from __future__ import annotations
 
