@@ -390,6 +390,11 @@ class CampaignScheduleSerializer(serializers.Serializer[ScheduleState]):
 class RunListSerializer(serializers.ModelSerializer[Run]):
     endpoint_name = serializers.CharField(source="endpoint.name", read_only=True)
     vantage_point = serializers.CharField(source="vantage_point.name", read_only=True)
+    # "" until the run negotiated (a queued run): DRF drops allow_blank from read-only
+    # fields it builds, so the published enum would lack it.
+    auth = serializers.ChoiceField(
+        choices=Run._meta.get_field("auth").choices or (), allow_blank=True, read_only=True
+    )
 
     class Meta:
         model = Run
