@@ -15,7 +15,7 @@ import threading
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from multiprocessing.process import AuthenticationString
+from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]  # private, untyped
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ class Scheduler(PersistentScheduler):
     """Celery's default scheduler, which also creates the folder of its schedule file (with
     DATABASE_URL and a broker URL set, nothing else creates VAR_DIR)."""
 
+    schedule_filename: str  # set by PersistentScheduler.__init__; celery-types omits it
+
     def setup_schedule(self) -> None:
         Path(self.schedule_filename).parent.mkdir(parents=True, exist_ok=True)
         super().setup_schedule()
@@ -51,7 +53,7 @@ def _let_pool_processes_start_clients(**kwargs: Any) -> None:
     # them itself, by its deadline.
     process = multiprocessing.current_process()
     process.daemon = False
-    process._config["authkey"] = AuthenticationString(process.authkey)
+    process._config["authkey"] = AuthenticationString(process.authkey)  # type: ignore[attr-defined]
 
 
 @worker_init.connect

@@ -43,7 +43,7 @@ from workers.engine.urls import check_url
 
 
 class SiteSerializer(serializers.ModelSerializer[Site]):
-    endpoints = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    endpoints = serializers.PrimaryKeyRelatedField[Endpoint](many=True, read_only=True)
     owner = serializers.CharField(
         source="owner.username",
         read_only=True,
@@ -208,7 +208,7 @@ class VantagePointSerializer(serializers.ModelSerializer[VantagePoint]):
         health = self.context.get("health", {}).get(obj.pk)
         if health is None:
             health = vantage_points_health(vantage_points=[obj], broker=True)[obj.pk]
-        return VantagePointHealthSerializer(health).data  # type: ignore[return-value]
+        return VantagePointHealthSerializer(health).data
 
     def validate_name(self, value: str) -> str:
         refusal = self.instance.rename_refusal(value) if self.instance is not None else None
@@ -224,7 +224,7 @@ class DistinctListField(serializers.ListField):
         return distinct(super().to_internal_value(data))
 
 
-def _list_of(child: serializers.Field, **kwargs: Any) -> serializers.ListField:
+def _list_of(child: serializers.Field[Any, Any, Any, Any], **kwargs: Any) -> serializers.ListField:
     return DistinctListField(child=child, min_length=1, max_length=MAX_LIST, **kwargs)
 
 
@@ -301,7 +301,7 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         ]
         extra_kwargs = {"endpoints": {"allow_empty": False}}
 
-    def get_fields(self) -> dict[str, serializers.Field]:
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         fields.update({p.campaign_field: _shared_parameter(p) for p in SHARED})
         return fields
@@ -390,6 +390,11 @@ class CampaignScheduleSerializer(serializers.Serializer[ScheduleState]):
 class RunListSerializer(serializers.ModelSerializer[Run]):
     endpoint_name = serializers.CharField(source="endpoint.name", read_only=True)
     vantage_point = serializers.CharField(source="vantage_point.name", read_only=True)
+    # "" until the run negotiated (a queued run): DRF drops allow_blank from read-only
+    # fields it builds, so the published enum would lack it.
+    auth = serializers.ChoiceField(
+        choices=Run._meta.get_field("auth").choices or (), allow_blank=True, read_only=True
+    )
 
     class Meta:
         model = Run
@@ -455,5 +460,6 @@ class RunDetailSerializer(RunChartsSerializer):
         allow_null=True, help_text="the server's software and version, as it reported them"
     )
     served_by = serializers.ListField(child=serializers.CharField())
-    errors = serializers.ListField(child=serializers.DictField())
+    # The run JSON's key, named like Serializer.errors (this serializer only documents it).
+    errors = serializers.ListField(child=serializers.DictField())  # type: ignore[assignment]
     clients = serializers.ListField(child=serializers.DictField(), help_text="engine records")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -78,7 +78,8 @@ class KeepMeasuredOnDestroy:
         responses={204: None, 409: OpenApiResponse(description="runs refer to it: not deleted")}
     )
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().destroy(request, *args, **kwargs)  # type: ignore[misc]
+        response: Response = super().destroy(request, *args, **kwargs)  # type: ignore[misc]
+        return response
 
     def perform_destroy(self, instance: Model) -> None:
         try:
@@ -146,7 +147,7 @@ class VantagePointViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type
     parser_classes = PARSER_CLASSES
     health: dict[int, VantagePointHealth]
 
-    def paginate_queryset(self, queryset: QuerySet[Any]) -> list[Any] | None:
+    def paginate_queryset(self, queryset: QuerySet[Any, Any] | Sequence[Any]) -> list[Any] | None:
         page = super().paginate_queryset(queryset)
         # The page's health in two queries and one broker connection, not per row.
         self.health = vantage_points_health(
@@ -407,7 +408,7 @@ class SeriesView(APIView):
 
     @extend_schema(parameters=[SeriesQuery], responses={200: SeriesSerializer(many=True)})
     def get(self, request: Request) -> Response:
-        raw = {k: v for k, v in request.query_params.items() if k != "endpoint"}
+        raw: dict[str, object] = {k: v for k, v in request.query_params.items() if k != "endpoint"}
         raw["endpoint"] = request.query_params.getlist("endpoint")
         query = SeriesQuery(data=raw)
         query.is_valid(raise_exception=True)

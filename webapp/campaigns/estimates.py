@@ -201,6 +201,7 @@ def _endpoint_runs(
     by_endpoint: dict[int, list[_EndpointRun]] = defaultdict(list)
     rtt_s: dict[int, float] = {}
     for endpoint_id, method, pattern, read_size, throughput, open_s, rtt in rows:
+        assert throughput is not None  # filtered on throughput_mbps__gt
         by_endpoint[endpoint_id].append(
             _EndpointRun(method, pattern, read_size, throughput, open_s)
         )
@@ -358,6 +359,7 @@ def _ended_seconds(ended: QuerySet[Run]) -> dict[int, list[float]]:
     for vantage_point_id, started_at, finished_at in rows.values_list(
         "vantage_point_id", "started_at", "finished_at"
     ):
+        assert started_at is not None and finished_at is not None  # filtered on __isnull
         seconds[vantage_point_id].append((finished_at - started_at).total_seconds())
     return seconds
 

@@ -143,7 +143,7 @@ class AdvancedIntegerField(forms.IntegerField):
             min_value=low, max_value=high, required=False, initial=self.default, **kwargs
         )
 
-    def to_python(self, value: Any) -> int:  # type: ignore[override]
+    def to_python(self, value: Any) -> int:
         number = super().to_python(value)
         return self.default if number is None else number
 

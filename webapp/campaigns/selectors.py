@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import Aggregate, Avg, Count, F, FloatField, Max, Min, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
@@ -15,6 +15,9 @@ from django.db.models.functions import TruncDay, TruncHour
 from webapp.campaigns.models import Campaign, ClientAttempt, Run
 from webapp.campaigns.services import MEASURED
 from webapp.core import sql
+
+if TYPE_CHECKING:  # django-stubs-ext is a development dependency
+    from django_stubs_ext import WithAnnotations
 
 # Metrics a series may show: Run columns, with their units.
 SERIES_METRICS = {
@@ -29,6 +32,12 @@ SERIES_METRICS = {
     "bytes_wire": "B",
 }
 BUCKETS = {"day": TruncDay, "hour": TruncHour}
+
+
+class _Bucket(TypedDict):
+    """Runs annotated with their time bucket (BUCKETS)."""
+
+    t: datetime
 
 
 class Percentile(Aggregate):
@@ -292,7 +301,9 @@ def series_parameter_set(*, runs: QuerySet[Run], given: dict[str, Any]) -> dict[
     return None if most is None else {name: most[name] for name in SERIES_PARAMETERS}
 
 
-def _series_points_in_database(runs: QuerySet[Run], metric: str) -> list[tuple[int, Any]]:
+def _series_points_in_database(
+    runs: QuerySet[WithAnnotations[Run, _Bucket]], metric: str
+) -> list[tuple[int, Any]]:
     value = F(metric)
     rows = (
         runs.values("endpoint_id", "t")
@@ -305,11 +316,25 @@ def _series_points_in_database(runs: QuerySet[Run], metric: str) -> list[tuple[i
         )
         .order_by("endpoint_id", "t")
     )
-    keys = ("t", "n", "mean", "median", "min", "max")
-    return [(row["endpoint_id"], {k: row[k] for k in keys}) for row in rows]
+    return [
+        (
+            row["endpoint_id"],
+            {
+                "t": row["t"],
+                "n": row["n"],
+                "mean": row["mean"],
+                "median": row["median"],
+                "min": row["min"],
+                "max": row["max"],
+            },
+        )
+        for row in rows
+    ]
 
 
-def _series_points_in_python(runs: QuerySet[Run], metric: str) -> list[tuple[int, Any]]:
+def _series_points_in_python(
+    runs: QuerySet[WithAnnotations[Run, _Bucket]], metric: str
+) -> list[tuple[int, Any]]:
     """What _series_points_in_database computes, for SQLite (no percentile_cont): one query."""
     ordered = runs.values_list("endpoint_id", "t", metric).order_by("endpoint_id", "t", metric)
     points = []

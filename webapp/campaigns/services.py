@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import ValidationError
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
@@ -28,6 +28,7 @@ from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, Progress, run_probe
 from workers.engine.errors import ErrorClass, OutsideFileRoots
 from workers.engine.metrics import ClientResult
+from workers.engine.results import ClientErrorJson, ClientRecordJson, RunJson
 
 log = logging.getLogger(__name__)
 
@@ -184,11 +185,13 @@ def campaign_launch(
     return runs
 
 
-def campaign_clone(*, campaign: Campaign, owner: AbstractBaseUser) -> Campaign:
+def campaign_clone(*, campaign: Campaign, owner: User) -> Campaign:
     """A copy of the campaign named "<name> (copy)", owned by `owner`, without runs and
     without a schedule (a copy should not start launching by itself)."""
     suffix = " (copy)"
-    name = campaign.name[: Campaign._meta.get_field("name").max_length - len(suffix)] + suffix
+    max_length = Campaign._meta.get_field("name").max_length
+    assert max_length is not None  # a CharField's
+    name = campaign.name[: max_length - len(suffix)] + suffix
     with transaction.atomic():
         copy = Campaign.objects.get(pk=campaign.pk)
         copy.pk, copy._state.adding = None, True
@@ -258,7 +261,7 @@ def run_execute(*, run_id: int, worker: str) -> None:
     _ingest_retrying(run_id=run.pk, run_json=result.to_json())
 
 
-def _ingest_retrying(*, run_id: int, run_json: dict[str, object]) -> bool:
+def _ingest_retrying(*, run_id: int, run_json: RunJson) -> bool:
     """run_ingest, tried again while the database connection is broken: PostgreSQL may have
     restarted during the measurement, closing the connection that claimed the run. Ingestion
     is idempotent, so a try that did commit before failing leaves the next one nothing to do."""
@@ -274,17 +277,15 @@ def _ingest_retrying(*, run_id: int, run_json: dict[str, object]) -> bool:
     return run_ingest(run_id=run_id, run_json=run_json)
 
 
-def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
+def run_ingest(*, run_id: int, run_json: RunJson) -> bool:
     """Store a run's results once: False if the run was already ended (a duplicate)."""
     now = timezone.now()
-    clients = run_json.get("clients", [])
-    assert isinstance(clients, list)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status != Run.Status.RUNNING:
             return False
-        _store_attempts(run, clients, now)
-        run.status = str(run_json["status"])
+        _store_attempts(run, run_json.get("clients", []), now)
+        run.status = run_json["status"]
         run.finished_at = now
         run.errors = run_json.get("errors", [])
         _store_negotiated(run, run_json)
@@ -295,22 +296,21 @@ def run_ingest(*, run_id: int, run_json: dict[str, object]) -> bool:
     return True
 
 
-def _store_attempts(run: Run, records: list[dict[str, object]], now: datetime) -> None:
+def _store_attempts(run: Run, records: list[ClientRecordJson], now: datetime) -> None:
     """Upsert the clients' attempt rows in one statement (a 256-client run is one query)."""
     attempts = []
     for record in records:
-        error = record.get("error") or {}
-        assert isinstance(error, dict)
+        error = record.get("error")
         attempts.append(
             ClientAttempt(
                 run=run,
-                client=int(str(record["client"])),
+                client=record["client"],
                 status=_attempt_status(error),
                 heartbeat_at=now,
                 finished_at=now,
-                error_class=str(error.get("class", "")),
-                error_message=str(error.get("message", ""))[:10_000],
-                bytes_read=int(str(record.get("bytes_read", 0))),
+                error_class=_error_class(error),
+                error_message=_error_message(error),
+                bytes_read=record.get("bytes_read", 0),
                 record=record,
             )
         )
@@ -330,7 +330,7 @@ def _store_attempts(run: Run, records: list[dict[str, object]], now: datetime) -
     )
 
 
-def _attempt_status(error: dict[str, object]) -> str:
+def _attempt_status(error: ClientErrorJson | None) -> str:
     if not error:
         return ClientAttempt.Status.OK
     if error.get("class") == ErrorClass.CANCELLED:
@@ -338,40 +338,38 @@ def _attempt_status(error: dict[str, object]) -> str:
     return ClientAttempt.Status.FAILED
 
 
-def _store_aggregates(run: Run, run_json: dict[str, object]) -> None:
-    latency = run_json.get("op_latency_us") or {}
-    assert isinstance(latency, dict)
-    run.wall_s = _float(run_json.get("wall_s"))
-    run.open_s = _float(run_json.get("open_s"))
-    run.ttfb_s = _float(run_json.get("ttfb_s"))
-    run.throughput_mbps = _float(run_json.get("throughput_mbps"))
-    run.ops = _int(run_json.get("ops"))
-    run.latency_p50_us = _float(latency.get("p50"))
-    run.latency_p90_us = _float(latency.get("p90"))
-    run.latency_p99_us = _float(latency.get("p99"))
-    run.latency_max_us = _float(latency.get("max"))
-    run.bytes_requested = _int(run_json.get("bytes_requested"))
-    run.bytes_read = _int(run_json.get("bytes_read"))
-    run.bytes_wire = _int(run_json.get("bytes_wire"))
-    run.cpu_s = _float(run_json.get("cpu_s"))
+def _error_class(error: ClientErrorJson | None) -> str:
+    return error.get("class", "") if error else ""
+
+
+def _error_message(error: ClientErrorJson | None) -> str:
+    return error.get("message", "")[:10_000] if error else ""
+
+
+def _store_aggregates(run: Run, run_json: RunJson) -> None:
+    latency = run_json.get("op_latency_us")
+    run.wall_s = run_json.get("wall_s")
+    run.open_s = run_json.get("open_s")
+    run.ttfb_s = run_json.get("ttfb_s")
+    run.throughput_mbps = run_json.get("throughput_mbps")
+    run.ops = run_json.get("ops")
+    run.latency_p50_us = latency.get("p50") if latency else None
+    run.latency_p90_us = latency.get("p90") if latency else None
+    run.latency_p99_us = latency.get("p99") if latency else None
+    run.latency_max_us = latency.get("max") if latency else None
+    run.bytes_requested = run_json.get("bytes_requested")
+    run.bytes_read = run_json.get("bytes_read")
+    run.bytes_wire = run_json.get("bytes_wire")
+    run.cpu_s = run_json.get("cpu_s")
     run.served_by = run_json.get("served_by", [])
     run.result = {k: v for k, v in run_json.items() if k != "clients"}
 
 
-def _store_negotiated(run: Run, run_json: dict[str, object]) -> None:
+def _store_negotiated(run: Run, run_json: RunJson) -> None:
     """How the run authenticated, its TLS and the server's version (null when not asked)."""
-    run.auth = str(run_json.get("auth") or "")
-    tls = run_json.get("tls")
-    run.tls = tls if isinstance(tls, dict) else None
-    run.server_version = str(run_json.get("server_version") or "")[:200]
-
-
-def _float(value: object) -> float | None:
-    return None if value is None else float(str(value))
-
-
-def _int(value: object) -> int | None:
-    return None if value is None else int(str(value))
+    run.auth = run_json.get("auth") or ""
+    run.tls = run_json.get("tls")
+    run.server_version = (run_json.get("server_version") or "")[:200]
 
 
 def _end_unreported_attempts(run: Run, now: datetime) -> None:
@@ -626,16 +624,15 @@ class _Heartbeat:
             if client.client in self._stored:
                 continue
             record = client.to_json()
-            error = record["error"] or {}
-            assert isinstance(error, dict)
+            error = record["error"]
             ClientAttempt.objects.filter(
                 run_id=self.run_id, client=client.client, status=ClientAttempt.Status.RUNNING
             ).update(
                 status=_attempt_status(error),
                 heartbeat_at=now,
                 finished_at=now,
-                error_class=str(error.get("class", "")),
-                error_message=str(error.get("message", ""))[:10_000],
+                error_class=_error_class(error),
+                error_message=_error_message(error),
                 bytes_read=client.bytes_read,
                 record=record,
             )

@@ -83,7 +83,7 @@ class VantagePointListView(ViewerRequiredMixin, ListView):  # type: ignore[type-
         vantage_points = list(context["vantage_points"])
         health = vantage_points_health(vantage_points=vantage_points, broker=True)
         for vantage_point in vantage_points:
-            vantage_point.health = health[vantage_point.pk]  # type: ignore[attr-defined]
+            vantage_point.health = health[vantage_point.pk]
         context.update(
             vantage_points=vantage_points,
             heartbeat_s=settings.FEDPROBE_WORKER_HEARTBEAT_S,

@@ -29,7 +29,7 @@ MEASURE_TIME_LIMIT_S = MAX_TIMEOUT_S + 900
     reject_on_worker_lost=False,
     time_limit=MEASURE_TIME_LIMIT_S,
 )
-def measure_run(self: Task, run_id: int) -> None:
+def measure_run(self: Task[[int], None], run_id: int) -> None:
     services.run_execute(run_id=run_id, worker=self.request.hostname or "unknown")
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -100,10 +101,10 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
             runs=campaign_run_summaries(campaign_ids=[campaign.pk]).get(campaign.pk),
             recent_runs=run_list().filter(campaign=campaign)[:20],
             runs_url=_runs_url(campaign=campaign.pk),
-            can_edit=can_edit(self.request.user, campaign),  # type: ignore[arg-type]
+            can_edit=can_edit(self.request.user, campaign),
             schedule=campaign_schedule_state(campaign=campaign) if campaign.schedule else None,
             # The queued or running runs this user may cancel (all for the owner or an admin).
-            cancellable_runs=campaign.runs_cancellable_by(self.request.user)  # type: ignore[arg-type]
+            cancellable_runs=campaign.runs_cancellable_by(self.request.user)
             .filter(status__in=Run.Status.ACTIVE)
             .count(),
         )
@@ -136,7 +137,7 @@ class CampaignFormView(OperatorRequiredMixin, View):
         if pk is None:
             return None
         campaign = get_object_or_404(Campaign, pk=pk)
-        if not can_edit(request.user, campaign):  # type: ignore[arg-type]
+        if not can_edit(request.user, campaign):
             raise PermissionDenied("only its owner or an admin edits this campaign")
         return campaign
 
@@ -178,9 +179,9 @@ class CampaignCancelView(OperatorRequiredMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         campaign = get_object_or_404(Campaign, pk=pk)
         user = request.user
-        if not campaign.cancellable_by(user):  # type: ignore[arg-type]
+        if not campaign.cancellable_by(user):
             raise PermissionDenied(CAMPAIGN_CANCEL_REFUSAL)
-        done = campaign_cancel(campaign=campaign, runs=campaign.runs_cancellable_by(user))  # type: ignore[arg-type]
+        done = campaign_cancel(campaign=campaign, runs=campaign.runs_cancellable_by(user))
         if not done.cancelled and not done.stopping:
             messages.info(request, f"{campaign.name!r} has no queued or running run to cancel.")
         else:
@@ -199,7 +200,7 @@ class CampaignSchedulePauseView(OperatorRequiredMixin, View):
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         campaign = get_object_or_404(Campaign, pk=pk)
-        if not can_edit(request.user, campaign):  # type: ignore[arg-type]
+        if not can_edit(request.user, campaign):
             raise PermissionDenied(SCHEDULE_PAUSE_REFUSAL)
         change = campaign_schedule_resume if self.resume else campaign_schedule_pause
         try:
@@ -222,7 +223,9 @@ def _schedule_message(campaign: Campaign) -> str:
 class CampaignCloneView(OperatorRequiredMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         campaign = get_object_or_404(Campaign, pk=pk)
-        copy = campaign_clone(campaign=campaign, owner=request.user)  # type: ignore[arg-type]
+        owner = request.user
+        assert isinstance(owner, User)  # OperatorRequiredMixin let only a signed-in user in
+        copy = campaign_clone(campaign=campaign, owner=owner)
         messages.success(request, f"Cloned as {copy.name!r}: edit it, then launch it.")
         return redirect("campaigns:campaign-edit", pk=copy.pk)
 
@@ -282,7 +285,7 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
         attempts = {a.client: a for a in run.attempts.all()}
         context.update(
             run=run,
-            can_cancel=run.cancellable_by(self.request.user),  # type: ignore[arg-type]
+            can_cancel=run.cancellable_by(self.request.user),
             progress=progress,
             clients=[(c, attempts.get(c.client)) for c in progress.clients],
             charts=run_charts(run),
@@ -304,7 +307,7 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
 class RunCancelView(OperatorRequiredMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         run = get_object_or_404(Run.objects.select_related("campaign"), pk=pk)
-        if not run.cancellable_by(request.user):  # type: ignore[arg-type]
+        if not run.cancellable_by(request.user):
             raise PermissionDenied(RUN_CANCEL_REFUSAL)
         refusal = run_cancel_refusal(run)
         if refusal:

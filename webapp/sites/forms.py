@@ -99,7 +99,7 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         self.fields["credential_kind"].required = False
 
     def endpoint_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in self._meta.fields if name != "credential_kind"]
+        return [self[name] for name in self._meta.fields or () if name != "credential_kind"]
 
     def credential_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in ("credential_kind", "credential", "clear_credential")]

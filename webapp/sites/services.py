@@ -21,6 +21,7 @@ from workers.engine import (
     run_probe,
 )
 from workers.engine.credentials import CredentialKind, scope_covers
+from workers.engine.results import RunJson
 from workers.engine.urls import GRIDFTP_SCHEMES
 
 # In VAR_DIR: the host's CA folder and the lab's CA, merged (settings.LOCAL_CA_DIR).
@@ -161,37 +162,27 @@ def _connection_params(endpoint: Endpoint, test_file: TestFile, copy_only: bool)
     return endpoint.engine_params(measured)
 
 
-def _connection_check(
-    url: str, result: dict[str, object], warnings: tuple[str, ...]
-) -> ConnectionCheck:
-    errors = result.get("errors") or []
-    assert isinstance(errors, list)
-    served_by = result.get("served_by") or []
-    assert isinstance(served_by, list)
-    tls = result.get("tls") or {}
-    assert isinstance(tls, dict)
+def _connection_check(url: str, result: RunJson, warnings: tuple[str, ...]) -> ConnectionCheck:
     if result["status"] == RunStatus.SUCCEEDED:
+        tls = result.get("tls") or {}
         return ConnectionCheck(
             ok=True,
             url=url,
-            open_s=_seconds(result.get("open_s")),
-            ttfb_s=_seconds(result.get("ttfb_s")),
-            served_by=tuple(str(s) for s in served_by),
+            open_s=result.get("open_s"),
+            ttfb_s=result.get("ttfb_s"),
+            served_by=tuple(result.get("served_by") or ()),
             warnings=warnings,
-            auth=str(result.get("auth") or ""),
-            tls_version=str(tls.get("version") or ""),
-            tls_cipher=str(tls.get("cipher") or ""),
-            server_version=str(result.get("server_version") or ""),
+            auth=result.get("auth") or "",
+            tls_version=tls.get("version") or "",
+            tls_cipher=tls.get("cipher") or "",
+            server_version=result.get("server_version") or "",
         )
-    first = errors[0] if errors else {"class": str(result["status"]), "message": ""}
+    errors = result.get("errors") or []
+    first = errors[0] if errors else {"class": result["status"], "message": ""}
     return ConnectionCheck(
         ok=False,
         url=url,
-        error_class=str(first["class"]),
-        message=str(first["message"]),
+        error_class=first["class"],
+        message=first["message"],
         warnings=warnings,
     )
-
-
-def _seconds(value: object) -> float | None:
-    return None if value is None else float(str(value))

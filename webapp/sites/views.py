@@ -68,13 +68,13 @@ class EndpointFormMixin:
         known = named.isdigit() and len(named) <= 18  # else not a site: the form says so
         site = Site.objects.filter(pk=int(named)).first() if known else None
         user = request.user
-        if site is not None and user.is_authenticated and not site.editable_by(user):  # type: ignore[arg-type]
+        if site is not None and user.is_authenticated and not site.editable_by(user):
             raise PermissionDenied(f"site {site.name}: {SITE_REFUSAL}")
         return super().dispatch(request, *args, **kwargs)  # type: ignore[misc, no-any-return]
 
     def get_form(self, form_class: Any = None) -> EndpointForm:
         form: EndpointForm = super().get_form(form_class)  # type: ignore[misc]
-        form.fields["site"].queryset = Site.objects.editable_by(self.request.user)  # type: ignore[arg-type, attr-defined]
+        form.fields["site"].queryset = Site.objects.editable_by(self.request.user)  # type: ignore[attr-defined]
         return form
 
 
@@ -163,7 +163,7 @@ class EndpointActionView(OperatorRequiredMixin, View):
 
     def endpoint(self, pk: int) -> Endpoint:
         endpoint = get_object_or_404(Endpoint.objects.select_related("site"), pk=pk)
-        if not endpoint.editable_by(self.request.user):  # type: ignore[arg-type]
+        if not endpoint.editable_by(self.request.user):
             raise PermissionDenied(SITE_REFUSAL)
         return endpoint
 
