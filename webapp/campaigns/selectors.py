@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from django.db.models import Aggregate, Avg, Count, F, FloatField, Max, Min, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 
-from webapp.campaigns.models import Campaign, ClientAttempt, Run
-from webapp.campaigns.services import MEASURED
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign, ClientAttempt, Run
 from webapp.core import sql
 
 if TYPE_CHECKING:  # django-stubs-ext is a development dependency
@@ -238,10 +237,6 @@ def _client_planned_bytes(run: Run) -> list[int]:
     return run.measured_params(files).client_planned_bytes({f.url: f.size for f in files})
 
 
-# What makes runs comparable over time (as /compare/ picks them): a series is of one of these.
-SERIES_PARAMETERS = ("method", "pattern", "read_size", "fraction", "clients")
-
-
 def endpoint_series(
     *,
     endpoint_ids: Sequence[int],
@@ -258,7 +253,7 @@ def endpoint_series(
     The runs are of one parameter set, the same for every endpoint: the one `filters` names
     in full, else the most measured one that agrees with them (each series says which);
     with `mix`, every parameter set the filters let through counts (parameter_set null)."""
-    runs = Run.objects.filter(endpoint_id__in=endpoint_ids, status__in=MEASURED)
+    runs = Run.objects.filter(endpoint_id__in=endpoint_ids, status__in=Run.Status.MEASURED)
     runs = runs.exclude(**{f"{metric}__isnull": True}).filter(**(filters or {}))
     if since is not None:
         runs = runs.filter(created_at__gte=since)
@@ -290,15 +285,15 @@ def endpoint_series(
 def series_parameter_set(*, runs: QuerySet[Run], given: dict[str, Any]) -> dict[str, Any] | None:
     """The parameter set `given` names in full, else the one most of `runs` have (ties:
     the smallest values); None if `runs` is empty."""
-    if all(given.get(name) is not None for name in SERIES_PARAMETERS):
-        return {name: given[name] for name in SERIES_PARAMETERS}
+    if all(given.get(name) is not None for name in PARAMETER_SET_FIELDS):
+        return {name: given[name] for name in PARAMETER_SET_FIELDS}
     most = (
-        runs.values(*SERIES_PARAMETERS)
+        runs.values(*PARAMETER_SET_FIELDS)
         .annotate(n=Count("id"))
-        .order_by("-n", *SERIES_PARAMETERS)
+        .order_by("-n", *PARAMETER_SET_FIELDS)
         .first()
     )
-    return None if most is None else {name: most[name] for name in SERIES_PARAMETERS}
+    return None if most is None else {name: most[name] for name in PARAMETER_SET_FIELDS}
 
 
 def _series_points_in_database(

@@ -37,8 +37,6 @@ STALE_AFTER_S = 60.0
 # Ingestion waits this long in all (1 + 2 + 4 + 8 s) for a database that is restarting:
 # well inside STALE_AFTER_S, so the reaper does not end the run meanwhile.
 INGEST_RETRY_S = (1.0, 2.0, 4.0, 8.0)
-# Run.Status.MEASURED, by the name webapp/dashboards (compare, results) still imports.
-MEASURED = Run.Status.MEASURED
 
 
 @dataclass(frozen=True)
