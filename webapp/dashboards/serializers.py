@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import models
 from rest_framework import serializers
 
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.dashboards.selectors.results import DIMENSIONS
 from webapp.dashboards.selectors.site_summary import (
     DAYS,
     RECENT_FAILURES,
@@ -39,22 +41,31 @@ class ResultsCampaign(serializers.Serializer[Any]):
     name = serializers.CharField()
 
 
+def parameter_field(name: str) -> serializers.Field[Any, Any, Any, Any]:
+    """The API field of a run parameter, of its Run column's kind."""
+    column = Run._meta.get_field(name)
+    if isinstance(column, models.FloatField):
+        return serializers.FloatField()
+    if isinstance(column, models.IntegerField):
+        return serializers.IntegerField()
+    return serializers.CharField()
+
+
+# The run parameters results groups by (selectors.results.DIMENSIONS), as RUN_PARAMETERS has them.
+RESULTS_PARAMETERS = tuple(name for name in DIMENSIONS if name not in ("endpoint", "vantage_point"))
+
+
 class ResultsDimensions(serializers.Serializer[Any]):
     """The values each parameter takes in the runs read."""
 
     endpoint = serializers.ListField(child=serializers.IntegerField())
     vantage_point = serializers.ListField(child=serializers.CharField())
-    method = serializers.ListField(child=serializers.CharField())
-    pattern = serializers.ListField(child=serializers.CharField())
-    read_size = serializers.ListField(child=serializers.IntegerField())
-    fraction = serializers.ListField(child=serializers.FloatField())
-    clients = serializers.ListField(child=serializers.IntegerField())
-    files = serializers.ListField(child=serializers.IntegerField())
-    depth = serializers.ListField(child=serializers.IntegerField())
-    vector_size = serializers.ListField(child=serializers.IntegerField())
-    skip = serializers.ListField(child=serializers.IntegerField())
-    readahead = serializers.ListField(child=serializers.IntegerField())
-    streams = serializers.ListField(child=serializers.IntegerField())
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        fields = super().get_fields()
+        for name in RESULTS_PARAMETERS:
+            fields[name] = serializers.ListField(child=parameter_field(name))
+        return fields
 
 
 class ResultsEndpoint(serializers.Serializer[Any]):
@@ -66,19 +77,19 @@ class ResultsEndpoint(serializers.Serializer[Any]):
 
 
 class ResultsParameterSet(serializers.Serializer[Any]):
-    """A parameter set's endpoint, vantage point and parameters."""
+    """A parameter set's endpoint, vantage point and parameters (method and fraction: the
+    cell's own, after it)."""
 
     endpoint = serializers.IntegerField()
     vantage_point = serializers.CharField()
-    pattern = serializers.CharField()
-    read_size = serializers.IntegerField()
-    clients = serializers.IntegerField()
-    files = serializers.IntegerField()
-    depth = serializers.IntegerField()
-    vector_size = serializers.IntegerField()
-    skip = serializers.IntegerField()
-    readahead = serializers.IntegerField()
-    streams = serializers.IntegerField()
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        own = super().get_fields()
+        fields = {name: own.pop(name) for name in ("endpoint", "vantage_point")}
+        for name in RESULTS_PARAMETERS:
+            if name not in ("method", "fraction"):
+                fields[name] = parameter_field(name)
+        return fields | own
 
 
 class ResultsCell(ResultsParameterSet):

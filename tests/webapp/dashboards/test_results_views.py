@@ -153,6 +153,21 @@ def test_the_results_api_is_in_the_openapi_schema() -> None:
     assert {"vantage_point", "since", "until"} <= names
 
 
+def test_the_results_api_answers_exactly_the_fields_its_schema_publishes(
+    campaign: Campaign,
+) -> None:
+    """The dimensions and the cells' parameters follow RUN_PARAMETERS in the selector and in
+    the published schema alike: a parameter added to one shows in the other."""
+    client = api_client("viewer")
+    schemas = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]
+    published = {name: set(s.get("properties", ())) for name, s in schemas["schemas"].items()}
+    answer = client.get(results_url(campaign, api=True)).json()
+    assert set(answer["dimensions"]) == published["ResultsDimensions"]
+    assert answer["cells"]
+    for cell in answer["cells"]:
+        assert set(cell) == published["ResultsCell"]
+
+
 def page_data(html: str) -> Any:
     match = re.search(r'<script id="results-data" type="application/json">(.*?)</script>', html)
     assert match, "no results-data"
