@@ -176,6 +176,7 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.sites",
     "webapp.campaigns",
+    "webapp.watch",
     "webapp.dashboards",
     "webapp.demo",
 ]

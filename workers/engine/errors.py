@@ -21,6 +21,16 @@ class ErrorClass(StrEnum):
     CANCELLED = "cancelled"
     # The egress policy refused the endpoint's address: nothing was sent to it.
     EGRESS = "egress"
+    # A fault of the tester's own (a bug, a broken worker host, scratch out of room).
+    HARNESS = "harness"
+    # The worker stopped reporting mid-run (killed, its host lost): the reaper ended it.
+    LOST = "lost"
+
+
+# The tester's faults, not the endpoint's: never counted against a site (docs/engine.md).
+# Credential problems found before any request reach the endpoint count too (the watch
+# decides those from the error's phase, not its class alone).
+TESTER_FAULT_CLASSES = frozenset({ErrorClass.HARNESS, ErrorClass.EGRESS, ErrorClass.LOST})
 
 
 class ProbeError(Exception):

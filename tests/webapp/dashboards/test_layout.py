@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 WEBAPP = ROOT / "webapp"
 PAGES = ("home", "results", "compare", "matrix", "alerts", "site_summary", "thresholds")
-# The apps below the dashboards (core < accounts < sites < campaigns < dashboards < api).
+# The apps below the dashboards (core < accounts < sites < campaigns < watch < dashboards < api).
 BELOW = ("core", "accounts", "sites", "campaigns")
 
 

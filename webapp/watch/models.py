@@ -1,0 +1,244 @@
+"""What the watch keeps: each series' nights rolled up, and the regressions it found in them.
+
+A series is what one endpoint gives one vantage point for one parameter set, in one metric
+(or its availability, or one error class). The watch reads nights (`SeriesNight`), never raw
+runs, once they are rolled up; a `Regression` is one episode of something wrong with a
+series, or with a group of series blamed on one thing (a vantage point, a protocol, a
+credential, a site), from the night it was first seen until it is resolved. Every change of
+a regression's state is a `RegressionEvent`, written in the transaction that changes the
+state: the events are the outbox that notifications are sent from.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from webapp.sites.models import Endpoint, Site, VantagePoint
+
+
+class SeriesNight(models.Model):
+    """One night of one series' parameter set: its runs counted by outcome and each metric's
+    distribution over them (median and spread), as the watch and the pages read it."""
+
+    night = models.DateField(help_text="the UTC date the runs were created on")
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
+    vantage_point = models.ForeignKey(VantagePoint, on_delete=models.CASCADE, related_name="+")
+    method = models.CharField(max_length=10)
+    pattern = models.CharField(max_length=12)
+    read_size = models.PositiveBigIntegerField()
+    fraction = models.FloatField()
+    clients = models.PositiveIntegerField()
+    runs = models.PositiveIntegerField(default=0, help_text="ended runs, cancelled ones left out")
+    succeeded = models.PositiveIntegerField(default=0)
+    partial = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0, help_text="failed or timed out: the site's")
+    tester_faults = models.PositiveIntegerField(
+        default=0, help_text="ended by the tester's own fault: never counted against the site"
+    )
+    errors = models.JSONField(
+        default=dict, blank=True, help_text="{error class: runs}, the site's failures only"
+    )
+    metrics = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='{metric: {"median", "q1", "q3", "mad", "n"}} over the measured runs',
+    )
+    server_versions = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "endpoint",
+                    "vantage_point",
+                    "method",
+                    "pattern",
+                    "read_size",
+                    "fraction",
+                    "clients",
+                    "night",
+                ],
+                name="series_night_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["night"], name="series_night_night_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id}/{self.vantage_point_id} {self.method} {self.night}"
+
+
+class Regression(models.Model):
+    """One episode of something wrong with a series (or a group of series blamed on one
+    thing), from the night it was first seen until it is resolved."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"  # seen, not yet confirmed
+        OPEN = "open"
+        ACKNOWLEDGED = "acknowledged"
+        RECOVERING = "recovering"  # good nights again, not yet enough of them
+        RESOLVED = "resolved"
+        NO_DATA = "no-data"  # the series stopped being measured: never open, never resolved
+        TESTER_FAULT = "tester-fault"  # ours, not the site's
+
+    # States in which a regression is still live: at most one per key.
+    LIVE = (
+        State.PENDING,
+        State.OPEN,
+        State.ACKNOWLEDGED,
+        State.RECOVERING,
+        State.NO_DATA,
+        State.TESTER_FAULT,
+    )
+
+    class Verdict(models.TextChoices):
+        REGRESSION = "regression"
+        SUSPICIOUS = "suspicious"
+        NO_CHANGE = "no-change"
+        INSUFFICIENT_DATA = "insufficient-data"
+
+    class Severity(models.TextChoices):
+        CRITICAL = "critical"  # broken: it fails
+        WARNING = "warning"  # slower, or failing some of the time
+        INFO = "info"
+
+    class Tier(models.TextChoices):
+        BREAKAGE = "breakage"  # the same night: failures, or far outside the recent band
+        SHIFT = "shift"  # a persistent change of level (change-point detection)
+
+    class Blame(models.TextChoices):
+        SITE = "site"
+        VANTAGE_POINT = "vantage-point"
+        PROTOCOL = "protocol"
+        CREDENTIAL = "credential"
+
+    key = models.CharField(
+        max_length=300,
+        help_text="what the regression is about (its series, or the blamed thing and metric)",
+    )
+    tier = models.CharField(max_length=10, choices=Tier.choices)
+    metric = models.CharField(
+        max_length=40, help_text='a run metric, "availability", or "error:<class>"'
+    )
+    state = models.CharField(max_length=14, choices=State.choices, default=State.PENDING)
+    verdict = models.CharField(max_length=18, choices=Verdict.choices)
+    severity = models.CharField(max_length=10, choices=Severity.choices)
+    summary = models.TextField(help_text="why, in words an operator can act on")
+
+    # What it is about: a series (endpoint, vantage point, parameter set) or, blamed on one
+    # thing, only that thing (a vantage point, a protocol, a site).
+    site = models.ForeignKey(
+        Site, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    vantage_point = models.ForeignKey(
+        VantagePoint, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    protocol = models.CharField(max_length=10, blank=True)
+    method = models.CharField(max_length=10, blank=True)
+    pattern = models.CharField(max_length=12, blank=True)
+    read_size = models.PositiveBigIntegerField(null=True, blank=True)
+    fraction = models.FloatField(null=True, blank=True)
+    clients = models.PositiveIntegerField(null=True, blank=True)
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="members",
+        help_text="the regression of the thing this series' trouble was blamed on",
+    )
+
+    detector = models.JSONField(
+        default=dict,
+        help_text=(
+            '{"name", "parameters", "baseline_window": [from, to], "target_window": [from, to]}'
+        ),
+    )
+    blame = models.JSONField(default=dict, help_text='{"target", "rule", ...}')
+    versions = models.JSONField(
+        default=list, blank=True, help_text="server/client version changes near the change"
+    )
+    change_night = models.DateField(null=True, blank=True)
+    baseline = models.FloatField(null=True, blank=True)
+    current = models.FloatField(null=True, blank=True)
+    change_pct = models.FloatField(null=True, blank=True)
+    good_nights = models.PositiveIntegerField(default=0, help_text="in a row, since it was bad")
+    last_night = models.DateField(help_text="the latest night the watch evaluated it on")
+
+    opened_at = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    ack_note = models.TextField(blank=True)
+    silenced_until = models.DateTimeField(null=True, blank=True)
+    silenced_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    silence_note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["key"],
+                condition=models.Q(
+                    state__in=[
+                        "pending",
+                        "open",
+                        "acknowledged",
+                        "recovering",
+                        "no-data",
+                        "tester-fault",
+                    ]
+                ),
+                name="regression_one_live_per_key",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["state", "severity"], name="regression_state_idx"),
+            models.Index(fields=["endpoint", "vantage_point"], name="regression_series_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state})"
+
+
+class RegressionEvent(models.Model):
+    """One change of a regression's state, written with the change: the notifications'
+    outbox (each event is told to each subscriber once)."""
+
+    regression = models.ForeignKey(Regression, on_delete=models.CASCADE, related_name="events")
+    state = models.CharField(max_length=14, choices=Regression.State.choices)
+    previous_state = models.CharField(max_length=14, blank=True)
+    at = models.DateTimeField()
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="who changed it by hand (acknowledged, silenced, resolved); none: the watch",
+    )
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["at"], name="regression_event_at_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.regression_id}: {self.previous_state or '-'} -> {self.state}"
