@@ -329,3 +329,53 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hostname} on {self.queue}"
+
+
+class Downtime(models.Model):
+    """A declared downtime of a site or one of its endpoints, in the shape of GOCDB's: while
+    it lasts nothing alerts on what it covers, and an outage's time is no failure of the site
+    (docs/watch.md#downtimes)."""
+
+    class Severity(models.TextChoices):
+        OUTAGE = "outage"  # the service is down: its runs do not count for or against it
+        WARNING = "warning"  # at risk: runs count, alerts wait
+
+    site = models.ForeignKey(
+        Site, null=True, blank=True, on_delete=models.CASCADE, related_name="downtimes"
+    )
+    endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.CASCADE, related_name="downtimes"
+    )
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    severity = models.CharField(max_length=10, choices=Severity.choices)
+    scheduled = models.BooleanField(help_text="declared ahead of time (GOCDB's SCHEDULED)")
+    description = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-start", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(end__gt=models.F("start")), name="downtime_ends_after_start"
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(site__isnull=False, endpoint__isnull=True)
+                    | models.Q(site__isnull=True, endpoint__isnull=False)
+                ),
+                name="downtime_site_or_endpoint",
+            ),
+        ]
+        indexes = [models.Index(fields=["end", "start"], name="downtime_window_idx")]
+
+    def __str__(self) -> str:
+        what = f"endpoint {self.endpoint_id}" if self.endpoint_id else f"site {self.site_id}"
+        return f"{self.severity} of {what} {self.start:%Y-%m-%d %H:%M}-{self.end:%Y-%m-%d %H:%M}"
