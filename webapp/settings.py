@@ -501,15 +501,21 @@ if FEDPROBE_WORKER_STALE_S <= FEDPROBE_WORKER_HEARTBEAT_S:
     )
 
 # Notifications (webapp/notifications; docs/watch.md, "Notifications"). Links in messages are
-# absolute: FEDPROBE_BASE_URL is the address users open the site at.
-FEDPROBE_BASE_URL = env_str("FEDPROBE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# absolute: FEDPROBE_BASE_URL is the address users open the site at (default: https:// and the
+# first of FEDPROBE_ALLOWED_HOSTS in production, runserver's address otherwise).
+FEDPROBE_BASE_URL = (
+    env_str("FEDPROBE_BASE_URL", "")
+    or (f"https://{ALLOWED_HOSTS[0].lstrip('.')}" if PRODUCTION else "http://127.0.0.1:8000")
+).rstrip("/")
 if not FEDPROBE_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured("FEDPROBE_BASE_URL must be an http:// or https:// URL")
 FEDPROBE_EMAIL_FROM = env_str("FEDPROBE_EMAIL_FROM", "fedprobe@localhost")
 DEFAULT_FROM_EMAIL = FEDPROBE_EMAIL_FROM
-# SMTP, as Django's mail framework reads it. Unset in the embedded mode, mail is written to
-# the console (the worker's log) instead of being sent.
-EMAIL_HOST = env_str("EMAIL_HOST", "")
+# SMTP, as Django's mail framework reads it. Without EMAIL_HOST in the embedded mode, mail is
+# written to the console (the worker's log) instead of being sent; production sends to
+# EMAIL_HOST (default localhost:25).
+_email_host = env_str("EMAIL_HOST", "")
+EMAIL_HOST = _email_host or "localhost"
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
@@ -519,7 +525,7 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 EMAIL_BACKEND = env_str(
     "EMAIL_BACKEND",
     "django.core.mail.backends.smtp.EmailBackend"
-    if EMAIL_HOST or PRODUCTION
+    if _email_host or PRODUCTION
     else "django.core.mail.backends.console.EmailBackend",
 )
 if EMAIL_USE_TLS and EMAIL_USE_SSL:
