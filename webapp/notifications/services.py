@@ -108,7 +108,7 @@ def _webhook_errors(row: Subscription) -> dict[str, str]:
         errors["url"] = refusal
     else:
         parts = urlsplit(row.url)
-        row.url_shown = f"{parts.scheme}://{parts.hostname}{_port(parts.port)}/…"
+        row.url_shown = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"[:298] + "/…"
     if row.secret_header and not _HEADER_NAME.fullmatch(row.secret_header):
         errors["secret_header"] = "not a header name"
     if row.secret and not row.secret_header:
@@ -121,21 +121,21 @@ def _webhook_errors(row: Subscription) -> dict[str, str]:
 def webhook_url_refusal(url: str) -> str | None:
     """Why a server may not POST to `url` (None: it may): not http(s), or an address the
     egress policy refuses, after resolving the host. Connecting checks it again."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url.strip())
+        hostname = parts.hostname
+    except ValueError:  # http://[::1 and friends
+        return "not a valid URL"
+    if parts.scheme not in ("http", "https") or not hostname:
         return "an http:// or https:// URL"
-    literal = literal_refusal(parts.hostname)
+    literal = literal_refusal(hostname)
     if literal:
         return f"refused by the egress policy: {literal}"
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW).check_host(parts.hostname, port)
+        EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW).check_host(hostname, port)
     except ValueError:
         return "not a valid port"
     except ProbeError as exc:
         return exc.message
     return None
-
-
-def _port(port: int | None) -> str:
-    return f":{port}" if port else ""
