@@ -20,8 +20,9 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
+from webapp.accounts.roles import ROLES
 from webapp.notifications.channels import DeliveryError, Message, email_send, webhook_post
 from webapp.notifications.messages import Digest, digest_message, event_kind, event_message
 from webapp.notifications.models import Delivery, EventFanOut, Subscription
@@ -71,9 +72,7 @@ def events_fan_out(*, now: datetime) -> int:
     """Turn events not yet fanned out into deliveries: one per per-change subscription that
     matches. Not told: a state not notified, a silenced regression, a member of a blamed group
     (its group's regression is told), an event older than FEDPROBE_NOTIFY_MAX_AGE_S."""
-    subscriptions = list(
-        Subscription.objects.filter(active=True, digest=False, owner__is_active=True)
-    )
+    subscriptions = list(_subscriptions(digest=False))
     made = 0
     with transaction.atomic():
         done = EventFanOut.objects.filter(event=OuterRef("pk"))
@@ -125,14 +124,20 @@ def digests_make(*, now: datetime) -> int:
     if now.astimezone(UTC).hour < settings.FEDPROBE_DIGEST_HOUR:
         return 0
     day = now.astimezone(UTC).date() - timedelta(days=1)
-    waiting = Subscription.objects.filter(active=True, digest=True, owner__is_active=True).exclude(
-        deliveries__digest_day=day
-    )
+    waiting = _subscriptions(digest=True).exclude(deliveries__digest_day=day)
     rows = [
         Delivery(subscription=s, digest_day=day, created_at=now, next_attempt_at=now)
         for s in waiting
     ]
     return len(Delivery.objects.bulk_create(rows, ignore_conflicts=True))
+
+
+def _subscriptions(*, digest: bool) -> QuerySet[Subscription]:
+    """Active subscriptions of the kind, of users who may still read regressions (an active
+    account with a role: one whose role was taken away is told nothing more)."""
+    may_read = Q(owner__is_superuser=True) | Q(owner__groups__name__in=ROLES)
+    rows = Subscription.objects.filter(may_read, active=True, digest=digest, owner__is_active=True)
+    return rows.distinct()
 
 
 def deliveries_due(*, now: datetime) -> list[int]:

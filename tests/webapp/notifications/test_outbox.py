@@ -287,3 +287,14 @@ def test_the_digest_is_sent_once_a_day_at_its_hour(
     text = digest.get_payload()
     assert f"/regressions/{fault.pk}/" in text.split("Tester faults (1):")[1]
     assert Delivery.objects.get().digest_day.isoformat() == "2026-11-20"
+
+
+def test_a_user_without_a_role_any_more_is_told_nothing(http_receiver: HttpReceiver) -> None:
+    http_receiver.start()
+    kept = webhook(http_receiver)
+    demoted = webhook(http_receiver)
+    demoted.owner.groups.clear()
+    move(regression(), State.OPEN)
+    pump(T0 + timedelta(seconds=1))
+
+    assert list(Delivery.objects.values_list("subscription_id", flat=True)) == [kept.pk]
