@@ -26,7 +26,7 @@ def test_a_user_subscribes_to_a_site_by_email_and_unsubscribes(
 
     page.get_by_label("About").select_option(label="CERN-PROD")
     page.get_by_label("Channel").select_option("webhook")
-    page.get_by_label("Url").fill("http://169.254.169.254/latest/")
+    page.get_by_label("URL").fill("http://169.254.169.254/latest/")
     page.get_by_role("button", name="Subscribe").click()
     expect(page.get_by_text("url: refused by the egress policy")).to_be_visible()
     assert not Subscription.objects.exists()

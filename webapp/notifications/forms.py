@@ -25,13 +25,17 @@ class SubscriptionForm(forms.Form):
     )
     email = forms.EmailField(required=False, help_text="email: where to (default: yours)")
     url = forms.CharField(
+        label="URL",
         required=False,
         max_length=2000,
         widget=forms.PasswordInput(render_value=False),
         help_text="webhook: its URL, never shown again (it may carry its token)",
     )
     secret_header = forms.CharField(
-        required=False, max_length=100, help_text="webhook: a header for the secret"
+        label="Secret header",
+        required=False,
+        max_length=100,
+        help_text="webhook: a header for the secret",
     )
     secret = forms.CharField(
         required=False,
