@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -39,6 +40,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = field(default_factory=time.time)
 
 
 @dataclass
