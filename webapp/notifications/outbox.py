@@ -31,6 +31,7 @@ from webapp.watch.models import Regression, RegressionEvent
 logger = logging.getLogger(__name__)
 Status = Delivery.Status
 State = Regression.State
+SEVERITY_ORDER = [str(s) for s in Regression.Severity]  # critical first
 FAN_OUT_BATCH = 500
 SEND_BATCH = 50
 # A pass stops claiming after this long, so that a worker shared with measurements (bin/run's,
@@ -245,13 +246,12 @@ def digest_of(*, subscription: Subscription, day: date) -> Digest:
             chosen = faults
         if chosen is not None and subscription.matches(event.regression):
             chosen[event.regression_id] = event.regression
-    still_open = list(
-        Regression.objects.filter(
-            subscription.regressions(),
-            state__in=(State.OPEN, State.ACKNOWLEDGED, State.RECOVERING),
-            parent__isnull=True,
-        ).order_by("severity", "opened_at")
-    )
+    live = Regression.objects.filter(
+        subscription.regressions(),
+        state__in=(State.OPEN, State.ACKNOWLEDGED, State.RECOVERING),
+        parent__isnull=True,
+    ).order_by("opened_at")
+    still_open = sorted(live, key=lambda r: SEVERITY_ORDER.index(r.severity))
     return Digest(
         day, list(opened.values()), list(resolved.values()), still_open, list(faults.values())
     )
