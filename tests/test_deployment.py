@@ -207,7 +207,7 @@ def test_celery_commands_accept_their_options() -> None:
         assert argv[:3] == ["celery", "-A", "webapp"]
         result = run_in_image_env([sys.executable, "-m", "celery", *argv[1:], "--help"], service)
         assert result.returncode == 0, result.stderr
-    assert "vantage.local,control" in command("worker")
+    assert "vantage.local,control,notify" in command("worker")
 
 
 def test_worker_health_check_command_accepts_its_options() -> None:

@@ -177,6 +177,7 @@ INSTALLED_APPS = [
     "webapp.sites",
     "webapp.campaigns",
     "webapp.watch",
+    "webapp.notifications",
     "webapp.dashboards",
     "webapp.demo",
 ]
@@ -499,6 +500,67 @@ if FEDPROBE_WORKER_STALE_S <= FEDPROBE_WORKER_HEARTBEAT_S:
         "would show as gone between its heartbeats"
     )
 
+# Notifications (webapp/notifications; docs/watch.md, "Notifications"). Links in messages are
+# absolute: FEDPROBE_BASE_URL is the address users open the site at (default: https:// and the
+# first of FEDPROBE_ALLOWED_HOSTS in production, runserver's address otherwise).
+FEDPROBE_BASE_URL = (
+    env_str("FEDPROBE_BASE_URL", "")
+    or (f"https://{ALLOWED_HOSTS[0].lstrip('.')}" if PRODUCTION else "http://127.0.0.1:8000")
+).rstrip("/")
+if not FEDPROBE_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured("FEDPROBE_BASE_URL must be an http:// or https:// URL")
+FEDPROBE_EMAIL_FROM = env_str("FEDPROBE_EMAIL_FROM", "fedprobe@localhost")
+DEFAULT_FROM_EMAIL = FEDPROBE_EMAIL_FROM
+# SMTP, as Django's mail framework reads it. Without EMAIL_HOST in the embedded mode, mail is
+# written to the console (the worker's log) instead of being sent; production sends to
+# EMAIL_HOST (default localhost:25).
+_email_host = env_str("EMAIL_HOST", "")
+EMAIL_HOST = _email_host or "localhost"
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if _email_host or PRODUCTION
+    else "django.core.mail.backends.console.EmailBackend",
+)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive: set one")
+# A webhook's request gives up after this many seconds.
+FEDPROBE_NOTIFY_TIMEOUT_S = env_int("FEDPROBE_NOTIFY_TIMEOUT_S", 10)
+# A failed attempt is tried again after RETRY_BASE_S, doubling up to RETRY_CAP_S; a delivery
+# still not sent MAX_AGE_S after it was made is failed (shown to admins).
+FEDPROBE_NOTIFY_RETRY_BASE_S = env_int("FEDPROBE_NOTIFY_RETRY_BASE_S", 30)
+FEDPROBE_NOTIFY_RETRY_CAP_S = env_int("FEDPROBE_NOTIFY_RETRY_CAP_S", 3600)
+FEDPROBE_NOTIFY_MAX_AGE_S = env_int("FEDPROBE_NOTIFY_MAX_AGE_S", 24 * 3600)
+# A claimed delivery whose worker died is tried again once its lease ended.
+FEDPROBE_NOTIFY_LEASE_S = env_int("FEDPROBE_NOTIFY_LEASE_S", 120)
+FEDPROBE_NOTIFY_PUMP_S = env_int("FEDPROBE_NOTIFY_PUMP_S", 15)
+# The daily digest of the previous UTC day is made at this UTC hour.
+FEDPROBE_DIGEST_HOUR = env_int("FEDPROBE_DIGEST_HOUR", 7)
+for _name in (
+    "EMAIL_TIMEOUT",
+    "FEDPROBE_NOTIFY_TIMEOUT_S",
+    "FEDPROBE_NOTIFY_RETRY_BASE_S",
+    "FEDPROBE_NOTIFY_RETRY_CAP_S",
+    "FEDPROBE_NOTIFY_MAX_AGE_S",
+    "FEDPROBE_NOTIFY_LEASE_S",
+    "FEDPROBE_NOTIFY_PUMP_S",
+):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1")
+if FEDPROBE_NOTIFY_LEASE_S <= FEDPROBE_NOTIFY_TIMEOUT_S + EMAIL_TIMEOUT:
+    raise ImproperlyConfigured(
+        "FEDPROBE_NOTIFY_LEASE_S must be more than FEDPROBE_NOTIFY_TIMEOUT_S + EMAIL_TIMEOUT: "
+        "a delivery still being sent would be claimed again"
+    )
+if not 0 <= FEDPROBE_DIGEST_HOUR <= 23:
+    raise ImproperlyConfigured("FEDPROBE_DIGEST_HOUR must be an hour, 0 to 23 (UTC)")
+
 # Celery (webapp/celery.py; docs/workers.md). The broker only carries "measure run N" and
 # control messages: state lives in our rows, so there is no result backend.
 # FEDPROBE_BROKER_URL is a Redis URL (redis://127.0.0.1:6379/0). Unset, the embedded default
@@ -555,6 +617,9 @@ CELERY_TASK_ROUTES = {
     name: {"queue": "control"}
     for name in ("fedprobe.reap_runs", "fedprobe.launch_due_campaigns", "fedprobe.resend_runs")
 }
+# Notifications have their own queue: a receiver that is slow or down never delays a
+# measurement or a control task (docs/watch.md, "Notifications").
+CELERY_TASK_ROUTES["fedprobe.notify_pump"] = {"queue": "notify"}
 # The control tasks are idempotent: after an outage of the control worker, one late pass is
 # enough, so their messages expire.
 CELERY_BEAT_SCHEDULE = {
@@ -575,6 +640,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 120},
     },
+}
+# Notifications: events fanned out, digests made at their hour, due deliveries sent. A pass
+# claims each delivery before it sends it: two passes never send one twice.
+CELERY_BEAT_SCHEDULE["notify-pump"] = {
+    "task": "fedprobe.notify_pump",
+    "schedule": float(FEDPROBE_NOTIFY_PUMP_S),
+    "options": {"expires": max(2 * FEDPROBE_NOTIFY_PUMP_S, 60)},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "webapp.celery:Scheduler"

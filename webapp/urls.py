@@ -24,6 +24,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(([*sites_urls.urlpatterns, *sites_pages, site_page], sites_urls.app_name))),
     path("", include("webapp.campaigns.urls")),
     path("", include("webapp.dashboards.urls")),
+    path("", include("webapp.notifications.urls")),
     # Before the admin's own URLs: its login form is throttled like /accounts/login/.
     path("admin/login/", admin_login),
     path("admin/", admin.site.urls),

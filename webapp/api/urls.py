@@ -11,6 +11,7 @@ from webapp.dashboards.api import (
     ThresholdAPIView,
     ThresholdListAPIView,
 )
+from webapp.notifications.api import SubscriptionViewSet
 
 router = DefaultRouter()
 router.register("sites", views.SiteViewSet)
@@ -18,6 +19,7 @@ router.register("endpoints", views.EndpointViewSet)
 router.register("vantage-points", views.VantagePointViewSet)
 router.register("campaigns", views.CampaignViewSet)
 router.register("runs", views.RunViewSet, basename="run")
+router.register("subscriptions", SubscriptionViewSet)
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),

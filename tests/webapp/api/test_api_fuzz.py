@@ -46,13 +46,14 @@ from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import api_token_create
 from webapp.accounts.throttles import WriteRateThrottle
 from webapp.campaigns.models import Run
+from webapp.notifications.models import Subscription
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
 EXAMPLES = 30  # per operation and generation mode: ~1,800 requests in all
 EXPLICIT_EXAMPLES = 3  # per fixed huge value (the other parameters drawn)
 HUGE_INTEGERS = (2**63, 2**64, -(2**63) - 1)
 DEEP_JSON = ("[" * 100_000, '{"a":' * 50_000)
-DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns", "matrix")
+DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns", "matrix", "subscriptions")
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
 # Operations whose answers differ from their schema, checked for server errors only until
 # fixed ("METHOD /path/" labels). None today: keep it empty.
@@ -80,6 +81,9 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
         "vantage-points": vantage_point.pk,
         "campaigns": campaign.pk,
         "runs": run.pk,
+        "subscriptions": Subscription.objects.create(
+            owner=operator, channel="email", email="fuzzer@example.org"
+        ).pk,
     }
     return operator, ids
 

@@ -1,0 +1,141 @@
+"""Subscriptions: checked and saved the same way by the API and the page."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+
+from webapp.notifications.models import Subscription
+from webapp.sites.models import Endpoint, Site, VantagePoint
+from workers.engine.egress import EgressPolicy, literal_refusal
+from workers.engine.errors import ProbeError
+
+Target = Subscription.Target
+Channel = Subscription.Channel
+
+TARGET_MODELS: dict[str, Any] = {
+    Target.SITE: Site,
+    Target.ENDPOINT: Endpoint,
+    Target.VANTAGE_POINT: VantagePoint,
+}
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}")
+# Fields a subscription is made of, as the API and the form name them.
+FIELDS = (
+    "channel",
+    "format",
+    "target",
+    "target_id",
+    "digest",
+    "email",
+    "url",
+    "secret_header",
+    "secret",
+    "active",
+)
+
+
+def subscription_save(
+    *, owner: User, values: dict[str, Any], subscription: Subscription | None = None
+) -> Subscription:
+    """Create (or change) a subscription; ValidationError names each bad field and nothing
+    is saved then. A webhook URL must be one workers may connect to (the egress policy)."""
+    row = subscription or Subscription(owner=owner)
+    for name, value in values.items():
+        if name not in FIELDS:
+            raise ValidationError({name: "not a field of a subscription"})
+        if name in ("url", "secret") and subscription is not None and value is None:
+            continue  # write-only: left out means kept
+        setattr(row, name, value)
+    _check(row, owner=row.owner if subscription else owner)
+    with transaction.atomic():
+        row.save()
+    return row
+
+
+def _check(row: Subscription, *, owner: User) -> None:
+    errors: dict[str, str] = {}
+    if row.channel not in Channel.values:
+        errors["channel"] = f"one of {', '.join(Channel.values)}"
+    if row.format not in Subscription.Format.values:
+        errors["format"] = f"one of {', '.join(Subscription.Format.values)}"
+    errors.update(_target_errors(row))
+    if row.channel == Channel.EMAIL:
+        errors.update(_email_errors(row, owner=owner))
+    elif row.channel == Channel.WEBHOOK:
+        errors.update(_webhook_errors(row))
+    if errors:
+        raise ValidationError(errors)
+
+
+def _target_errors(row: Subscription) -> dict[str, str]:
+    if row.target == Target.ALL:
+        row.target_id = None
+        return {}
+    model = TARGET_MODELS.get(row.target)
+    if model is None:
+        return {"target": f"one of {', '.join(Target.values)}"}
+    if row.target_id is None:
+        return {"target_id": f"the id of the {row.target.replace('_', ' ')} to watch"}
+    if not model.objects.filter(pk=row.target_id).exists():
+        return {"target_id": f"no {row.target.replace('_', ' ')} has id {row.target_id}"}
+    return {}
+
+
+def _email_errors(row: Subscription, *, owner: User) -> dict[str, str]:
+    row.url = row.url_shown = row.secret_header = row.secret = ""
+    row.email = (row.email or owner.email or "").strip()
+    if not row.email:
+        return {"email": "an address to send to (your account has none)"}
+    try:
+        validate_email(row.email)
+    except ValidationError:
+        return {"email": "not an email address"}
+    return {}
+
+
+def _webhook_errors(row: Subscription) -> dict[str, str]:
+    row.email = ""
+    errors: dict[str, str] = {}
+    refusal = webhook_url_refusal(row.url or "")
+    if refusal:
+        errors["url"] = refusal
+    else:
+        parts = urlsplit(row.url)
+        row.url_shown = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}"[:298] + "/…"
+    if row.secret_header and not _HEADER_NAME.fullmatch(row.secret_header):
+        errors["secret_header"] = "not a header name"
+    if row.secret and not row.secret_header:
+        errors["secret_header"] = "the header the secret goes in (Authorization, X-Token...)"
+    if any(c in (row.secret or "") for c in "\r\n"):
+        errors["secret"] = "one line"
+    return errors
+
+
+def webhook_url_refusal(url: str) -> str | None:
+    """Why a server may not POST to `url` (None: it may): not http(s), or an address the
+    egress policy refuses, after resolving the host. Connecting checks it again."""
+    try:
+        parts = urlsplit(url.strip())
+        hostname = parts.hostname
+    except ValueError:  # http://[::1 and friends
+        return "not a valid URL"
+    if parts.scheme not in ("http", "https") or not hostname:
+        return "an http:// or https:// URL"
+    literal = literal_refusal(hostname)
+    if literal:
+        return f"refused by the egress policy: {literal}"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW).check_host(hostname, port)
+    except ValueError:
+        return "not a valid port"
+    except ProbeError as exc:
+        return exc.message
+    return None
