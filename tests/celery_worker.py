@@ -23,6 +23,16 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
+# The reaper of the test workers and beats (production: 60 s stale, every 30 s), so that a
+# fault test sees the real beat and reaper end a killed worker's runs in seconds. The
+# staleness still outlasts the waits of a test between a kill and its check that the runs
+# are still running (5 s for the clients to die, 5 s for their connections to close).
+REAPER_STALE_S = 12
+REAPER_PERIOD_S = 1
+REAPER_ENV = {
+    "FEDPROBE_REAPER_STALE_S": str(REAPER_STALE_S),
+    "FEDPROBE_REAPER_PERIOD_S": str(REAPER_PERIOD_S),
+}
 
 
 class WorkerProcess:
