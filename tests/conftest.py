@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.celery_worker import REAPER_ENV, WorkerProcess, database_url
+from tests.celery_worker import REAPER_ENV, WorkerProcess, database_url, stop_workers
 from workers.lab import Lab
 from workers.lab.errors import PortTaken
 from workers.lab.files import MiB
@@ -160,8 +160,7 @@ def start_celery_worker(
         return worker.wait_ready() if wait else worker
 
     yield start
-    for worker in workers:
-        worker.stop()
+    stop_workers(workers)
 
 
 @pytest.fixture(autouse=True)
