@@ -17,7 +17,7 @@ from django.utils import timezone
 from tests.celery_worker import REPO
 from tests.webapp.factories import CampaignFactory, TestFileFactory
 from webapp.campaigns.models import ClientAttempt, Run
-from webapp.campaigns.services import campaign_launch, run_claim, runs_reap
+from webapp.campaigns.services import HEARTBEAT_S, campaign_launch, run_claim, runs_reap
 
 NAMES = ("FEDPROBE_REAPER_STALE_S", "FEDPROBE_REAPER_PERIOD_S", "FEDPROBE_RESEND_PERIOD_S")
 
@@ -60,7 +60,8 @@ def test_the_beat_schedule_follows_the_environment() -> None:
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("FEDPROBE_REAPER_STALE_S", "2"),  # a live client beats every 2 s
+        # Not more than how often a live client beats: it would be reaped between beats.
+        ("FEDPROBE_REAPER_STALE_S", str(int(HEARTBEAT_S))),
         ("FEDPROBE_REAPER_STALE_S", "1m"),
         ("FEDPROBE_REAPER_PERIOD_S", "0"),
         ("FEDPROBE_RESEND_PERIOD_S", "-60"),
