@@ -23,6 +23,16 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
+# The reaper of the test workers and beats (production: 60 s stale, every 30 s), so that a
+# fault test sees the real beat and reaper end a killed worker's runs in seconds. The
+# staleness still outlasts the waits of a test between a kill and its check that the runs
+# are still running (5 s for the clients to die, 5 s for their connections to close).
+REAPER_STALE_S = 12
+REAPER_PERIOD_S = 1
+REAPER_ENV = {
+    "FEDPROBE_REAPER_STALE_S": str(REAPER_STALE_S),
+    "FEDPROBE_REAPER_PERIOD_S": str(REAPER_PERIOD_S),
+}
 
 
 class WorkerProcess:
@@ -74,10 +84,20 @@ class WorkerProcess:
 
     def stop(self) -> None:
         """Warm shutdown (SIGTERM: the running task ends first), then kill what is left."""
+        self.terminate()
+        self.wait_stopped()
+
+    def terminate(self) -> None:
+        """Begin a warm shutdown (SIGTERM), not waiting for it: see stop_workers."""
+        process = self.process
+        if process is not None and process.returncode is None and not self._main_exited():
+            process.send_signal(signal.SIGTERM)
+
+    def wait_stopped(self) -> None:
+        """Wait for the shutdown terminate began, then kill what is left."""
         if self.process is None or self.process.returncode is not None:
             return
         if not self._main_exited():
-            self.process.send_signal(signal.SIGTERM)
             deadline = time.monotonic() + STOP_TIMEOUT_S
             while not self._main_exited() and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -114,6 +134,14 @@ class WorkerProcess:
         """Whether the main process has exited, without reaping it (see the module docstring)."""
         assert self.process is not None
         return self.process.returncode is not None or _state(self.process.pid) in {"Z", ""}
+
+
+def stop_workers(workers: Sequence[WorkerProcess]) -> None:
+    """Stop several workers at once: a warm shutdown takes seconds, and theirs overlap."""
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.wait_stopped()
 
 
 def wait_until(

@@ -2,8 +2,10 @@
 
 pytest-django loads settings before any conftest runs, so the defaults are set here.
 DATABASE_URL defaults to the local PostgreSQL (pytest-django creates and drops
-test_fedprobe next to it). The broker is always the test Redis DB (FEDPROBE_TEST_BROKER_URL,
-default DB 13), never FEDPROBE_BROKER_URL: the test session flushes it.
+test_fedprobe next to it); set but empty (bin/test's SQLite stage), it is the embedded
+SQLite default, as in webapp.settings. The broker is always the test Redis DB
+(FEDPROBE_TEST_BROKER_URL, default DB 13), never FEDPROBE_BROKER_URL: the test session
+flushes it.
 """
 
 import os

@@ -158,6 +158,7 @@ def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
         _ctrl_c(run, tmp_path, lab_dir)
 
 
+@pytest.mark.faults
 def test_bin_run_starts_a_worker_that_died_again_and_it_measures(
     tmp_path: Path, lab_dir: Path
 ) -> None:

@@ -325,6 +325,7 @@ def test_lab_foreground_registers_the_lab_and_stops_it_on_sigterm(
 
 
 @pytest.mark.lab
+@pytest.mark.faults
 def test_lab_foreground_exits_1_and_stops_the_rest_when_a_server_dies(
     lab_foreground: tuple[subprocess.Popen[str], Path],
 ) -> None:

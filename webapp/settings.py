@@ -485,12 +485,22 @@ FEDPROBE_RESEND_MAX_SENDS = env_int("FEDPROBE_RESEND_MAX_SENDS", 3)
 # per queue it consumes this often, and counts as gone once its last one is this old.
 FEDPROBE_WORKER_HEARTBEAT_S = env_int("FEDPROBE_WORKER_HEARTBEAT_S", 30)
 FEDPROBE_WORKER_STALE_S = env_int("FEDPROBE_WORKER_STALE_S", 120)
+# The reaper (webapp.campaigns.services.runs_reap; docs/workers.md#when-a-worker-dies): a
+# running client whose heartbeat is this old is lost (its worker died). Beat sends the reaper
+# and the resend pass above this often.
+FEDPROBE_REAPER_STALE_S = env_int("FEDPROBE_REAPER_STALE_S", 60)
+FEDPROBE_REAPER_PERIOD_S = env_int("FEDPROBE_REAPER_PERIOD_S", 30)
+FEDPROBE_RESEND_PERIOD_S = env_int("FEDPROBE_RESEND_PERIOD_S", 60)
+# How often a running client beats (webapp.campaigns.services.HEARTBEAT_S).
+_CLIENT_HEARTBEAT_S = 2
 for _name in (
     "FEDPROBE_SCHEDULE_CATCHUP_S",
     "FEDPROBE_RESEND_AFTER_S",
     "FEDPROBE_RESEND_MAX_SENDS",
+    "FEDPROBE_RESEND_PERIOD_S",
     "FEDPROBE_WORKER_HEARTBEAT_S",
     "FEDPROBE_WORKER_STALE_S",
+    "FEDPROBE_REAPER_PERIOD_S",
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")
@@ -498,6 +508,11 @@ if FEDPROBE_WORKER_STALE_S <= FEDPROBE_WORKER_HEARTBEAT_S:
     raise ImproperlyConfigured(
         "FEDPROBE_WORKER_STALE_S must be more than FEDPROBE_WORKER_HEARTBEAT_S: a live worker "
         "would show as gone between its heartbeats"
+    )
+if FEDPROBE_REAPER_STALE_S <= _CLIENT_HEARTBEAT_S:
+    raise ImproperlyConfigured(
+        f"FEDPROBE_REAPER_STALE_S must be more than {_CLIENT_HEARTBEAT_S} (how often a running "
+        "client beats): the reaper would end live runs"
     )
 
 # Notifications (webapp/notifications; docs/watch.md, "Notifications"). Links in messages are
@@ -625,7 +640,7 @@ CELERY_TASK_ROUTES["fedprobe.notify_pump"] = {"queue": "notify"}
 CELERY_BEAT_SCHEDULE = {
     "reap-runs": {
         "task": "fedprobe.reap_runs",
-        "schedule": 30.0,
+        "schedule": float(FEDPROBE_REAPER_PERIOD_S),
         "options": {"expires": 120},
     },
     # Each minute, whatever the schedules' cron strings name; a slot is launched once even
@@ -637,7 +652,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "resend-runs": {
         "task": "fedprobe.resend_runs",
-        "schedule": 60.0,
+        "schedule": float(FEDPROBE_RESEND_PERIOD_S),
         "options": {"expires": 120},
     },
 }

@@ -234,6 +234,7 @@ def test_two_vantage_points_measure_the_same_endpoint(
     assert measured_from == {name: worker.hostname for name, worker in workers.items()}
 
 
+@pytest.mark.faults
 def test_a_run_whose_worker_host_is_killed_ends_once_and_a_redelivery_adds_nothing(
     lab: Any, start_celery_worker: Callable[..., WorkerProcess]
 ) -> None:

@@ -187,6 +187,7 @@ def shown(runs: dict[str, Run], kinds: dict[str, Any]) -> dict[str, str]:
     return {where: response.content.decode(errors="replace") for where, response in texts.items()}
 
 
+@pytest.mark.faults
 def test_a_killed_workers_credential_folder_is_removed_when_a_worker_starts(
     lab: Lab, start_celery_worker: Any, worker_env: dict[str, str]
 ) -> None:
@@ -210,6 +211,7 @@ def test_a_killed_workers_credential_folder_is_removed_when_a_worker_starts(
     assert not left[0].exists()
 
 
+@pytest.mark.faults
 def test_an_oauth_client_schedule_runs_across_its_tokens_expiry(
     lab: Lab, start_celery_worker: Any, worker_env: dict[str, str]
 ) -> None:

@@ -82,6 +82,7 @@ def test_a_started_worker_listens_within_a_heartbeat_and_is_gone_at_once_when_te
     assert warning_of(vantage_points_page(), "health-cern")
 
 
+@pytest.mark.faults
 def test_a_killed_worker_is_gone_once_the_staleness_has_passed(
     start_celery_worker: Callable[..., WorkerProcess], short_staleness: None
 ) -> None:

@@ -32,10 +32,10 @@ from workers.engine.results import ClientErrorJson, ClientRecordJson, RunJson
 
 log = logging.getLogger(__name__)
 
+# How often a running client beats (the reaper's FEDPROBE_REAPER_STALE_S must be more).
 HEARTBEAT_S = 2.0
-STALE_AFTER_S = 60.0
 # Ingestion waits this long in all (1 + 2 + 4 + 8 s) for a database that is restarting:
-# well inside STALE_AFTER_S, so the reaper does not end the run meanwhile.
+# well inside FEDPROBE_REAPER_STALE_S (60 s), so the reaper does not end the run meanwhile.
 INGEST_RETRY_S = (1.0, 2.0, 4.0, 8.0)
 
 
@@ -448,8 +448,11 @@ def campaign_cancel(*, campaign: Campaign, runs: QuerySet[Run] | None = None) ->
     return CampaignCancel(cancelled=queued, stopping=running)
 
 
-def runs_reap(*, stale_after_s: float = STALE_AFTER_S) -> int:
-    """End running runs whose attempts stopped beating (their worker died). Idempotent."""
+def runs_reap(*, stale_after_s: float | None = None) -> int:
+    """End running runs whose attempts stopped beating for `stale_after_s` (by default
+    FEDPROBE_REAPER_STALE_S): their worker died. Idempotent."""
+    if stale_after_s is None:
+        stale_after_s = float(settings.FEDPROBE_REAPER_STALE_S)
     stale = timezone.now() - timedelta(seconds=stale_after_s)
     lost_runs = set(
         ClientAttempt.objects.filter(

@@ -15,7 +15,6 @@ parser recurses (on every write). Launches send to an in-memory broker: nothing 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import hypothesis
@@ -42,7 +41,6 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import api_token_create
 from webapp.accounts.throttles import WriteRateThrottle
 from webapp.campaigns.models import Run
@@ -101,6 +99,7 @@ def no_measurements() -> Iterator[None]:
         yield
 
 
+@pytest.mark.sqlite
 def test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift(
     live_server: Any,
     seeded: tuple[User, dict[str, int]],
@@ -139,16 +138,6 @@ def test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift(
                 failures.append(f"{operation.label} (huge {name}): {failure}")
         failures += _deep_json_failures(operation, ids, base_url=live_server.url, headers=auth)
     assert not failures, "\n\n".join(failures)
-
-
-def test_fuzzing_on_the_embedded_sqlite_database_finds_no_server_error(tmp_path: Path) -> None:
-    """The fuzzer above, in a pytest of its own on SQLite (this session's database is
-    PostgreSQL; on SQLite the test above is this one)."""
-    output = pytest_on_sqlite(
-        tmp_path,
-        f"{this_file(__file__)}::test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift",
-    )
-    assert "1 passed" in output
 
 
 def _collection(operation: APIOperation) -> str:

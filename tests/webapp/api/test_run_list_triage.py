@@ -1,13 +1,12 @@
 """The runs API for triage: ?error_class=, a validated ?ordering= (each direction, ties by id,
 empty figures last ascending) and /api/v1/runs/csv/ (the same filters and order, streamed,
-without secrets). The session's database is PostgreSQL; the last test runs this file and the
-page's tests again on the embedded SQLite database (JSON and NULL ordering differ in SQL)."""
+without secrets). On PostgreSQL, and with the page's tests on the embedded SQLite database in
+bin/test's SQLite stage (marker `sqlite`: JSON and NULL ordering differ in SQL)."""
 
 from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +15,10 @@ from rest_framework.test import APIClient
 
 from tests.webapp.api.test_api import client_for
 from tests.webapp.factories import CampaignFactory, RunFactory, TestFileFactory
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.models import Run
 from webapp.sites.models import Endpoint
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 
 @pytest.fixture
@@ -194,11 +192,3 @@ def test_csv_answers_400_naming_a_bad_ordering_and_asks_for_a_login(viewer: APIC
 def test_csv_with_accept_text_csv(viewer: APIClient, triage_runs: dict[str, Run]) -> None:
     answer = viewer.get("/api/v1/runs/csv/", HTTP_ACCEPT="text/csv")
     assert len(csv_rows(answer)) == len(triage_runs)
-
-
-def test_run_list_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
-    """This file and the page's tests, in a pytest of their own on SQLite."""
-    output = pytest_on_sqlite(
-        tmp_path, this_file(__file__), "tests/webapp/campaigns/test_run_list_views.py"
-    )
-    assert " passed, 1 skipped" in output and "failed" not in output

@@ -1,10 +1,9 @@
 """/api/v1/series/ (the README's example): medians on every database, the fraction filter, and
-one parameter set per series unless mix=1. The session's database is PostgreSQL; the last
-test runs this file again on the embedded SQLite database."""
+one parameter set per series unless mix=1. On PostgreSQL, and on the embedded SQLite database
+in bin/test's SQLite stage (marker `sqlite`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,12 +11,11 @@ from rest_framework.test import APIClient
 
 from tests.webapp.api.test_api import client_for
 from tests.webapp.factories import RunFactory, TestFileFactory
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import endpoint_series
 from webapp.sites.models import Endpoint
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 SMALL_DIRECT = {"method": "direct", "pattern": "random", "read_size": 4096, "fraction": 0.1}
 LARGE_COPY = {"method": "copy", "pattern": "sequential", "read_size": 1048576, "fraction": 1.0}
@@ -116,9 +114,3 @@ def test_series_selector_reads_in_two_queries(django_assert_num_queries: Any) ->
         measured(endpoint, value)
     with django_assert_num_queries(2):
         endpoint_series(endpoint_ids=[endpoint.pk], metric="throughput_mbps")
-
-
-def test_series_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
-    """The tests above, in a pytest of their own on SQLite (the embedded default)."""
-    output = pytest_on_sqlite(tmp_path, this_file(__file__))
-    assert "6 passed, 1 skipped" in output

@@ -24,6 +24,8 @@ from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import campaign_launch, runs_resend_stale
 from webapp.sites.models import VantagePoint
 
+pytestmark = pytest.mark.faults
+
 VANTAGE = "redis-restart"
 FILE_4M = "/fedprobe/file-4M"
 CLIENTS = 2

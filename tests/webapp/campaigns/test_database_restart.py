@@ -23,6 +23,8 @@ import pytest
 from tests.celery_worker import REPO, WorkerProcess, wait_until
 from tests.servers import PostgresCluster
 
+pytestmark = pytest.mark.faults
+
 VANTAGE = "pg-restart"
 FILE_16M = "/fedprobe/file-16M"
 CLIENTS = 2

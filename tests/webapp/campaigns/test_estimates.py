@@ -1,12 +1,11 @@
 """How long a campaign takes (webapp/campaigns/estimates.py), on real rows: from earlier runs
 with the same parameters, else from the endpoint's throughput, else unknown; bounded by the
-engine's deadlines; a running launch's ETA. On PostgreSQL, and on SQLite (the last test runs
-this file again on the embedded database)."""
+engine's deadlines; a running launch's ETA. On PostgreSQL, and on the embedded SQLite database
+in bin/test's SQLite stage (marker `sqlite`)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -18,7 +17,6 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.estimates import (
     campaign_duration,
     campaign_eta,
@@ -29,7 +27,7 @@ from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import campaign_launch
 from webapp.sites.models import TestFile, VantagePoint
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 MiB = 1024 * 1024
 
@@ -237,9 +235,3 @@ def test_the_eta_counts_only_the_runs_of_the_current_launch() -> None:
 )
 def test_durations_read_as_people_say_them(seconds: float, text: str) -> None:
     assert duration_text(seconds) == text
-
-
-def test_the_estimates_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
-    """This file again, in a pytest of its own on SQLite (this session's is PostgreSQL)."""
-    output = pytest_on_sqlite(tmp_path, this_file(__file__))
-    assert " passed" in output and "failed" not in output

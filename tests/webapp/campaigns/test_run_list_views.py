@@ -17,7 +17,7 @@ from tests.webapp.factories import CampaignFactory, RunFactory, TestFileFactory
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 
 @pytest.fixture

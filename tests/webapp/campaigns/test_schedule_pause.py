@@ -1,17 +1,15 @@
 """Pausing and resuming a campaign's schedule (the cron is kept; resuming starts from the next
 slot, launching none missed while paused), and what pages and the API show of a schedule: its
-next slot and its latest launches with their outcome. Also run on SQLite (the last test)."""
+next slot and its latest launches with their outcome. Also run on SQLite (marker `sqlite`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 
 from tests.webapp.campaigns.test_schedules import at, scheduled, slots
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.schedules import (
     ScheduleConflict,
@@ -24,7 +22,7 @@ from webapp.campaigns.schedules import (
 )
 from webapp.campaigns.services import campaign_clone
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 
 def test_a_paused_campaign_keeps_its_cron_and_launches_nothing() -> None:
@@ -189,9 +187,3 @@ def test_the_latest_launches_show_their_runs_by_outcome_or_the_error_in_one_quer
 )
 def test_how_soon_reads_as_a_person_says_it(seconds: float, text: str) -> None:
     assert until_text(seconds) == text
-
-
-def test_pause_and_resume_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
-    """The tests above, in a pytest of their own on SQLite (the embedded default)."""
-    output = pytest_on_sqlite(tmp_path, this_file(__file__))
-    assert " passed, 1 skipped" in output and "failed" not in output

@@ -1,5 +1,5 @@
 """The per-database SQL fragments give the same answers on PostgreSQL and SQLite (this file
-runs on both: tests/webapp/dashboards/test_on_sqlite.py runs it again on SQLite)."""
+runs on both: marker `sqlite`, bin/test's SQLite stage)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from webapp.campaigns.models import Run
 from webapp.core import sql
 from webapp.dashboards.models import MatrixThreshold
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 VALUES = "(SELECT 1.0 AS v UNION ALL SELECT 2.0 UNION ALL SELECT 3.0 UNION ALL SELECT 10.0) t"
 

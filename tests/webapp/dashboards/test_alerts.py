@@ -15,7 +15,7 @@ from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 from webapp.dashboards.selectors.alerts import alerts_data
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 S = Run.Status
 HOSTILE = "<img src=x onerror=alert(1)>"

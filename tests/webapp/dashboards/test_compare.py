@@ -30,7 +30,7 @@ from webapp.dashboards.forms import CompareForm
 from webapp.dashboards.selectors.compare import MAX_ENDPOINTS, compare_data
 from webapp.sites.models import Endpoint
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 DAY = date(2026, 3, 10)
 SET = {"method": "direct", "pattern": "random", "read_size": 4096, "fraction": 0.01, "clients": 1}

@@ -15,7 +15,7 @@ from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 from webapp.dashboards.selectors.home import QUEUED_ROWS
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 S = Run.Status
 

@@ -18,7 +18,7 @@ from webapp.dashboards.selectors.matrix import matrix_data
 from webapp.dashboards.selectors.parameter_sets import ParameterSet
 from webapp.dashboards.selectors.thresholds import Thresholds
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 S = Run.Status
 HOSTILE = "<img src=x onerror=alert(1)>"

@@ -25,7 +25,7 @@ from webapp.dashboards.selectors.results import (
 )
 from webapp.sites.models import TestFile
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 SUCCEEDED = Run.Status.SUCCEEDED
 

@@ -16,7 +16,7 @@ from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Campaign, Run
 from webapp.dashboards.selectors.results import campaign_results
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

@@ -1,11 +1,10 @@
-"""The site summary against real rows (PostgreSQL here; SQLite in a pytest of its own at the
-end): availability per day and week, the failure rate and its trend, the latest key figures,
+"""The site summary against real rows (PostgreSQL, and SQLite in bin/test's SQLite stage):
+availability per day and week, the failure rate and its trend, the latest key figures,
 the recent failures, bounded queries; the site page and GET /api/v1/sites/{id}/summary/."""
 
 from __future__ import annotations
 
 from datetime import date, timedelta
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -16,13 +15,12 @@ from django.utils import timezone
 
 from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night
 from tests.webapp.factories import SiteFactory, VantagePointFactory
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 from webapp.dashboards.selectors.site_summary import DAYS, RECENT_FAILURES, WEEKS, site_summary
 from webapp.sites.models import Site
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 S = Run.Status
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -353,9 +351,3 @@ def test_the_summary_is_in_the_openapi_schema(client: Client) -> None:
     assert {"endpoints", "site_days", "site_weeks", "failure_rate", "recent_failures"} <= set(
         properties
     )
-
-
-def test_site_summary_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
-    """The tests above, in a pytest of their own on SQLite (the embedded default)."""
-    output = pytest_on_sqlite(tmp_path, this_file(__file__))
-    assert " passed, 1 skipped" in output and "failed" not in output

@@ -1,11 +1,10 @@
 """The matrix's thresholds: shipped defaults colour a first visit, an operator's saved ones
 colour everyone's matrix, the query's boundaries override both for one view; bad boundaries
 are refused naming the field and change nothing; viewers read them and may not save them.
-On PostgreSQL and, in a pytest of its own, on the embedded SQLite database."""
+On PostgreSQL and, in bin/test's SQLite stage (marker `sqlite`), on the embedded SQLite database."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from django.test import Client
 
 from tests.webapp.dashboards.status_runs import RunMaker, night
 from tests.webapp.factories import VantagePointFactory
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import SERIES_METRICS
@@ -26,7 +24,7 @@ from webapp.dashboards.selectors.parameter_sets import higher_is_better
 from webapp.dashboards.selectors.thresholds import DEFAULTS, thresholds_all, thresholds_for
 from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_save
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 S = Run.Status
 
@@ -354,9 +352,3 @@ def test_the_page_refuses_viewers_saying_why(client: Client) -> None:
         answer.content.decode()
     )
     assert saved() == []
-
-
-def test_thresholds_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
-    """The tests above, in a pytest of their own on SQLite (the embedded default)."""
-    output = pytest_on_sqlite(tmp_path, this_file(__file__))
-    assert " passed, 1 skipped" in output and "failed" not in output

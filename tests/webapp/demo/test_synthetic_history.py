@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 from datetime import date, timedelta
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -12,13 +11,12 @@ from django.db.models import Count, F, Max, Min
 from django.db.models.functions import TruncDay
 
 from tests.webapp.factories import RunFactory
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
 from webapp.demo.synthetic import FILE_SIZE, SYNTHETIC_PREFIX
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.params import needed_bytes
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 LAST = date(2026, 3, 31)
 
 
@@ -156,12 +154,6 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(CommandError, match="between 1 and"):
         call_command("history", "synthesize", "--endpoints=0")
     assert not Run.objects.exists()
-
-
-def test_every_test_here_passes_on_the_embedded_sqlite_database(tmp_path: Path) -> None:
-    """The history written by core.sql.insert_rows' SQLite half (one executemany), not COPY."""
-    output = pytest_on_sqlite(tmp_path, this_file(__file__))
-    assert " passed, 1 skipped" in output and "failed" not in output
 
 
 def test_progress_in_a_log_is_whole_lines() -> None:

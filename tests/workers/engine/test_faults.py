@@ -17,7 +17,7 @@ from workers.engine import Method, Pattern, RunParams, run_probe
 from workers.engine import params as engine_params
 from workers.engine.driver import KILL_GRACE_S
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.faults]
 
 
 def test_hanging_endpoint_ends_as_timeout_within_the_deadline(lab: Any, relay_to: Any) -> None:
