@@ -1,13 +1,17 @@
 """The run-metric registry (webapp/campaigns/metrics.py) against the Run model: every Run
-figure column is a metric or said here not to be one, and every metric is a Run column."""
+figure column is a metric or said here not to be one, every metric is a Run column, and the
+synthetic history makes a figure of each."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from django.db import models
 
 from webapp.campaigns.metrics import METRICS, RUN_METRICS, metric
 from webapp.campaigns.models import Run
+from webapp.demo.synthetic import FIGURES, Conditions, run_figures
 
 # Run's number columns that are not run metrics, and why: a new figure column must be added
 # to the registry or here (docs/run-parameters.md, "How to add a run metric").
@@ -70,3 +74,14 @@ def test_unknown_metric_is_refused_naming_it() -> None:
 )
 def test_metrics_are_written_by_their_kind(name: str, value: float, written: str) -> None:
     assert metric(name).format(value) == written
+
+
+@pytest.mark.parametrize("method", ["direct", "copy"])
+def test_the_synthetic_history_makes_a_figure_of_every_metric(method: str) -> None:
+    conditions = Conditions(
+        rtt_s=0.01, rate_mbps=500, server_s=0.002, open_s=0.03, protocol="root", redirector=False
+    )
+    figures = run_figures(random.Random(1), (method, "sequential", 1 << 20, 0.1, 4), conditions)
+    assert set(figures) == set(FIGURES)
+    for m in RUN_METRICS:
+        assert isinstance(figures[m.name], (int, float)) and figures[m.name] > 0, m.name
