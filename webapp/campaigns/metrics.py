@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from webapp.core.units import format_duration_s, format_latency_us, format_size
 
@@ -36,6 +36,15 @@ class RunMetric:
     # Checked for slowdowns when the alerts page is given no metric.
     alert_default: bool = False
     aggregate: Aggregate = "median"
+    # Where the run JSON (docs/engine.md) has it, when not at the top under `name`.
+    json_path: tuple[str, ...] = ()
+
+    def from_run_json(self, run_json: Mapping[str, Any]) -> float | None:
+        """The metric's value in a run JSON (None when absent: nothing measured)."""
+        value: Any = run_json
+        for key in self.json_path or (self.name,):
+            value = value.get(key) if isinstance(value, Mapping) else None
+        return cast(float | None, value)
 
     def format(self, value: float) -> str:
         """The value as the tables write it: sizes binary, times and latencies with their
@@ -97,9 +106,26 @@ RUN_METRICS: tuple[RunMetric, ...] = (
         "latency",
         (10_000.0, 100_000.0),
         alert_default=True,
+        json_path=("op_latency_us", "p50"),
     ),
-    RunMetric("latency_p90_us", "Read latency p90", "us", False, "latency", (20_000.0, 200_000.0)),
-    RunMetric("latency_p99_us", "Read latency p99", "us", False, "latency", (50_000.0, 500_000.0)),
+    RunMetric(
+        "latency_p90_us",
+        "Read latency p90",
+        "us",
+        False,
+        "latency",
+        (20_000.0, 200_000.0),
+        json_path=("op_latency_us", "p90"),
+    ),
+    RunMetric(
+        "latency_p99_us",
+        "Read latency p99",
+        "us",
+        False,
+        "latency",
+        (50_000.0, 500_000.0),
+        json_path=("op_latency_us", "p99"),
+    ),
     RunMetric("cpu_s", "Client CPU", "s", False, "cpu", (1.0, 10.0), speed=False),
     RunMetric("bytes_wire", "Bytes over the wire", "B", False, "bytes", (1e9, 1e10), speed=False),
 )

@@ -5,6 +5,7 @@ synthetic history makes a figure of each."""
 from __future__ import annotations
 
 import random
+from typing import Any, get_type_hints
 
 import pytest
 from django.db import models
@@ -12,6 +13,7 @@ from django.db import models
 from webapp.campaigns.metrics import METRICS, RUN_METRICS, metric
 from webapp.campaigns.models import Run
 from webapp.demo.synthetic import FIGURES, Conditions, run_figures
+from workers.engine.results import RunJson
 
 # Run's number columns that are not run metrics, and why: a new figure column must be added
 # to the registry or here (docs/run-parameters.md, "How to add a run metric").
@@ -85,3 +87,21 @@ def test_the_synthetic_history_makes_a_figure_of_every_metric(method: str) -> No
     assert set(figures) == set(FIGURES)
     for m in RUN_METRICS:
         assert isinstance(figures[m.name], (int, float)) and figures[m.name] > 0, m.name
+
+
+def test_every_metric_is_where_the_engines_run_json_has_it() -> None:
+    for m in RUN_METRICS:
+        shape: Any = RunJson
+        for key in m.json_path or (m.name,):
+            hints = get_type_hints(shape)
+            assert key in hints, f"{m.name}: the run JSON has no {key!r} (docs/engine.md)"
+            shape = hints[key]
+
+
+def test_a_metric_is_read_from_its_place_in_the_run_json_and_none_when_absent() -> None:
+    run_json = {"wall_s": 2.5, "op_latency_us": {"p50": 120.0, "p90": 300.0}}
+    assert metric("wall_s").from_run_json(run_json) == 2.5
+    assert metric("latency_p90_us").from_run_json(run_json) == 300.0
+    assert metric("latency_p99_us").from_run_json(run_json) is None
+    assert metric("cpu_s").from_run_json({"op_latency_us": None}) is None
+    assert metric("latency_p50_us").from_run_json({"op_latency_us": None}) is None
