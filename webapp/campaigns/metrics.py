@@ -1,15 +1,16 @@
 """The run metrics, defined once: each is a Run column (an aggregate of the run JSON) that a
 series, the matrix, compare, the alerts and the watch read, with its label, unit, which way is
-better, how a night or a bucket sums it up, how it is written and the matrix's default
-thresholds. Pages, forms, serializers and scripts read this registry rather than listing the
-metrics again (docs/run-parameters.md, "How to add a run metric")."""
+better, how a night or a bucket sums it up, how it is written, where the run JSON has it and
+the matrix's default thresholds. Selectors, forms, serializers and templates read this
+registry rather than listing the metrics again; scripts get a metric's label and unit in
+their page's data (docs/run-parameters.md, "How to add a run metric")."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, cast
 
 from webapp.core.units import format_duration_s, format_latency_us, format_size
 
@@ -56,28 +57,6 @@ class RunMetric:
         if self.kind in ("time", "cpu"):
             return format_duration_s(value)
         return f"{value:,.1f}"
-
-    def as_json(self) -> RunMetricJSON:
-        """What a page's script is given of it (json_script)."""
-        return {
-            "name": self.name,
-            "label": self.label,
-            "unit": self.unit,
-            "higher_is_better": self.higher_is_better,
-            "kind": self.kind,
-            "aggregate": self.aggregate,
-        }
-
-
-class RunMetricJSON(TypedDict):
-    """A RunMetric as pages' scripts read it."""
-
-    name: str
-    label: str
-    unit: str
-    higher_is_better: bool
-    kind: Kind
-    aggregate: Aggregate
 
 
 # In the order pages and the API list them (the published OpenAPI enums follow it).
@@ -130,7 +109,6 @@ RUN_METRICS: tuple[RunMetric, ...] = (
     RunMetric("bytes_wire", "Bytes over the wire", "B", False, "bytes", (1e9, 1e10), speed=False),
 )
 METRICS: Mapping[str, RunMetric] = MappingProxyType({m.name: m for m in RUN_METRICS})
-METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 
 
 def metric(name: str) -> RunMetric:
@@ -139,8 +117,3 @@ def metric(name: str) -> RunMetric:
         return METRICS[name]
     except KeyError:
         raise KeyError(f"unknown metric {name!r}: one of {', '.join(METRICS)}") from None
-
-
-def metrics_json() -> list[RunMetricJSON]:
-    """Every run metric as pages' scripts read it, in RUN_METRICS order."""
-    return [m.as_json() for m in RUN_METRICS]
