@@ -43,6 +43,7 @@ from webapp.api.serializers import (
 )
 from webapp.campaigns.filters import RunFilter
 from webapp.campaigns.health import VantagePointHealth, vantage_points_health
+from webapp.campaigns.metrics import METRICS
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.run_detail import run_charts
 from webapp.campaigns.schedules import (
@@ -51,7 +52,7 @@ from webapp.campaigns.schedules import (
     campaign_schedule_resume,
     campaign_schedule_state,
 )
-from webapp.campaigns.selectors import SERIES_METRICS, endpoint_series, run_json, run_list
+from webapp.campaigns.selectors import endpoint_series, run_json, run_list
 from webapp.campaigns.services import (
     LaunchWhileActive,
     campaign_cancel,
@@ -361,7 +362,7 @@ class SeriesQuery(serializers.Serializer[Any]):
     endpoint = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=MAX_ID), min_length=1, max_length=50
     )
-    metric = serializers.ChoiceField(choices=sorted(SERIES_METRICS))
+    metric = serializers.ChoiceField(choices=sorted(METRICS))
     bucket = serializers.ChoiceField(choices=["day", "hour"], default="day")
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)

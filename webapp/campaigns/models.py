@@ -16,6 +16,7 @@ from django.utils import timezone
 from webapp.accounts.roles import User, can_edit, can_operate
 from webapp.campaigns.cron import CronError, parse_cron, validate_cron
 from webapp.campaigns.cron_words import cron_words
+from webapp.campaigns.metrics import METRICS
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
 from workers.engine.params import INT_BOUNDS as ENGINE_INT_BOUNDS
@@ -401,18 +402,7 @@ class Run(RunParameters):
                     "status",
                     "created_at",
                 ],
-                include=[
-                    "vantage_point",
-                    "throughput_mbps",
-                    "wall_s",
-                    "open_s",
-                    "ttfb_s",
-                    "latency_p50_us",
-                    "latency_p90_us",
-                    "latency_p99_us",
-                    "cpu_s",
-                    "bytes_wire",
-                ],
+                include=["vantage_point", *METRICS],
                 name="run_compare_idx",
             ),
         ]

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -23,6 +24,7 @@ from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from webapp.campaigns.metrics import RUN_METRICS
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, Progress, run_probe
@@ -345,20 +347,15 @@ def _error_message(error: ClientErrorJson | None) -> str:
 
 
 def _store_aggregates(run: Run, run_json: RunJson) -> None:
+    """The run metrics (each where the registry says the run JSON has it) and the other
+    figures into their columns; the run JSON without its clients into `result`."""
+    for metric in RUN_METRICS:
+        setattr(run, metric.name, metric.from_run_json(cast(Mapping[str, Any], run_json)))
     latency = run_json.get("op_latency_us")
-    run.wall_s = run_json.get("wall_s")
-    run.open_s = run_json.get("open_s")
-    run.ttfb_s = run_json.get("ttfb_s")
-    run.throughput_mbps = run_json.get("throughput_mbps")
     run.ops = run_json.get("ops")
-    run.latency_p50_us = latency.get("p50") if latency else None
-    run.latency_p90_us = latency.get("p90") if latency else None
-    run.latency_p99_us = latency.get("p99") if latency else None
     run.latency_max_us = latency.get("max") if latency else None
     run.bytes_requested = run_json.get("bytes_requested")
     run.bytes_read = run_json.get("bytes_read")
-    run.bytes_wire = run_json.get("bytes_wire")
-    run.cpu_s = run_json.get("cpu_s")
     run.served_by = run_json.get("served_by", [])
     run.result = {k: v for k, v in run_json.items() if k != "clients"}
 

@@ -21,8 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.accounts.roles import IsOperatorOrReadOnly, can_view, user_role
+from webapp.campaigns.metrics import METRICS
 from webapp.campaigns.models import Campaign
-from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core.parsers import PARSER_CLASSES
 from webapp.dashboards.forms import AlertsForm, CompareForm, MatrixForm, ResultsForm
 from webapp.dashboards.schema import form_errors, form_parameters
@@ -192,7 +192,7 @@ _WRITE_ANSWERS = {
 }
 _UNKNOWN = {404: OpenApiResponse(description="unknown metric")}
 _METRIC = OpenApiParameter(
-    "metric", str, OpenApiParameter.PATH, enum=list(SERIES_METRICS), description="the metric"
+    "metric", str, OpenApiParameter.PATH, enum=list(METRICS), description="the metric"
 )
 
 
@@ -231,8 +231,8 @@ class ThresholdAPIView(APIView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         metric = kwargs["metric"]
-        if metric not in SERIES_METRICS:
-            raise NotFound(f"unknown metric {metric!r}: one of {', '.join(SERIES_METRICS)}")
+        if metric not in METRICS:
+            raise NotFound(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
 
     @extend_schema(
         parameters=[_METRIC],

@@ -11,8 +11,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from webapp.campaigns.metrics import METRICS, RUN_METRICS
 from webapp.campaigns.models import PARAMETER_SET_FIELDS
-from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.campaigns.validation import (
     FRACTION_ERROR,
     MAX_ID,
@@ -31,7 +31,6 @@ from webapp.dashboards.selectors.compare import (
     BUCKETS,
     MAX_DAYS,
     MAX_ENDPOINTS,
-    METRIC_LABELS,
     default_range,
     endpoints_chosen,
 )
@@ -80,7 +79,7 @@ class MatrixForm(forms.Form):
     """The matrix's controls; the page and the API read the same query parameters."""
 
     metric = forms.ChoiceField(
-        choices=[(m, f"{m} ({unit})") for m, unit in SERIES_METRICS.items()], required=False
+        choices=[(m.name, f"{m.name} ({m.unit})") for m in RUN_METRICS], required=False
     )
     good = forms.FloatField(help_text=OVERRIDE_HELP)
     bad = forms.FloatField(help_text=OVERRIDE_HELP)
@@ -139,7 +138,7 @@ class MatrixForm(forms.Form):
 class ThresholdForm(forms.Form):
     """The page's form that saves a metric's thresholds for everyone, or resets them."""
 
-    metric = forms.ChoiceField(choices=[(m, m) for m in SERIES_METRICS])
+    metric = forms.ChoiceField(choices=[(m, m) for m in METRICS])
     good = forms.FloatField(required=False)
     bad = forms.FloatField(required=False)
     reset = forms.BooleanField(required=False)
@@ -179,7 +178,7 @@ class AlertsForm(forms.Form):
         min_value=1, max_value=365, help_text="runs of the last N days (slower: at most 31)"
     )
     metric = forms.MultipleChoiceField(
-        choices=[(m, f"{m} ({SERIES_METRICS[m]})") for m in SPEED_METRICS],
+        choices=[(m, f"{m} ({METRICS[m].unit})") for m in SPEED_METRICS],
         help_text="checked for slowdowns; none chosen: " + ", ".join(DEFAULT_SLOWER_METRICS),
     )
     drop_pct = forms.FloatField(
@@ -217,7 +216,7 @@ class CompareForm(forms.Form):
         help_text="keep the endpoints of these protocols",
     )
     metric = forms.ChoiceField(
-        choices=[(m, f"{METRIC_LABELS[m]} ({unit})") for m, unit in SERIES_METRICS.items()],
+        choices=[(m.name, f"{m.label} ({m.unit})") for m in RUN_METRICS],
         required=False,
     )
     method = forms.ChoiceField(

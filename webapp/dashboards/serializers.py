@@ -7,8 +7,8 @@ from typing import Any
 from django.db import models
 from rest_framework import serializers
 
+from webapp.campaigns.metrics import METRICS
 from webapp.campaigns.models import Run
-from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.dashboards.selectors.results import DIMENSIONS
 from webapp.dashboards.selectors.site_summary import (
     DAYS,
@@ -259,7 +259,7 @@ class SiteSummarySerializer(serializers.Serializer[Any]):
 class MatrixThresholdSerializer(serializers.Serializer[Thresholds]):
     """A metric's thresholds in effect; `good` and `bad` (and `metric` on POST) are written."""
 
-    metric = serializers.ChoiceField(choices=list(SERIES_METRICS))
+    metric = serializers.ChoiceField(choices=list(METRICS))
     unit = serializers.CharField(read_only=True)
     higher_is_better = serializers.BooleanField(read_only=True)
     good = serializers.FloatField(help_text="boundary, in the metric's unit, at least 0")

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import transaction
 
+from webapp.campaigns.metrics import METRICS
 from webapp.campaigns.models import RUN_PARAMETERS, SHARED, Campaign, Run, ScheduledLaunch
 from webapp.core import sql
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
@@ -410,6 +411,9 @@ class Conditions:
     redirector: bool
 
 
+# A run's figures (run_figures makes them; null when nothing was measured): every run metric
+# of the registry, then the Run columns that are not metrics.
+FIGURES = (*METRICS, "ops", "latency_max_us", "bytes_requested", "bytes_read")
 RUN_COLUMNS = (
     "campaign_id",
     "endpoint_id",
@@ -426,23 +430,10 @@ RUN_COLUMNS = (
     "created_at",
     "started_at",
     "finished_at",
-    "wall_s",
-    "open_s",
-    "ttfb_s",
-    "throughput_mbps",
-    "ops",
-    "latency_p50_us",
-    "latency_p90_us",
-    "latency_p99_us",
-    "latency_max_us",
-    "bytes_requested",
-    "bytes_read",
-    "bytes_wire",
-    "cpu_s",
+    *FIGURES,
     "served_by",
     "errors",
 )
-FIGURES = RUN_COLUMNS[RUN_COLUMNS.index("wall_s") : RUN_COLUMNS.index("served_by")]
 
 
 def _weather(rng: random.Random, nights: int) -> list[float]:
@@ -590,8 +581,8 @@ def _partial(rng: random.Random, row: dict[str, Any], clients: int, needed: int)
 def run_figures(
     rng: random.Random, params: tuple[str, str, int, float, int], conditions: Conditions
 ) -> dict[str, Any]:
-    """A run's aggregates, consistent with each other: bytes from the fraction and file size,
-    time from round trips, request sizes and the rate each client gets."""
+    """A run's aggregates (FIGURES), consistent with each other: bytes from the fraction and
+    file size, time from round trips, request sizes and the rate each client gets."""
     method, pattern, read_size, fraction, clients = params
     needed = needed_bytes(fraction, FILE_SIZE)
     client_bps = _client_rate_bps(conditions, clients) * rng.lognormvariate(0, 0.06)

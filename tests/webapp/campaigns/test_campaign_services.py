@@ -18,6 +18,7 @@ from tests.webapp.factories import (
     RunFactory,
     TestFileFactory,
 )
+from webapp.campaigns.metrics import RUN_METRICS
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import (
     campaign_launch,
@@ -97,6 +98,8 @@ def test_execute_measures_a_lab_endpoint_and_stores_the_results(lab: Any) -> Non
     assert run.worker == "test@host"
     assert run.bytes_read == 3 * run.result["bytes_read"] // 3 > 0
     assert run.throughput_mbps > 0 and run.latency_p50_us > 0
+    for metric in RUN_METRICS:  # each stored from its place in the run JSON
+        assert getattr(run, metric.name) == metric.from_run_json(run.result) is not None
     assert run.served_by == [endpoint.base_url.split("://")[1].strip("/")]
     attempts = list(run.attempts.all())
     assert [a.client for a in attempts] == [0, 1, 2]

@@ -16,12 +16,11 @@ from django.test import Client
 from tests.webapp.dashboards.status_runs import RunMaker, night
 from tests.webapp.factories import VantagePointFactory
 from webapp.accounts.services import user_set_role
+from webapp.campaigns.metrics import METRICS, RUN_METRICS
 from webapp.campaigns.models import Run
-from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.dashboards.models import MatrixThreshold
 from webapp.dashboards.selectors.matrix import matrix_data
-from webapp.dashboards.selectors.parameter_sets import higher_is_better
-from webapp.dashboards.selectors.thresholds import DEFAULTS, thresholds_all, thresholds_for
+from webapp.dashboards.selectors.thresholds import thresholds_all, thresholds_for
 from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_save
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
@@ -57,10 +56,10 @@ def saved() -> list[tuple[str, float, float]]:
 
 
 def test_every_metric_has_defaults_the_right_way_round() -> None:
-    assert set(DEFAULTS) == set(SERIES_METRICS)
-    for metric, (good, bad) in DEFAULTS.items():
+    for metric in RUN_METRICS:
+        good, bad = metric.thresholds
         assert good >= 0 and bad >= 0
-        assert (bad < good) if higher_is_better(metric) else (good < bad), metric
+        assert (bad < good) if metric.higher_is_better else (good < bad), metric.name
 
 
 def test_a_first_visit_is_coloured_by_the_default_thresholds(measured: None) -> None:
@@ -155,7 +154,7 @@ def test_every_metrics_thresholds_in_one_query(django_assert_num_queries: Any) -
     matrix_threshold_save(metric="cpu_s", good=2, bad=20, user=user("admin"))
     with django_assert_num_queries(1):
         every = thresholds_all()
-    assert list(every) == list(SERIES_METRICS)
+    assert list(every) == list(METRICS)
     assert {m for m, t in every.items() if t.source == "saved"} == {"ttfb_s", "cpu_s"}
     assert every["cpu_s"].saved_by == "user-admin"
 
@@ -177,7 +176,7 @@ def test_api_lists_every_metrics_thresholds_for_viewers(client: Client) -> None:
     answer = logged_in(client, "viewer").get("/api/v1/matrix/thresholds/")
     assert answer.status_code == 200
     rows = {row["metric"]: row for row in answer.json()}
-    assert list(rows) == list(SERIES_METRICS)
+    assert list(rows) == list(METRICS)
     assert rows["throughput_mbps"] | {"saved_at": None} == {
         "metric": "throughput_mbps",
         "unit": "MB/s",
@@ -263,7 +262,10 @@ def test_api_bad_boundaries_are_a_400_naming_the_field_and_change_nothing(
     client: Client, metric: str, body: dict[str, Any], field: str
 ) -> None:
     matrix_threshold_save(
-        metric=metric, good=DEFAULTS[metric][0], bad=DEFAULTS[metric][1], user=None
+        metric=metric,
+        good=METRICS[metric].thresholds[0],
+        bad=METRICS[metric].thresholds[1],
+        user=None,
     )
     before = saved()
     answer = put(logged_in(client, "operator"), metric, body)

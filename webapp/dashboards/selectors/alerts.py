@@ -30,8 +30,8 @@ from django.db.models.functions import Coalesce, Greatest, NullIf, Substr, Trunc
 from django.urls import reverse
 from django.utils import timezone
 
+from webapp.campaigns.metrics import METRICS, RUN_METRICS
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
-from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core import sql
 from webapp.dashboards.selectors.matrix import ERROR_MESSAGE_CHARS
 from webapp.dashboards.selectors.parameter_sets import (
@@ -43,11 +43,10 @@ from webapp.sites.models import Endpoint, Site, VantagePoint
 
 # The runs of one parameter set from one vantage point to one endpoint.
 GROUP = ("vantage_point", "endpoint", *PARAMETER_SET_FIELDS)
-# Metrics where "slower" means something (bytes moved is not speed).
-SPEED_METRICS = [
-    m for m in SERIES_METRICS if m in {"throughput_mbps", "wall_s", "open_s", "ttfb_s"}
-] + [m for m in SERIES_METRICS if m.startswith("latency_")]
-DEFAULT_SLOWER_METRICS = ["throughput_mbps", "open_s", "latency_p50_us"]
+# Metrics where "slower" means something (bytes moved is not speed), and those checked when
+# none is chosen: the registry's RunMetric.speed and .alert_default.
+SPEED_METRICS = [m.name for m in RUN_METRICS if m.speed]
+DEFAULT_SLOWER_METRICS = [m.name for m in RUN_METRICS if m.alert_default]
 DEFAULT_DAYS = 7
 DEFAULT_DROP_PCT = 30.0
 DEFAULT_RISE_PCT = 50.0
@@ -361,7 +360,7 @@ def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[SlowerRow]:
             {
                 **_group_row({**row, "metric": metric}),
                 "metric": metric,
-                "unit": SERIES_METRICS[metric],
+                "unit": METRICS[metric].unit,
                 "night": night if isinstance(night, str) else night.isoformat(),
                 "latest": latest,
                 "baseline": baseline,

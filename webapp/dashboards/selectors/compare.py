@@ -17,8 +17,9 @@ from django.db.models import Count, DateField, F, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Trunc
 
+from webapp.campaigns.metrics import METRICS
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
-from webapp.campaigns.selectors import SERIES_METRICS, Percentile, percentile
+from webapp.campaigns.selectors import Percentile, percentile
 from webapp.core import sql
 from webapp.sites.models import Endpoint, VantagePoint
 
@@ -29,17 +30,6 @@ DEFAULT_DAYS = 90
 # Individual runs go to the chart only for short ranges: a year of them is noise, and heavy.
 RUNS_MAX_DAYS = 31
 RUNS_MAX = 5000
-METRIC_LABELS = {
-    "throughput_mbps": "Throughput",
-    "wall_s": "Wall time",
-    "open_s": "Open time (p50 over clients)",
-    "ttfb_s": "Time to first byte (p50 over clients)",
-    "latency_p50_us": "Read latency p50",
-    "latency_p90_us": "Read latency p90",
-    "latency_p99_us": "Read latency p99",
-    "cpu_s": "Client CPU",
-    "bytes_wire": "Bytes over the wire",
-}
 
 
 class EndpointJSON(TypedDict):
@@ -141,8 +131,8 @@ def compare_data(
     chosen = _choose(parameters or {}, measured)
     data: CompareData = {
         "metric": metric,
-        "unit": SERIES_METRICS[metric],
-        "label": METRIC_LABELS[metric],
+        "unit": METRICS[metric].unit,
+        "label": METRICS[metric].label,
         "bucket": bucket,
         "since": since,
         "until": until,

@@ -20,8 +20,8 @@ from typing import Any, NotRequired, TypedDict, cast
 from django.db import connection
 from django.utils import timezone
 
+from webapp.campaigns.metrics import METRICS
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
-from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.core import sql
 from webapp.dashboards.selectors.parameter_sets import (
     ParameterSet,
@@ -139,7 +139,7 @@ def matrix_data(
     axes = _axes(cells, view)
     return {
         "metric": metric,
-        "unit": SERIES_METRICS[metric],
+        "unit": METRICS[metric].unit,
         "higher_is_better": thresholds.higher_is_better,
         "view": view,
         "parameter_set": parameter_set_json(parameter_set),
@@ -201,7 +201,7 @@ def matrix_cells(
     ended run, the latest measured value of `metric` and when the last good run was. One
     query: each pair's latest rows are found by index probes, so the cost grows with the
     pairs, not with the history."""
-    if metric not in SERIES_METRICS:
+    if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}")
     params: dict[str, Any] = dict(parameter_set.query())
     where = []

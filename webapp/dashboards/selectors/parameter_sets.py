@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.db import connection
 
+from webapp.campaigns.metrics import METRICS
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from workers.engine.units import format_size
 
@@ -18,12 +19,11 @@ COMPARE_PATH = "/compare/"
 MATRIX_PATH = "/matrix/"
 # The runs a default parameter set is chosen from: the newest, read from run_newest_idx.
 RECENT_RUNS = 10_000
-# Every other metric of SERIES_METRICS is better lower (times, latencies, CPU, bytes moved).
-HIGHER_IS_BETTER = frozenset({"throughput_mbps"})
 
 
 def higher_is_better(metric: str) -> bool:
-    return metric in HIGHER_IS_BETTER
+    """Whether more of the run metric is better (the registry's word for it)."""
+    return METRICS[metric].higher_is_better
 
 
 @dataclass(frozen=True)

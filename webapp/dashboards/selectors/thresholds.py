@@ -10,25 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, TypedDict
 
-from webapp.campaigns.selectors import SERIES_METRICS
+from webapp.campaigns.metrics import METRICS
 from webapp.dashboards.models import MatrixThreshold
 from webapp.dashboards.selectors.parameter_sets import higher_is_better
 
+# Defaults: each run metric's (good, bad) in its unit (RunMetric.thresholds), so that a
+# matrix is coloured before anyone saves any. Operators replace them with their own.
 Source = Literal["address", "saved", "default"]
-# (good, bad) in the metric's unit, so that a matrix is coloured before anyone saves any:
-# WLCG-scale figures for one run of a nightly probe (a site that serves under 10 MB/s or
-# opens a file in over 2 s is worth a look). Operators replace them with their own.
-DEFAULTS: dict[str, tuple[float, float]] = {
-    "throughput_mbps": (100.0, 10.0),
-    "wall_s": (10.0, 60.0),
-    "open_s": (0.5, 2.0),
-    "ttfb_s": (0.5, 2.0),
-    "latency_p50_us": (10_000.0, 100_000.0),
-    "latency_p90_us": (20_000.0, 200_000.0),
-    "latency_p99_us": (50_000.0, 500_000.0),
-    "cpu_s": (1.0, 10.0),
-    "bytes_wire": (1e9, 1e10),
-}
 SAVE_REFUSAL = "only operators and admins save the matrix's thresholds"
 
 
@@ -73,14 +61,14 @@ def order_error(*, metric: str, good: float, bad: float) -> str | None:
 
 def threshold_errors(*, metric: str, good: float, bad: float) -> dict[str, list[str]]:
     """{field: [message]} of boundaries that may not be saved for `metric`; {} if none."""
-    if metric not in SERIES_METRICS:
-        return {"metric": [f"unknown metric {metric!r}: one of {', '.join(SERIES_METRICS)}"]}
+    if metric not in METRICS:
+        return {"metric": [f"unknown metric {metric!r}: one of {', '.join(METRICS)}"]}
     errors: dict[str, list[str]] = {}
     for name, value in (("good", good), ("bad", bad)):
         if not math.isfinite(value):
             errors[name] = ["must be a finite number"]
         elif value < 0:
-            errors[name] = [f"must be at least 0 ({SERIES_METRICS[metric]})"]
+            errors[name] = [f"must be at least 0 ({METRICS[metric].unit})"]
     order = None if errors else order_error(metric=metric, good=good, bad=bad)
     if order:
         errors["bad"] = [order]
@@ -89,7 +77,7 @@ def threshold_errors(*, metric: str, good: float, bad: float) -> dict[str, list[
 
 def _from_row(metric: str, row: MatrixThreshold | None) -> Thresholds:
     if row is None:
-        good, bad = DEFAULTS[metric]
+        good, bad = METRICS[metric].thresholds
         return Thresholds(good, bad, higher_is_better(metric), source="default")
     user = row.saved_by.get_username() if row.saved_by else None
     return Thresholds(
@@ -104,9 +92,9 @@ def thresholds_for(metric: str) -> Thresholds:
 
 
 def thresholds_all() -> dict[str, Thresholds]:
-    """Every metric's thresholds, saved or default, in SERIES_METRICS order (one query)."""
+    """Every metric's thresholds, saved or default, in RUN_METRICS order (one query)."""
     rows = {r.metric: r for r in MatrixThreshold.objects.select_related("saved_by")}
-    return {metric: _from_row(metric, rows.get(metric)) for metric in SERIES_METRICS}
+    return {metric: _from_row(metric, rows.get(metric)) for metric in METRICS}
 
 
 def thresholds_in_effect(*, metric: str, good: float | None, bad: float | None) -> Thresholds:
@@ -119,7 +107,7 @@ def thresholds_in_effect(*, metric: str, good: float | None, bad: float | None) 
 def threshold_json(metric: str, thresholds: Thresholds) -> MetricThresholdsJSON:
     return {
         "metric": metric,
-        "unit": SERIES_METRICS[metric],
+        "unit": METRICS[metric].unit,
         "higher_is_better": thresholds.higher_is_better,
         **thresholds.as_json(),
     }

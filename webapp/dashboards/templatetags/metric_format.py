@@ -5,27 +5,19 @@ from __future__ import annotations
 
 from django import template
 
-from webapp.core.units import format_duration_s, format_latency_us, format_size
+from webapp.campaigns.metrics import metric
 
 register = template.Library()
 
-_DIGITS = {"throughput_mbps": 1}
-_TIMES = ("wall_s", "open_s", "ttfb_s", "cpu_s")
-
 
 @register.filter
-def metric_value(value: float | None, metric: str) -> str:
-    """A metric's value as the tables show it: sizes binary, times and latencies in ms from
-    1 ms (with their unit); others bare (their unit is in the column or the title)."""
+def metric_value(value: float | None, name: str) -> str:
+    """A run metric's value as the tables show it (RunMetric.format): sizes binary, times
+    and latencies in ms from 1 ms (with their unit); rates bare (their unit is in the column
+    or the title)."""
     if value is None:
         return ""
-    if metric == "bytes_wire":
-        return format_size(value)
-    if metric.startswith("latency_"):
-        return format_latency_us(value)
-    if metric in _TIMES:
-        return format_duration_s(value)
-    return f"{value:,.{_DIGITS.get(metric, 3)}f}"
+    return metric(name).format(value)
 
 
 @register.filter
