@@ -7,8 +7,9 @@ vantage point. A run's time is, in this order of preference:
 
 1. the median duration (started to finished) of earlier succeeded runs with the same
    parameters: endpoint, test file, vantage point and every run parameter;
-2. else the bytes it plans to read at the median throughput of the endpoint's earlier runs
-   most like it (the same method, pattern, read size and clients; else the same method,
+2. else the bytes its readers ask for (as a run's bytes_read counts them, a copy's fraction
+   too, not its whole file) at the median throughput of the endpoint's earlier runs most
+   like it (the same method, pattern, read size and clients; else the same method,
    pattern and read size; else the same method and read size; else the same method: never
    another method's, as a copy streams what small direct reads wait for), plus their median
    overhead (started to finished, less the engine's wall time: start-up, preflight, ingest);
@@ -78,8 +79,15 @@ class PlannedRun:
 
     @property
     def planned_bytes(self) -> int:
-        """What its clients read, as the preview counts it (copies: whole files)."""
+        """What its clients get, as the preview counts it (copies: whole files)."""
         return self.params.run_delivered_bytes(self.file_size)
+
+    @property
+    def read_bytes(self) -> int:
+        """What its clients' readers ask for, as a run's bytes_read counts it (a copy too:
+        the fraction it reads of its copy), and so its throughput."""
+        params = self.params
+        return params.clients * params.files * params.planned_bytes(self.file_size)
 
     def deadline_upper_s(self, rtt_s: float | None) -> float:
         """The engine's deadline for this run (its own if set), at `rtt_s`."""
@@ -153,7 +161,9 @@ class _History:
             return None
         rate_bps = statistics.median(r.throughput_mbps for r in like) * 1e6
         overheads = [r.overhead_s for r in like if r.overhead_s is not None]
-        return plan.planned_bytes / rate_bps + (statistics.median(overheads) if overheads else 0.0)
+        # Bytes in the unit of the throughput (bytes_read / wall_s): a copy's whole file here
+        # made its time 100 times too long at a fraction of 0.01.
+        return plan.read_bytes / rate_bps + (statistics.median(overheads) if overheads else 0.0)
 
 
 # Which earlier runs of an endpoint are like a planned one, most alike first: all share its

@@ -5,6 +5,7 @@ this file again on the embedded database)."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -107,7 +108,21 @@ def test_throughput_of_the_same_method_is_preferred_to_the_endpoints_other_runs(
     earlier_run(test_file, took_s=1, method="copy", throughput_mbps=1000.0, open_s=0.0)
     earlier_run(test_file, took_s=1, read_size=4096, throughput_mbps=1.0, open_s=0.0)
     campaign = campaign_on(test_file, methods=["copy"], clients=[1])
-    assert campaign_duration(campaign=campaign).seconds == pytest.approx(16 * MiB / 1e9)
+    read = campaign_planned_runs(campaign=campaign)[0].read_bytes
+    assert campaign_duration(campaign=campaign).seconds == pytest.approx(read / 1e9)
+
+
+def test_a_copy_s_time_counts_the_bytes_it_reads_as_its_throughput_does() -> None:
+    # A copy gets the whole file but its run's bytes_read, and so its throughput, count the
+    # fraction it reads: 16 MiB at a throughput of 0.01 of it took 100 times too long.
+    test_file = TestFileFactory(size=16 * MiB)
+    earlier_run(test_file, took_s=2, method="copy", throughput_mbps=1.0, wall_s=1.0)
+    campaign = campaign_on(test_file, methods=["copy"], clients=[4], fractions=[0.01])
+    (plan,) = campaign_planned_runs(campaign=campaign)
+    assert plan.planned_bytes == 4 * 16 * MiB  # what the preview counts: whole files
+    assert plan.read_bytes == 4 * math.ceil(0.01 * 16 * MiB)
+    duration = campaign_duration(campaign=campaign)
+    assert duration.seconds == pytest.approx(plan.read_bytes / 1e6 + 1.0)
 
 
 def test_a_copy_is_never_estimated_from_direct_reads_throughput() -> None:
