@@ -444,8 +444,9 @@ class CampaignScheduleSerializer(serializers.Serializer[ScheduleState]):
     )
     zone = serializers.CharField(help_text="the IANA time zone the cron is read in")
     cost = ScheduleCostSerializer(
+        allow_null=True,
         help_text="what the schedule costs from its runs' estimates: bytes read and "
-        "run-minutes per night (an average day) and per month (the next 30 days)"
+        "run-minutes per night (an average day) and per month (the next 30 days)",
     )
     launches = ScheduledLaunchSerializer(many=True, help_text="the latest slots, newest first")
 

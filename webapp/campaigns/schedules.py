@@ -193,7 +193,7 @@ class ScheduleState:
     next_in: str  # "in 5 h"
     next_launches: list[datetime]  # the next NEXT_LAUNCHES launch times (UTC, slip applied)
     zone: str  # the IANA zone the cron is read in
-    cost: ScheduleCost  # bytes and run-minutes per night and per month
+    cost: ScheduleCost | None  # bytes and run-minutes per night and month, if asked for
     launches: list[LaunchOutcome]
 
 
@@ -201,10 +201,15 @@ LAUNCHES_SHOWN = 5
 
 
 def campaign_schedule_state(
-    *, campaign: Campaign, now: datetime | None = None, launches: int = LAUNCHES_SHOWN
+    *,
+    campaign: Campaign,
+    now: datetime | None = None,
+    launches: int = LAUNCHES_SHOWN,
+    with_cost: bool = False,
 ) -> ScheduleState:
-    """The schedule in words, its next slot (none while paused) and its latest `launches`
-    slots with their outcome, newest first (one query)."""
+    """The schedule in words, its next launches (none while paused) and its latest
+    `launches` slots with their outcome, newest first (one query); `with_cost`: what it costs
+    too (campaign_cost: its runs' estimates, three queries more)."""
     now = now or timezone.now()
     next_launches = campaign.schedule_next_launches(now)
     next_slot = next_launches[0] if next_launches else None
@@ -217,7 +222,7 @@ def campaign_schedule_state(
         next_in=until_text((next_slot - now).total_seconds()) if next_slot else "",
         next_launches=next_launches,
         zone=campaign.schedule_tz,
-        cost=campaign_cost(campaign=campaign, now=now),
+        cost=campaign_cost(campaign=campaign, now=now) if with_cost else None,
         launches=scheduled_launch_outcomes(campaign_id=campaign.pk, limit=launches),
     )
 
