@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.celery_worker import REPO
+from tests.webapp.campaigns.test_campaign_form_defaults import basic_fields
 from tests.webapp.campaigns.test_schedules import NOBODY, at, in_thread
 from tests.webapp.factories import (
     CampaignFactory,
@@ -350,3 +351,21 @@ def test_the_campaign_page_shows_the_zone_and_the_next_launches() -> None:
     assert page.count('<li><time datetime="') == 5
     first = campaign.schedule_next_launches(datetime.now(UTC))[0]
     assert f"{first:%Y-%m-%d %H:%M}" in page
+
+
+@pytest.mark.django_db
+def test_the_form_s_preview_lists_the_next_launches_and_refuses_a_long_slip() -> None:
+    client = page_for(user("olga"))
+    fields = {**basic_fields(), "schedule": "30 2 * * *", "schedule_tz": "Europe/Zurich"}
+    page = client.post("/campaigns/new/", {**fields, "preview": "1"}).content.decode()
+    assert "Next launches" in page
+    assert page.count('<li><time datetime="') == 5
+    assert not Campaign.objects.exists()
+    refused = client.post(
+        "/campaigns/new/", {**fields, "schedule_slip_s": "86401", "save": "1"}
+    ).content.decode()
+    assert "longer than the schedule" in refused or "at most 86400" in refused
+    assert not Campaign.objects.exists()
+    unknown = client.post("/campaigns/new/", {**fields, "schedule_tz": "Mars/Olympus", "save": "1"})
+    assert "not an IANA time zone" in unknown.content.decode()
+    assert not Campaign.objects.exists()
