@@ -137,6 +137,7 @@ def most_at_once(runs: list[Run]) -> int:
     return peak
 
 
+@pytest.mark.lab
 def test_real_workers_measure_different_endpoints_side_by_side_never_one_twice(
     lab: Any, start_celery_worker: Callable[..., WorkerProcess]
 ) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.celery_worker import WorkerProcess
 from tests.webapp.factories import CampaignFactory
 from tests.workers.test_celery import lab_endpoint, wait_for_final
@@ -36,6 +38,7 @@ def launch_took_s(campaign: Campaign, worker: WorkerProcess) -> float:
     return (max(ends) - min(run.created_at for run in runs)).total_seconds()
 
 
+@pytest.mark.lab
 def test_the_estimate_before_a_launch_of_the_lab_example_is_within_a_factor_of_2(
     lab: Any, celery_worker: WorkerProcess
 ) -> None:
