@@ -39,9 +39,15 @@ class WorkerProcess:
     """One `celery worker` consuming `queues`, logging to `log_path`."""
 
     def __init__(
-        self, name: str, queues: Sequence[str], env: Mapping[str, str], log_path: Path
+        self,
+        name: str,
+        queues: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        concurrency: int = 1,
     ) -> None:
         self.name = name
+        self.concurrency = concurrency
         self.queues = tuple(queues)
         # Python stacks of every thread on a fatal signal (see diagnose).
         self.env = {**env, "PYTHONFAULTHANDLER": "1"}
@@ -56,7 +62,7 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         argv = [
             sys.executable, "-m", "celery", "-A", "webapp", "worker",
-            "-Q", ",".join(self.queues), "--concurrency", "1", "-P", "prefork",
+            "-Q", ",".join(self.queues), "--concurrency", str(self.concurrency), "-P", "prefork",
             "--without-heartbeat", "--without-gossip", "--without-mingle",
             "-n", f"{self.name}@%h", "-l", "INFO",
         ]  # fmt: skip

@@ -140,8 +140,8 @@ def celery_worker(transactional_db: None, _session_celery_worker: WorkerProcess)
 def start_celery_worker(
     transactional_db: None, celery_worker_env: dict[str, str], tmp_path: Path
 ) -> Iterator[Callable[..., WorkerProcess]]:
-    """start_celery_worker(vantage, control=False, env={}, wait=True): a worker of the test's
-    own on queue vantage.<vantage> (and control), stopped when the test ends."""
+    """start_celery_worker(vantage, control=False, env={}, wait=True, concurrency=1): a worker
+    of the test's own on queue vantage.<vantage> (and control), stopped when the test ends."""
     workers: list[WorkerProcess] = []
 
     def start(
@@ -150,11 +150,13 @@ def start_celery_worker(
         control: bool = False,
         env: Mapping[str, str] | None = None,
         wait: bool = True,
+        concurrency: int = 1,
     ) -> WorkerProcess:
         name = f"{vantage}-{len(workers)}"
         queues = [f"vantage.{vantage}", *(["control"] if control else [])]
         log = tmp_path / f"celery-{name}.log"
-        worker = WorkerProcess(name, queues, {**celery_worker_env, **(env or {})}, log)
+        environment = {**celery_worker_env, **(env or {})}
+        worker = WorkerProcess(name, queues, environment, log, concurrency=concurrency)
         workers.append(worker)
         worker.start()
         return worker.wait_ready() if wait else worker

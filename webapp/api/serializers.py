@@ -11,6 +11,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp.accounts.serializers import CredentialField
+from webapp.campaigns.cron import MAX_SLIP_S, slip_error
+from webapp.campaigns.estimates import ScheduleCost
 from webapp.campaigns.health import VantagePointHealth, WorkerSeen, vantage_points_health
 from webapp.campaigns.models import CAMPAIGN_PARAMETER_FIELDS, SHARED, Campaign, Run, RunParameter
 from webapp.campaigns.run_detail import RunChartsSerializer
@@ -200,7 +202,15 @@ class VantagePointSerializer(serializers.ModelSerializer[VantagePoint]):
 
     class Meta:
         model = VantagePoint
-        fields = ["id", "name", "location", "description", "queue", "health"]
+        fields = [
+            "id",
+            "name",
+            "location",
+            "description",
+            "max_parallel_runs",
+            "queue",
+            "health",
+        ]
 
     @extend_schema_field(VantagePointHealthSerializer)
     def get_health(self, obj: VantagePoint) -> dict[str, Any]:
@@ -276,7 +286,19 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
     )
     schedule_paused_at = serializers.DateTimeField(read_only=True, allow_null=True)
     next_launch_at = serializers.SerializerMethodField(
-        help_text="the schedule's next slot (UTC); null while paused or without a schedule"
+        help_text="the schedule's next launch (UTC, slip applied); null while paused or "
+        "without a schedule"
+    )
+    schedule_slip_s = serializers.IntegerField(
+        default=0,
+        min_value=0,
+        max_value=MAX_SLIP_S,
+        help_text="each slot launches 0..this many seconds late, the same delay for a slot on "
+        "every pass; at most the schedule's shortest interval",
+    )
+    next_launches = serializers.SerializerMethodField(
+        help_text="the next five launch times (ISO, UTC, slip applied); empty while paused or "
+        "without a schedule"
     )
 
     class Meta:
@@ -291,10 +313,13 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
             "vantage_points",
             *CAMPAIGN_PARAMETER_FIELDS,
             "schedule",
+            "schedule_tz",
+            "schedule_slip_s",
             "schedule_words",
             "schedule_paused",
             "schedule_paused_at",
             "next_launch_at",
+            "next_launches",
             "matrix_size",
             "planned_bytes",
             "created_at",
@@ -322,10 +347,20 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         )
         if errors:
             raise serializers.ValidationError(errors)
+        self._check_slip(attrs)
         refusal = self._preview(attrs).refusal
         if refusal:
             raise serializers.ValidationError({"matrix": refusal})
         return attrs
+
+    def _check_slip(self, attrs: dict[str, Any]) -> None:
+        """A slip longer than the schedule's shortest interval: 400 naming schedule_slip_s."""
+        current = self.instance
+        schedule = attrs.get("schedule", current.schedule if current else "")
+        slip_s = attrs.get("schedule_slip_s", current.schedule_slip_s if current else 0)
+        message = slip_error(schedule=schedule, slip_s=slip_s)
+        if message:
+            raise serializers.ValidationError({"schedule_slip_s": message})
 
     def _preview(self, attrs: dict[str, Any]) -> MatrixPreview:
         """The matrix the campaign would have with these changes (nothing written)."""
@@ -359,6 +394,11 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         slot = campaign.schedule_next_slot(timezone.now())
         return None if slot is None else serializers.DateTimeField().to_representation(slot)
 
+    @extend_schema_field(serializers.ListField(child=serializers.DateTimeField()))
+    def get_next_launches(self, campaign: Campaign) -> list[str]:
+        as_text = serializers.DateTimeField().to_representation
+        return [as_text(launch) for launch in campaign.schedule_next_launches(timezone.now())]
+
 
 class ScheduledLaunchSerializer(serializers.Serializer[LaunchOutcome]):
     """One slot the schedule launched: its runs so far by outcome, or why it launched none."""
@@ -373,6 +413,20 @@ class ScheduledLaunchSerializer(serializers.Serializer[LaunchOutcome]):
     active = serializers.IntegerField(help_text="still queued or running")
 
 
+class ScheduleCostSerializer(serializers.Serializer[ScheduleCost]):
+    """What a schedule costs: its launches, bytes read and run-minutes."""
+
+    launches_per_night = serializers.FloatField()
+    launches_per_month = serializers.IntegerField(help_text="its slots in the next 30 days")
+    bytes_per_night = serializers.IntegerField()
+    bytes_per_month = serializers.IntegerField()
+    run_minutes_per_night = serializers.FloatField()
+    run_minutes_per_month = serializers.FloatField(
+        help_text="the runs' estimated time; a lower bound when unknown_runs"
+    )
+    unknown_runs = serializers.IntegerField(help_text="runs of a launch with no estimate")
+
+
 class CampaignScheduleSerializer(serializers.Serializer[ScheduleState]):
     """A campaign's schedule: in words, paused or not, its next slot and latest launches."""
 
@@ -384,6 +438,16 @@ class CampaignScheduleSerializer(serializers.Serializer[ScheduleState]):
         allow_null=True, help_text="the next slot (UTC); null while paused or unscheduled"
     )
     next_in = serializers.CharField(help_text='how soon, as "in 5 h"; empty without next_slot')
+    next_launches = serializers.ListField(
+        child=serializers.DateTimeField(),
+        help_text="the next five launch times (UTC, slip applied)",
+    )
+    zone = serializers.CharField(help_text="the IANA time zone the cron is read in")
+    cost = ScheduleCostSerializer(
+        allow_null=True,
+        help_text="what the schedule costs from its runs' estimates: bytes read and "
+        "run-minutes per night (an average day) and per month (the next 30 days)",
+    )
     launches = ScheduledLaunchSerializer(many=True, help_text="the latest slots, newest first")
 
 

@@ -245,7 +245,7 @@ class CampaignViewSet(OwnedViewSet):
     def schedule(self, request: Request, pk: str | None = None) -> Response:
         """The campaign's schedule: its cron in words, whether it is paused, its next slot
         and its latest scheduled launches with their runs by outcome (or the error)."""
-        state = campaign_schedule_state(campaign=self.get_object())
+        state = campaign_schedule_state(campaign=self.get_object(), with_cost=True)
         return Response(CampaignScheduleSerializer(state).data)
 
     @extend_schema(
@@ -286,7 +286,7 @@ class CampaignViewSet(OwnedViewSet):
         except ScheduleConflict as exc:
             body = {"detail": str(exc), "schedule_paused": campaign.schedule_paused}
             return Response(body, status=status.HTTP_409_CONFLICT)
-        state = campaign_schedule_state(campaign=campaign)
+        state = campaign_schedule_state(campaign=campaign, with_cost=True)
         return Response(CampaignScheduleSerializer(state).data)
 
 

@@ -1,4 +1,5 @@
-"""Cron schedules in English: "every day at 02:00 UTC", "every Monday at 06:30 UTC".
+"""Cron schedules in English: "every day at 02:00 UTC", "every Monday at 06:30 Europe/Zurich"
+(times are in the schedule's zone, named as given).
 
 `cron_phrase` gives a phrase only where it says exactly when the schedule fires, else None;
 `cron_words` falls back to the expression itself. Pure: no database, no clock.
@@ -21,14 +22,14 @@ MAX_TIMES = 4
 MAX_DAYS = 7
 
 
-def cron_words(text: str) -> str:
+def cron_words(text: str, *, zone: str = "UTC") -> str:
     """The schedule in English where a short phrase is exact, else the expression as given."""
-    return cron_phrase(text) or text.strip()
+    return cron_phrase(text, zone=zone) or text.strip()
 
 
-def cron_phrase(text: str) -> str | None:
-    """The schedule in English, or None where no short phrase says exactly when it fires
-    (and for an empty or malformed expression)."""
+def cron_phrase(text: str, *, zone: str = "UTC") -> str | None:
+    """The schedule in English with its times in `zone` (an IANA name), or None where no
+    short phrase says exactly when it fires (and for an empty or malformed expression)."""
     try:
         cron = parse_cron(text)
     except CronError:
@@ -38,8 +39,8 @@ def cron_phrase(text: str) -> str | None:
     if days is None:
         return None
     if times is not None:
-        return _at_times(times, days)
-    frequency = _frequency(cron)
+        return _at_times(times, days, zone)
+    frequency = _frequency(cron, zone)
     if frequency is None:
         return None
     if days.every:
@@ -99,8 +100,8 @@ def _fixed_times(cron: Cron) -> list[str] | None:
     return [f"{hour:02d}:{minute:02d}" for hour in cron.hours for minute in cron.minutes]
 
 
-def _at_times(times: list[str], days: _Days) -> str:
-    at = f"at {_join(times)} UTC"
+def _at_times(times: list[str], days: _Days, zone: str) -> str:
+    at = f"at {_join(times)} {zone}"
     if days.every:
         return f"{days.every} {at}"
     if days.on:
@@ -108,7 +109,7 @@ def _at_times(times: list[str], days: _Days) -> str:
     return f"every day {at}"
 
 
-def _frequency(cron: Cron) -> str | None:
+def _frequency(cron: Cron, zone: str) -> str | None:
     """ "every 15 minutes", "every 2 hours from 01:30 UTC": a repetition through the day."""
     minutes, hours = cron.minutes, cron.hours
     minute_step = _step(minutes, 60)
@@ -116,9 +117,9 @@ def _frequency(cron: Cron) -> str | None:
         every = "every minute" if minute_step == 1 else f"every {minute_step} minutes"
         first, last = f"{hours[0]:02d}:{minutes[0]:02d}", f"{hours[-1]:02d}:{minutes[-1]:02d}"
         if len(hours) == 24:
-            return every if minutes[0] == 0 else f"{every} from {first} UTC"
+            return every if minutes[0] == 0 else f"{every} from {first} {zone}"
         if hours == tuple(range(hours[0], hours[-1] + 1)):
-            return f"{every} from {first} to {last} UTC"
+            return f"{every} from {first} to {last} {zone}"
         return None
     hour_step = _step(hours, 24)
     if len(minutes) != 1 or not hour_step:
@@ -127,7 +128,7 @@ def _frequency(cron: Cron) -> str | None:
         return "every hour" if minutes[0] == 0 else f"every hour at minute {minutes[0]}"
     first = f"{hours[0]:02d}:{minutes[0]:02d}"
     every = f"every {hour_step} hours"
-    return every if first == "00:00" else f"{every} from {first} UTC"
+    return every if first == "00:00" else f"{every} from {first} {zone}"
 
 
 def _step(values: Sequence[int], period: int) -> int | None:

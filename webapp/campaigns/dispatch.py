@@ -15,6 +15,7 @@ LAUNCH_DUE_CAMPAIGNS = "fedprobe.launch_due_campaigns"
 RESEND_RUNS = "fedprobe.resend_runs"
 
 
-def enqueue_run(run: Run) -> None:
-    """Send a committed, queued run to the queue of its vantage point."""
-    app.send_task(MEASURE_RUN, args=[run.pk], queue=run.vantage_point.queue)
+def enqueue_run(run: Run, *, countdown_s: float | None = None) -> None:
+    """Send a committed, queued run to the queue of its vantage point (to be taken no sooner
+    than `countdown_s` from now, if given: a run that must wait its turn)."""
+    app.send_task(MEASURE_RUN, args=[run.pk], queue=run.vantage_point.queue, countdown=countdown_s)

@@ -1,14 +1,18 @@
 """How long a campaign takes: before it is launched (its preview) and while it runs (its ETA).
 
-Each vantage point has one worker measuring one run at a time (docs/workers.md), so a launch
-takes as long as its busiest vantage point's runs, one after the other. A run's time is, in
-this order of preference:
+A vantage point measures up to its max_parallel_runs runs at once, never two of one endpoint
+(docs/workers.md), so its share of a launch takes its runs' total time over that limit, or its
+busiest endpoint's runs one after the other if longer; a launch takes as long as its busiest
+vantage point. A run's time is, in this order of preference:
 
 1. the median duration (started to finished) of earlier succeeded runs with the same
    parameters: endpoint, test file, vantage point and every run parameter;
-2. else the bytes it plans to read at the median throughput of the endpoint's earlier runs
-   (of the same method, pattern and read size if there are some, else of the same method,
-   else of any), plus their median open time;
+2. else the bytes its readers ask for (as a run's bytes_read counts them, a copy's fraction
+   too, not its whole file) at the median throughput of the endpoint's earlier runs most
+   like it (the same method, pattern, read size and clients; else the same method,
+   pattern and read size; else the same method and read size; else the same method: never
+   another method's, as a copy streams what small direct reads wait for), plus their median
+   overhead (started to finished, less the engine's wall time: start-up, preflight, ingest);
 3. else unknown.
 
 Each run's engine deadline bounds it from above (docs/engine.md, Deadlines), with the
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,7 +32,9 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
+from webapp.campaigns.cron import CronError, parse_cron
 from webapp.campaigns.models import RUN_PARAMETERS, Campaign, MatrixRows, Run
+from webapp.sites.models import VantagePoint
 from workers.engine.params import RunParams
 
 # Earlier runs count for this long, the newest SAME_PARAMETERS_RUNS of a parameter set and
@@ -73,8 +79,15 @@ class PlannedRun:
 
     @property
     def planned_bytes(self) -> int:
-        """What its clients read, as the preview counts it (copies: whole files)."""
+        """What its clients get, as the preview counts it (copies: whole files)."""
         return self.params.run_delivered_bytes(self.file_size)
+
+    @property
+    def read_bytes(self) -> int:
+        """What its clients' readers ask for, as a run's bytes_read counts it (a copy too:
+        the fraction it reads of its copy), and so its throughput."""
+        params = self.params
+        return params.clients * params.files * params.planned_bytes(self.file_size)
 
     def deadline_upper_s(self, rtt_s: float | None) -> float:
         """The engine's deadline for this run (its own if set), at `rtt_s`."""
@@ -110,8 +123,9 @@ class _EndpointRun:
     method: str
     pattern: str
     read_size: int
+    clients: int
     throughput_mbps: float
-    open_s: float | None
+    overhead_s: float | None  # started to finished, less the engine's wall time
 
 
 class _History:
@@ -137,17 +151,29 @@ class _History:
     def _from_throughput(self, plan: PlannedRun) -> float | None:
         runs = self.endpoint_runs.get(plan.endpoint_id, [])
         params = plan.params
-        same = (params.method, params.pattern, params.read_size)
-        like = (
-            [r for r in runs if (r.method, r.pattern, r.read_size) == same]
-            or [r for r in runs if r.method == params.method]
-            or runs
-        )
+        like: list[_EndpointRun] = []
+        for key in _LIKENESS:
+            wanted = key(params.method, params.pattern, params.read_size, params.clients)
+            like = [r for r in runs if key(r.method, r.pattern, r.read_size, r.clients) == wanted]
+            if like:
+                break
         if not like:
             return None
         rate_bps = statistics.median(r.throughput_mbps for r in like) * 1e6
-        opens = [r.open_s for r in like if r.open_s is not None]
-        return plan.planned_bytes / rate_bps + (statistics.median(opens) if opens else 0.0)
+        overheads = [r.overhead_s for r in like if r.overhead_s is not None]
+        # Bytes in the unit of the throughput (bytes_read / wall_s): a copy's whole file here
+        # made its time 100 times too long at a fraction of 0.01.
+        return plan.read_bytes / rate_bps + (statistics.median(overheads) if overheads else 0.0)
+
+
+# Which earlier runs of an endpoint are like a planned one, most alike first: all share its
+# method (a copy's throughput says nothing of small direct reads, and the other way round).
+_LIKENESS: tuple[Callable[[str, str, int, int], tuple[object, ...]], ...] = (
+    lambda method, pattern, read_size, clients: (method, pattern, read_size, clients),
+    lambda method, pattern, read_size, clients: (method, pattern, read_size),
+    lambda method, pattern, read_size, clients: (method, read_size),
+    lambda method, pattern, read_size, clients: (method,),
+)
 
 
 def _same_parameter_durations(
@@ -193,21 +219,34 @@ def _endpoint_runs(
             "method",
             "pattern",
             "read_size",
+            "clients",
             "throughput_mbps",
-            "open_s",
+            "wall_s",
+            "started_at",
+            "finished_at",
             "result__preflight_rtt_s",
         )
     )
     by_endpoint: dict[int, list[_EndpointRun]] = defaultdict(list)
     rtt_s: dict[int, float] = {}
-    for endpoint_id, method, pattern, read_size, throughput, open_s, rtt in rows:
+    for endpoint_id, method, pattern, read_size, clients, throughput, wall, *ends, rtt in rows:
         assert throughput is not None  # filtered on throughput_mbps__gt
+        overhead = _overhead_s(wall, *ends)
         by_endpoint[endpoint_id].append(
-            _EndpointRun(method, pattern, read_size, throughput, open_s)
+            _EndpointRun(method, pattern, read_size, clients, throughput, overhead)
         )
         if isinstance(rtt, int | float) and endpoint_id not in rtt_s:
             rtt_s[endpoint_id] = float(rtt)
     return by_endpoint, rtt_s
+
+
+def _overhead_s(
+    wall_s: float | None, started_at: datetime | None, finished_at: datetime | None
+) -> float | None:
+    """What a run took beyond the engine's wall time (start-up, preflight, ingest)."""
+    if wall_s is None or started_at is None or finished_at is None:
+        return None
+    return max(0.0, (finished_at - started_at).total_seconds() - wall_s)
 
 
 def runs_estimate(plans: Sequence[PlannedRun], *, now: datetime | None = None) -> list[RunEstimate]:
@@ -271,21 +310,43 @@ def campaign_duration(
     """How long launching the campaign would take (of `rows` for a campaign not saved)."""
     plans = campaign_planned_runs(campaign=campaign, rows=rows)
     estimates = runs_estimate(plans, now=now)
-    busy: dict[int | None, float] = defaultdict(float)
-    upper: dict[int | None, float] = defaultdict(float)
-    for plan, estimate in zip(plans, estimates, strict=True):
-        busy[plan.vantage_point_id] += estimate.seconds or 0.0
-        upper[plan.vantage_point_id] += estimate.upper_s
+    limits = _parallel_limits(plan.vantage_point_id for plan in plans)
     sources = [e.source for e in estimates]
     known = len(sources) - sources.count("unknown")
+    placed = [(plan.vantage_point_id, plan.endpoint_id) for plan in plans]
+    seconds = [estimate.seconds or 0.0 for estimate in estimates]
     return CampaignDuration(
         runs=len(plans),
-        seconds=max(busy.values()) if known else None,
-        upper_s=max(upper.values(), default=0.0),
+        seconds=_busiest_s(zip(placed, seconds, strict=True), limits) if known else None,
+        upper_s=_busiest_s(zip(placed, (e.upper_s for e in estimates), strict=True), limits),
         same_parameters=sources.count("same-parameters"),
         throughput=sources.count("throughput"),
         unknown=sources.count("unknown"),
     )
+
+
+def _parallel_limits(vantage_point_ids: Iterable[int | None]) -> dict[int | None, int]:
+    """Each vantage point's max_parallel_runs (1 for one not saved yet)."""
+    ids = {pk for pk in vantage_point_ids if pk is not None}
+    rows = VantagePoint.objects.filter(pk__in=ids).values_list("pk", "max_parallel_runs")
+    return dict(rows)
+
+
+def _busiest_s(
+    runs: Iterable[tuple[tuple[int | None, int], float]], limits: dict[int | None, int]
+) -> float:
+    """How long the busiest vantage point takes over `runs` ((vantage point, endpoint),
+    seconds): its runs' total over its max_parallel_runs, or its busiest endpoint's runs one
+    after the other if that is longer (never two runs of one endpoint at once)."""
+    total: dict[int | None, float] = defaultdict(float)
+    endpoint_total: dict[tuple[int | None, int], float] = defaultdict(float)
+    for (vantage_point_id, endpoint_id), seconds in runs:
+        total[vantage_point_id] += seconds
+        endpoint_total[vantage_point_id, endpoint_id] += seconds
+    serial: dict[int | None, float] = defaultdict(float)
+    for (vantage_point_id, _), seconds in endpoint_total.items():
+        serial[vantage_point_id] = max(serial[vantage_point_id], seconds)
+    return max((max(t / limits.get(vp, 1), serial[vp]) for vp, t in total.items()), default=0.0)
 
 
 @dataclass(frozen=True)
@@ -327,7 +388,7 @@ def campaign_eta(*, campaign: Campaign, now: datetime | None = None) -> Campaign
     launched_at = min(run.created_at for run in active)
     ended = campaign.runs.filter(created_at__gte=launched_at).exclude(status__in=Run.Status.ACTIVE)
     ended_s = _ended_seconds(ended)
-    remaining: dict[int, float] = defaultdict(float)
+    remaining: list[tuple[tuple[int | None, int], float]] = []
     unknown = False
     for run, estimate in zip(
         active, runs_estimate([run_planned(r) for r in active], now=now), strict=True
@@ -340,14 +401,15 @@ def campaign_eta(*, campaign: Campaign, now: datetime | None = None) -> Campaign
             continue
         if run.started_at is not None:
             seconds = max(0.0, seconds - (now - run.started_at).total_seconds())
-        remaining[run.vantage_point_id] += seconds
+        remaining.append(((run.vantage_point_id, run.endpoint_id), seconds))
     done = ended.count()
+    limits = _parallel_limits(run.vantage_point_id for run in active)
     return CampaignEta(
         launched_at=launched_at,
         launch_runs=done + len(active),
         done=done,
         active=len(active),
-        remaining_s=None if unknown else max(remaining.values(), default=0.0),
+        remaining_s=None if unknown else _busiest_s(remaining, limits),
         now=now,
     )
 
@@ -366,3 +428,97 @@ def _ended_seconds(ended: QuerySet[Run]) -> dict[int, list[float]]:
 
 def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
+
+
+# The period a schedule's cost is counted over ("per month"): the next 30 days.
+COST_DAYS = 30
+
+
+@dataclass(frozen=True)
+class ScheduleCost:
+    """What schedules cost over the next COST_DAYS days ("a month") and an average night:
+    bytes read and run-minutes, from their runs' estimates (bytes as the preview counts them;
+    run time the estimate of each run, its runs without one counted in `unknown_runs`)."""
+
+    launches_per_month: int
+    bytes_per_month: int
+    run_s_per_month: float  # a lower bound when unknown_runs
+    unknown_runs: int  # runs of a launch with no estimate
+
+    @property
+    def launches_per_night(self) -> float:
+        return self.launches_per_month / COST_DAYS
+
+    @property
+    def bytes_per_night(self) -> int:
+        return round(self.bytes_per_month / COST_DAYS)
+
+    @property
+    def run_minutes_per_month(self) -> float:
+        return self.run_s_per_month / 60
+
+    @property
+    def run_minutes_per_night(self) -> float:
+        return self.run_minutes_per_month / COST_DAYS
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "launches_per_night": round(self.launches_per_night, 3),
+            "launches_per_month": self.launches_per_month,
+            "bytes_per_night": self.bytes_per_night,
+            "bytes_per_month": self.bytes_per_month,
+            "run_minutes_per_night": round(self.run_minutes_per_night, 1),
+            "run_minutes_per_month": round(self.run_minutes_per_month, 1),
+            "unknown_runs": self.unknown_runs,
+        }
+
+
+def campaign_cost(
+    *, campaign: Campaign, now: datetime | None = None, site_id: int | None = None
+) -> ScheduleCost:
+    """What the campaign's schedule costs (nothing while paused or unscheduled); of its runs
+    on `site_id`'s endpoints only, if given."""
+    now = now or timezone.now()
+    launches = _launches_within(campaign, now=now, days=COST_DAYS)
+    plans = campaign_planned_runs(campaign=campaign) if launches else []
+    if site_id is not None:
+        on_site = set(campaign.endpoints.filter(site_id=site_id).values_list("pk", flat=True))
+        plans = [plan for plan in plans if plan.endpoint_id in on_site]
+    estimates = runs_estimate(plans, now=now)
+    return ScheduleCost(
+        launches_per_month=launches,
+        bytes_per_month=launches * sum(plan.planned_bytes for plan in plans),
+        run_s_per_month=launches * sum(estimate.seconds or 0.0 for estimate in estimates),
+        unknown_runs=sum(estimate.seconds is None for estimate in estimates),
+    )
+
+
+def site_schedule_cost(*, site_id: int, now: datetime | None = None) -> ScheduleCost:
+    """What the running schedules of the campaigns measuring the site cost, counting their
+    runs on its endpoints."""
+    now = now or timezone.now()
+    campaigns = (
+        Campaign.objects.filter(endpoints__site_id=site_id, schedule_paused_at__isnull=True)
+        .exclude(schedule="")
+        .distinct()
+    )
+    costs = [campaign_cost(campaign=c, now=now, site_id=site_id) for c in campaigns]
+    return ScheduleCost(
+        launches_per_month=sum(cost.launches_per_month for cost in costs),
+        bytes_per_month=sum(cost.bytes_per_month for cost in costs),
+        run_s_per_month=sum(cost.run_s_per_month for cost in costs),
+        unknown_runs=sum(cost.unknown_runs for cost in costs),
+    )
+
+
+def _launches_within(campaign: Campaign, *, now: datetime, days: int) -> int:
+    """How many slots its schedule has in the next `days` days (0 paused or unscheduled)."""
+    if not campaign.schedule or campaign.schedule_paused:
+        return 0
+    try:
+        cron = parse_cron(campaign.schedule)
+    except CronError:
+        return 0
+    per_day = len(cron.hours) * len(cron.minutes)
+    start = now.date()
+    return sum(per_day for offset in range(days) if cron.matches_day(start + timedelta(offset)))

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from itertools import groupby
 from typing import Any
 
 from django import forms
 from django.db.models import Field, Q
 from django.forms.models import construct_instance
+from django.utils import timezone
 
+from webapp.campaigns.cron import DEFAULT_ZONE, CronError, slip_error, time_zone
 from webapp.campaigns.cron_words import cron_phrase, cron_words
 from webapp.campaigns.estimates import CampaignDuration, campaign_duration
 from webapp.campaigns.models import AXES, CAMPAIGN_PARAMETER_FIELDS, SHARED, Campaign, RunParameter
@@ -184,14 +187,19 @@ def _advanced_field(parameter: RunParameter) -> forms.Field:
 SCHEDULE_EXAMPLES = ("0 2 * * *", "30 6 * * 1", "*/15 * * * *", "0 2 1 * *")
 
 
-def schedule_help(current: str) -> str:
-    """The schedule field's help: cron examples in words, and the schedule given, if any."""
-    examples = "; ".join(f"`{cron}`: {cron_words(cron)}" for cron in SCHEDULE_EXAMPLES)
+def schedule_help(current: str, zone: str = DEFAULT_ZONE) -> str:
+    """The schedule field's help: cron examples in words, and the schedule given, if any, in
+    `zone` (UTC where it is not a zone name)."""
+    try:
+        time_zone(zone)
+    except CronError:
+        zone = DEFAULT_ZONE
+    examples = "; ".join(f"`{cron}`: {cron_words(cron, zone=zone)}" for cron in SCHEDULE_EXAMPLES)
     text = (
-        "Cron in UTC (minute hour day-of-month month day-of-week): "
+        "Cron in the time zone below (minute hour day-of-month month day-of-week): "
         f"{examples}. Empty: launched by hand."
     )
-    phrase = cron_phrase(current) if current.strip() else None
+    phrase = cron_phrase(current, zone=zone) if current.strip() else None
     return f"{text} This one: {phrase}." if phrase else text
 
 
@@ -244,16 +252,24 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             "vantage_points",
             *CAMPAIGN_PARAMETER_FIELDS,
             "schedule",
+            "schedule_tz",
+            "schedule_slip_s",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["schedule"].help_text = schedule_help(
-            self.data.get("schedule", "") if self.is_bound else self.instance.schedule
+            self.data.get("schedule", "") if self.is_bound else self.instance.schedule,
+            self.data.get("schedule_tz", "") if self.is_bound else self.instance.schedule_tz,
         )
+        # Omitted (an older page, a script): the model's defaults, as the API has them.
+        self.fields["schedule_tz"].required = False
+        self.fields["schedule_slip_s"].required = False
         self.preview: MatrixPreview | None = None
         self.duration: CampaignDuration | None = None  # asked for by Preview only
+        self.next_launches: list[datetime] = []  # asked for by Preview only
+        self.slip_pending = 0  # a new campaign's slip: its slots' delays come with its id
         self._offer_endpoints_and_files()
         if self.instance.pk is None and not self.is_bound:
             self.initial.setdefault(
@@ -291,6 +307,12 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             lambda f: f"{f.path} ({format_size(f.size)})",
         )
 
+    def clean_schedule_tz(self) -> str:
+        return str(self.cleaned_data.get("schedule_tz") or DEFAULT_ZONE)
+
+    def clean_schedule_slip_s(self) -> int:
+        return int(self.cleaned_data.get("schedule_slip_s") or 0)
+
     def clean(self) -> dict[str, Any]:
         super().clean()
         cleaned = self.cleaned_data
@@ -303,7 +325,10 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         )
         for field, message in rule_errors.items():
             self.add_error(field, message)
-        if not rule_errors:
+        slip = slip_error(schedule=cleaned["schedule"], slip_s=cleaned["schedule_slip_s"])
+        if slip:
+            self.add_error("schedule_slip_s", slip)
+        if not rule_errors and not slip:
             self._check_matrix(cleaned)
         return cleaned
 
@@ -319,6 +344,17 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             self.add_error(None, f"matrix: {self.preview.refusal}")
         elif "preview" in self.data:
             self.duration = campaign_duration(campaign=draft, rows=rows)
+            self._preview_launches(draft)
+
+    def _preview_launches(self, draft: Campaign) -> None:
+        """The next launches of the schedule as entered: with each slot's slip for a saved
+        campaign (it hashes the campaign's id), the bare slots for a new one."""
+        saved = self.instance
+        draft.pk = saved.pk
+        draft.created_at = saved.created_at
+        draft.schedule_resumed_at = saved.schedule_resumed_at
+        self.next_launches = draft.schedule_next_launches(timezone.now())
+        self.slip_pending = 0 if saved.pk else draft.schedule_slip_s
 
     def save(self, commit: bool = True) -> Campaign:
         """Save the campaign and its relations; no vantage point chosen means the local one."""

@@ -54,6 +54,7 @@ class VantagePointHealth:
     queued_runs: int  # its runs in status queued (the database's queue)
     broker_messages: int | None  # messages waiting in the broker; None: not asked, or no answer
     stale_after_s: int
+    max_parallel_runs: int = 1  # what its workers' --concurrency needs to be at least
 
     @property
     def live_workers(self) -> list[WorkerSeen]:
@@ -70,7 +71,8 @@ class VantagePointHealth:
     @property
     def worker_command(self) -> str:
         name = self.queue.removeprefix("vantage.")
-        return f"celery -A webapp worker -Q {self.queue} --concurrency 1 -n {name}@%h"
+        concurrency = self.max_parallel_runs
+        return f"celery -A webapp worker -Q {self.queue} --concurrency {concurrency} -n {name}@%h"
 
 
 def worker_heartbeat(
@@ -142,6 +144,7 @@ def vantage_points_health(
             queued_runs=queued.get(vantage_point.pk, 0),
             broker_messages=messages.get(vantage_point.queue),
             stale_after_s=stale_after_s,
+            max_parallel_runs=vantage_point.max_parallel_runs,
         )
         for vantage_point in vantage_points
     }

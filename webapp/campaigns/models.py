@@ -14,7 +14,16 @@ from django.db import models
 from django.utils import timezone
 
 from webapp.accounts.roles import User, can_edit, can_operate
-from webapp.campaigns.cron import CronError, parse_cron, validate_cron
+from webapp.campaigns.cron import (
+    DEFAULT_ZONE,
+    CronError,
+    launches_after,
+    parse_cron,
+    slot_slip,
+    time_zone,
+    validate_cron,
+    validate_time_zone,
+)
 from webapp.campaigns.cron_words import cron_words
 from webapp.campaigns.metrics import METRICS
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
@@ -159,6 +168,10 @@ def matrix_files(*, endpoints: Iterable[Endpoint], chosen: Iterable[TestFile]) -
     return [f for f in defaults if f is not None]
 
 
+# How many launches ahead pages and the API show (Campaign.schedule_next_launches).
+NEXT_LAUNCHES = 5
+
+
 class Campaign(RunParameters):
     """An experiment: endpoints x vantage points x parameter sets, expanded into runs."""
 
@@ -181,7 +194,19 @@ class Campaign(RunParameters):
         max_length=100,
         blank=True,
         validators=[validate_cron],
-        help_text="cron in UTC (minute hour day-of-month month day-of-week), e.g. 0 2 * * *",
+        help_text="cron (minute hour day-of-month month day-of-week) in schedule_tz, "
+        "e.g. 0 2 * * *",
+    )
+    schedule_tz = models.CharField(
+        max_length=64,
+        default=DEFAULT_ZONE,
+        validators=[validate_time_zone],
+        help_text="IANA time zone the schedule's cron is read in, e.g. Europe/Zurich",
+    )
+    schedule_slip_s = models.PositiveIntegerField(
+        default=0,
+        help_text="each slot launches 0..this many seconds late (the same delay for a slot "
+        "on every pass); at most the schedule's shortest interval",
     )
     # A paused schedule keeps its cron and launches nothing; resuming starts from the next
     # slot: the slots that passed while it was paused are not launched (schedules.py).
@@ -200,19 +225,40 @@ class Campaign(RunParameters):
     def schedule_paused(self) -> bool:
         return self.schedule_paused_at is not None
 
-    def schedule_next_slot(self, now: datetime) -> datetime | None:
-        """The first slot of its schedule after `now`; None while paused or unscheduled."""
+    def schedule_next_launches(self, now: datetime, count: int = NEXT_LAUNCHES) -> list[datetime]:
+        """Its schedule's next `count` launch times (UTC, slip applied); none while paused or
+        unscheduled. A campaign not saved yet has no slip: its slots are shown."""
         if not self.schedule or self.schedule_paused:
-            return None
+            return []
         try:
-            return parse_cron(self.schedule).next_after(now)
+            cron, zone = parse_cron(self.schedule), time_zone(self.schedule_tz)
         except CronError:  # stored before schedules were validated
-            return None
+            return []
+        since = max(filter(None, (self.created_at, self.schedule_resumed_at)), default=now)
+        return launches_after(
+            cron,
+            now=now,
+            zone=zone,
+            campaign_id=self.pk or 0,
+            slip_s=self.schedule_slip_s if self.pk else 0,
+            not_before=since,
+            count=count,
+        )
+
+    def schedule_next_slot(self, now: datetime) -> datetime | None:
+        """Its schedule's next launch time after `now` (UTC, slip applied); None while paused
+        or unscheduled."""
+        return next(iter(self.schedule_next_launches(now, count=1)), None)
+
+    def schedule_launch_at(self, slot: datetime) -> datetime:
+        """When it launches `slot`: the slot plus its slip for that slot."""
+        return slot + slot_slip(campaign_id=self.pk, slot=slot, slip_s=self.schedule_slip_s)
 
     @property
     def schedule_words(self) -> str:
-        """The schedule in English ("every day at 02:00 UTC"), else its cron; "" for none."""
-        return cron_words(self.schedule) if self.schedule else ""
+        """The schedule in English ("every day at 02:00 Europe/Zurich"), else its cron; ""
+        for none."""
+        return cron_words(self.schedule, zone=self.schedule_tz) if self.schedule else ""
 
     def runs_cancellable_by(self, user: User | None) -> models.QuerySet[Run]:
         """The runs of it that `user` may cancel: all of them for its owner or an admin,

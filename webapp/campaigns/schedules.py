@@ -1,7 +1,8 @@
-"""Launching campaigns by their cron schedule (UTC), exactly once per slot.
+"""Launching campaigns by their cron schedule (in the campaign's zone), exactly once per slot.
 
 Beat calls `campaigns_launch_due` every minute. For each scheduled campaign only the latest
-slot at or before now counts, and only if it lies within the catch-up window
+slot whose launch time (the slot plus its slip, `Campaign.schedule_launch_at`) has come
+counts, and only if that lies within the catch-up window
 (FEDPROBE_SCHEDULE_CATCHUP_S) and not before the campaign was created: a beat that was down
 for a night launches the missed slot once, not once per missed slot. A slot is claimed by
 inserting its ScheduledLaunch row (unique per campaign and slot) in the transaction that
@@ -24,7 +25,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from webapp.campaigns.cron import CronError, parse_cron
+from webapp.campaigns.cron import CronError, parse_cron, time_zone
+from webapp.campaigns.estimates import ScheduleCost, campaign_cost
 from webapp.campaigns.models import Campaign, Run, ScheduledLaunch
 from webapp.campaigns.services import campaign_launch
 
@@ -32,17 +34,36 @@ log = logging.getLogger(__name__)
 
 
 def campaign_due_slot(*, campaign: Campaign, now: datetime) -> datetime | None:
-    """The slot the campaign should launch for at `now`: its latest within the catch-up
-    window and not before the campaign existed, or None."""
+    """The slot the campaign should launch for at `now`: its latest (read in its zone) whose
+    launch time (the slot plus its slip) has come, within the catch-up window, and not before
+    the campaign existed or was resumed; or None."""
     try:
-        cron = parse_cron(campaign.schedule)
+        cron, zone = parse_cron(campaign.schedule), time_zone(campaign.schedule_tz)
     except CronError as exc:
         # Stored before schedules were validated: say so once a minute rather than guess.
-        log.error("campaign %s has an invalid schedule %r: %s", campaign.pk, campaign.schedule, exc)
+        log.error(
+            "campaign %s has an invalid schedule %r (%s): %s",
+            campaign.pk,
+            campaign.schedule,
+            campaign.schedule_tz,
+            exc,
+        )
         return None
     window_start = now - timedelta(seconds=settings.FEDPROBE_SCHEDULE_CATCHUP_S)
-    since = max(filter(None, (window_start, campaign.created_at, campaign.schedule_resumed_at)))
-    return cron.latest(at_or_before=now, not_before=since)
+    slip = timedelta(seconds=campaign.schedule_slip_s)
+    since = max(
+        filter(None, (window_start - slip, campaign.created_at, campaign.schedule_resumed_at))
+    )
+    slot = cron.latest(at_or_before=now, not_before=since, zone=zone)
+    if slot is not None and campaign.schedule_launch_at(slot) > now:
+        # Its slip has not passed yet: the slot before it (a slip is at most the interval).
+        slot = cron.latest(at_or_before=slot - _INSTANT, not_before=since, zone=zone)
+    if slot is None or not window_start <= campaign.schedule_launch_at(slot) <= now:
+        return None
+    return slot
+
+
+_INSTANT = timedelta(microseconds=1)
 
 
 def campaigns_launch_due(*, now: datetime) -> list[ScheduledLaunch]:
@@ -167,8 +188,12 @@ class ScheduleState:
     words: str
     paused: bool
     paused_at: datetime | None
-    next_slot: datetime | None  # None when paused, unscheduled or never again
+    next_slot: datetime | None  # the next launch (slip applied); None when paused,
+    # unscheduled or never again
     next_in: str  # "in 5 h"
+    next_launches: list[datetime]  # the next NEXT_LAUNCHES launch times (UTC, slip applied)
+    zone: str  # the IANA zone the cron is read in
+    cost: ScheduleCost | None  # bytes and run-minutes per night and month, if asked for
     launches: list[LaunchOutcome]
 
 
@@ -176,12 +201,18 @@ LAUNCHES_SHOWN = 5
 
 
 def campaign_schedule_state(
-    *, campaign: Campaign, now: datetime | None = None, launches: int = LAUNCHES_SHOWN
+    *,
+    campaign: Campaign,
+    now: datetime | None = None,
+    launches: int = LAUNCHES_SHOWN,
+    with_cost: bool = False,
 ) -> ScheduleState:
-    """The schedule in words, its next slot (none while paused) and its latest `launches`
-    slots with their outcome, newest first (one query)."""
+    """The schedule in words, its next launches (none while paused) and its latest
+    `launches` slots with their outcome, newest first (one query); `with_cost`: what it costs
+    too (campaign_cost: its runs' estimates, three queries more)."""
     now = now or timezone.now()
-    next_slot = campaign.schedule_next_slot(now)
+    next_launches = campaign.schedule_next_launches(now)
+    next_slot = next_launches[0] if next_launches else None
     return ScheduleState(
         cron=campaign.schedule,
         words=campaign.schedule_words,
@@ -189,6 +220,9 @@ def campaign_schedule_state(
         paused_at=campaign.schedule_paused_at,
         next_slot=next_slot,
         next_in=until_text((next_slot - now).total_seconds()) if next_slot else "",
+        next_launches=next_launches,
+        zone=campaign.schedule_tz,
+        cost=campaign_cost(campaign=campaign, now=now) if with_cost else None,
         launches=scheduled_launch_outcomes(campaign_id=campaign.pk, limit=launches),
     )
 

@@ -204,6 +204,13 @@ def campaign_clone(*, campaign: Campaign, owner: User) -> Campaign:
     return copy
 
 
+def _enqueue_later(run_id: int) -> None:
+    from webapp.campaigns.dispatch import enqueue_run
+
+    run = Run.objects.select_related("vantage_point").get(pk=run_id)
+    enqueue_run(run, countdown_s=CLAIM_RETRY_S)
+
+
 def _enqueue(runs: Iterable[Run]) -> None:
     from webapp.campaigns.dispatch import enqueue_run
 
@@ -211,27 +218,78 @@ def _enqueue(runs: Iterable[Run]) -> None:
         enqueue_run(run)
 
 
+class RunMustWait(Exception):
+    """The run's vantage point is measuring its endpoint, or as many runs as it may at once:
+    the run stays queued and is taken later."""
+
+
+# How long a run that must wait is left before a worker tries it again.
+CLAIM_RETRY_S = 3.0
+
+
 def run_claim(*, run_id: int, worker: str) -> Run | None:
     """Move a queued run to running and create its attempts, or None if it is not queued
-    (cancelled, or already taken: a redelivered message then does nothing)."""
+    (cancelled, or already taken: a redelivered message then does nothing).
+
+    Exclusive, not serial: the claim succeeds only while no other run of the same vantage
+    point and endpoint is running and fewer than the vantage point's max_parallel_runs are,
+    else RunMustWait (the run stays queued; its last send is now, so the resend pass does not
+    take it for lost). Decided in the claim's transaction under a lock on the vantage point's
+    row (PostgreSQL; SQLite has one writer), so it holds across worker processes and hosts.
+    """
     now = timezone.now()
-    with transaction.atomic():
-        claimed = Run.objects.filter(
-            pk=run_id, status=Run.Status.QUEUED, cancel_requested=False
-        ).update(status=Run.Status.RUNNING, started_at=now, worker=worker[:200])
-        if not claimed:
-            return None
-        run = Run.objects.select_related("endpoint", "test_file", "vantage_point").get(pk=run_id)
-        ClientAttempt.objects.bulk_create(
-            [ClientAttempt(run=run, client=i, heartbeat_at=now) for i in range(run.clients)],
-            ignore_conflicts=True,
-        )
+    try:
+        with transaction.atomic():
+            claimed = Run.objects.filter(
+                pk=run_id, status=Run.Status.QUEUED, cancel_requested=False
+            ).update(status=Run.Status.RUNNING, started_at=now, worker=worker[:200])
+            if not claimed:
+                return None
+            run = Run.objects.select_related("endpoint", "test_file", "vantage_point").get(
+                pk=run_id
+            )
+            refusal = _claim_refusal(run)
+            if refusal:
+                raise RunMustWait(refusal)  # rolls the claim back
+            ClientAttempt.objects.bulk_create(
+                [ClientAttempt(run=run, client=i, heartbeat_at=now) for i in range(run.clients)],
+                ignore_conflicts=True,
+            )
+    except RunMustWait:
+        Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(resent_at=now)
+        raise
     return run
 
 
+def _claim_refusal(run: Run) -> str | None:
+    """Why `run` (claimed in this transaction) may not run yet, or None; waits for the lock
+    on its vantage point's row, so claims of one vantage point are decided one at a time."""
+    limit = (
+        VantagePoint.objects.select_for_update()
+        .filter(pk=run.vantage_point_id)
+        .values_list("max_parallel_runs", flat=True)
+        .get()
+    )
+    others = Run.objects.filter(
+        vantage_point_id=run.vantage_point_id, status=Run.Status.RUNNING
+    ).exclude(pk=run.pk)
+    if others.filter(endpoint_id=run.endpoint_id).exists():
+        return f"another run of {run.vantage_point.name} is measuring {run.endpoint.name}"
+    running = others.count()
+    if running >= limit:
+        return f"{run.vantage_point.name} is measuring {running} runs, its limit"
+    return None
+
+
 def run_execute(*, run_id: int, worker: str) -> None:
-    """Measure a queued run from this host and record the outcome."""
-    run = run_claim(run_id=run_id, worker=worker)
+    """Measure a queued run from this host and record the outcome; a run that must wait for
+    its turn (run_claim) is sent again, to be taken CLAIM_RETRY_S later."""
+    try:
+        run = run_claim(run_id=run_id, worker=worker)
+    except RunMustWait as wait:
+        log.info("run %s waits: %s", run_id, wait)
+        _enqueue_later(run_id)
+        return
     if run is None:
         log.info("run %s is not queued: nothing to do", run_id)
         return

@@ -102,7 +102,9 @@ class CampaignDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
             recent_runs=run_list().filter(campaign=campaign)[:20],
             runs_url=_runs_url(campaign=campaign.pk),
             can_edit=can_edit(self.request.user, campaign),
-            schedule=campaign_schedule_state(campaign=campaign) if campaign.schedule else None,
+            schedule=campaign_schedule_state(campaign=campaign, with_cost=True)
+            if campaign.schedule
+            else None,
             # The queued or running runs this user may cancel (all for the owner or an admin).
             cancellable_runs=campaign.runs_cancellable_by(self.request.user)
             .filter(status__in=Run.Status.ACTIVE)

@@ -16,6 +16,7 @@ from django.views.generic import DetailView, TemplateView
 
 from webapp.accounts.access import ViewerRequiredMixin
 from webapp.accounts.roles import can_operate, user_role
+from webapp.campaigns.estimates import site_schedule_cost
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign
 from webapp.dashboards.forms import (
     AlertsForm,
@@ -218,4 +219,5 @@ class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
         )
         context["can_edit"] = self.object.editable_by(self.request.user)
         context["summary"] = site_summary(site=self.object)
+        context["schedule_cost"] = site_schedule_cost(site_id=self.object.pk)
         return context

@@ -69,7 +69,7 @@ class EndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 class VantagePointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """The built-in `local` vantage point keeps its name and is never deleted here either."""
 
-    list_display = ["name", "location"]
+    list_display = ["name", "location", "max_parallel_runs"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         fields = super().get_readonly_fields(request, obj)

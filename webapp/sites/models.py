@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.urls import reverse
 
@@ -245,6 +245,10 @@ class TestFile(models.Model):
         return self.endpoint.file_url(self.path)
 
 
+# The most runs a vantage point may measure at once (VantagePoint.max_parallel_runs).
+MAX_PARALLEL_RUNS = 32
+
+
 class VantagePoint(models.Model):
     """A place measurements are made from: the workers that consume its Celery queue."""
 
@@ -255,6 +259,15 @@ class VantagePoint(models.Model):
     name = models.CharField(max_length=50, unique=True, validators=[_NAME])
     location = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
+    # Runs of different endpoints measured side by side from here, at most (never two of one
+    # endpoint): its workers' claims hold it (campaigns.services.run_claim), whatever their
+    # --concurrency and however many hosts they run on.
+    max_parallel_runs = models.PositiveSmallIntegerField(
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_PARALLEL_RUNS)],
+        help_text=f"runs of different endpoints measured at once from here (1-{MAX_PARALLEL_RUNS});"
+        " never two of one endpoint",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -5,6 +5,7 @@ in bin/test's SQLite stage (marker `sqlite`)."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 import pytest
@@ -90,7 +91,7 @@ def test_without_the_same_parameters_the_endpoints_throughput_gives_the_time() -
             took_s=1,
             read_size=4096,
             throughput_mbps=throughput_mbps,
-            open_s=0.5,
+            wall_s=0.5,  # and 0.5 s of start-up, preflight and ingest around it
         )
     campaign = campaign_on(test_file, fractions=[0.5], clients=[2])
     duration = campaign_duration(campaign=campaign)
@@ -105,7 +106,59 @@ def test_throughput_of_the_same_method_is_preferred_to_the_endpoints_other_runs(
     earlier_run(test_file, took_s=1, method="copy", throughput_mbps=1000.0, open_s=0.0)
     earlier_run(test_file, took_s=1, read_size=4096, throughput_mbps=1.0, open_s=0.0)
     campaign = campaign_on(test_file, methods=["copy"], clients=[1])
-    assert campaign_duration(campaign=campaign).seconds == pytest.approx(16 * MiB / 1e9)
+    read = campaign_planned_runs(campaign=campaign)[0].read_bytes
+    assert campaign_duration(campaign=campaign).seconds == pytest.approx(read / 1e9)
+
+
+def test_a_copy_s_time_counts_the_bytes_it_reads_as_its_throughput_does() -> None:
+    # A copy gets the whole file but its run's bytes_read, and so its throughput, count the
+    # fraction it reads: 16 MiB at a throughput of 0.01 of it took 100 times too long.
+    test_file = TestFileFactory(size=16 * MiB)
+    earlier_run(test_file, took_s=2, method="copy", throughput_mbps=1.0, wall_s=1.0)
+    campaign = campaign_on(test_file, methods=["copy"], clients=[4], fractions=[0.01])
+    (plan,) = campaign_planned_runs(campaign=campaign)
+    assert plan.planned_bytes == 4 * 16 * MiB  # what the preview counts: whole files
+    assert plan.read_bytes == 4 * math.ceil(0.01 * 16 * MiB)
+    duration = campaign_duration(campaign=campaign)
+    assert duration.seconds == pytest.approx(plan.read_bytes / 1e6 + 1.0)
+
+
+def test_a_copy_is_never_estimated_from_direct_reads_throughput() -> None:
+    # The ETA of "about 42 min" for a campaign that took 2 min 44 s: its copies were timed at
+    # the throughput of small direct reads (latency-bound, a thousand times slower).
+    test_file = TestFileFactory(size=16 * MiB)
+    earlier_run(test_file, took_s=1, read_size=4096, throughput_mbps=0.5, wall_s=0.5)
+    campaign = campaign_on(test_file, methods=["copy"], clients=[4])
+    duration = campaign_duration(campaign=campaign)
+    assert (duration.seconds, duration.unknown) == (None, 1)
+
+
+def test_the_runs_most_alike_give_the_throughput_clients_included() -> None:
+    test_file = TestFileFactory(size=16 * MiB)
+    earlier_run(test_file, took_s=2, clients=1, throughput_mbps=100.0, wall_s=1.0)
+    earlier_run(test_file, took_s=2, clients=4, throughput_mbps=400.0, wall_s=1.0)
+    earlier_run(test_file, took_s=2, read_size=4096, clients=4, throughput_mbps=1.0, wall_s=1)
+    campaign = campaign_on(test_file, clients=[4], fractions=[0.5])
+    planned_bytes = 4 * 8 * MiB
+    assert campaign_duration(campaign=campaign).seconds == pytest.approx(
+        planned_bytes / 400e6 + 1.0
+    )
+
+
+@pytest.mark.parametrize(("limit", "expected_s"), [(1, 80), (2, 40), (4, 40)])
+def test_a_vantage_point_runs_different_endpoints_side_by_side_up_to_its_limit(
+    limit: int, expected_s: float
+) -> None:
+    here = VantagePointFactory(name="local", max_parallel_runs=limit)
+    files = [TestFileFactory(size=16 * MiB) for _ in range(2)]
+    for test_file in files:
+        earlier_run(test_file, took_s=10, vantage_point=here)
+    campaign = CampaignFactory(
+        endpoints=[f.endpoint for f in files], vantage_points=[here], repetitions=4
+    )
+    # 8 runs of 10 s: one at a time, 80 s; two at once, 40 s; four at once would be 20 s,
+    # but each endpoint's 4 runs still go one after the other: 40 s.
+    assert campaign_duration(campaign=campaign).seconds == pytest.approx(expected_s)
 
 
 def test_a_run_with_no_estimate_makes_the_duration_a_lower_bound() -> None:
@@ -147,7 +200,7 @@ def test_the_duration_is_read_in_a_bounded_number_of_queries(
     rows = campaign.matrix_rows()
     plans = campaign_planned_runs(campaign=campaign, rows=rows)
     assert len(plans) == 18
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):  # two of history, one of the vantage points' limits
         campaign_duration(campaign=campaign, rows=rows)
 
 
