@@ -59,6 +59,7 @@ class DetectorConfig:
     breakage_z: float = 4.0  # robust z of tonight against the band
     breakage_min_pct: float = 20.0  # ... and its relative distance from the band's median
     shift_min_pct: float = 15.0  # a shift smaller than this is no change
+    shift_z: float = 3.0  # ... and so is one within this x the band's robust sigma
     pretest_fraction: float = 0.6  # search change points if the tail moved this x min
     max_pvalue: float = 0.001  # the t-test's significance of a change point
     cp_window: int = 30  # Otava's sliding window (nights)
@@ -136,9 +137,7 @@ def _breakage(window: Sequence[NightPoint], config: DetectorConfig) -> _Finding 
     values = [p.value for p in window]
     tonight = window[-1]
     first, last = _band(len(values) - 1, config)
-    band = values[first : last + 1]
-    median = statistics.median(band)
-    mad = statistics.median(abs(v - median) for v in band) * MAD_TO_SIGMA
+    median, mad = _median_sigma(values[first : last + 1])
     # Tonight's median is itself uncertain when its runs spread: that widens the band.
     tonight_se = MAD_TO_SIGMA * tonight.spread / math.sqrt(tonight.n)
     scale = math.hypot(mad, tonight_se)
@@ -171,10 +170,15 @@ def _shift(values: Sequence[float], config: DetectorConfig) -> _Finding | None:
     for change_point in reversed(change_points):
         at = int(change_point.index)
         first, last = _band(at, config)
-        baseline = statistics.median(values[first : last + 1])
+        band = values[first : last + 1]
+        baseline, sigma = _median_sigma(band)
         after = values[at:]
         current = statistics.median(after)
-        if _relative(abs(current - baseline), baseline) * 100 < config.shift_min_pct:
+        moved = abs(current - baseline)
+        if (
+            _relative(moved, baseline) * 100 < config.shift_min_pct
+            or moved <= config.shift_z * sigma
+        ):
             continue
         confirmed = _on_new_level(after, baseline=baseline, current=current, config=config)
         return _Finding(SHIFT, at, baseline, current, (first, last), confirmed)
@@ -190,6 +194,12 @@ def _on_new_level(
         return False
     recent = after[-config.confirm_nights :]
     return all(abs(v - current) < abs(v - baseline) for v in recent)
+
+
+def _median_sigma(values: Sequence[float]) -> tuple[float, float]:
+    """The median and the robust sigma (MAD, scaled to a normal's standard deviation)."""
+    median = statistics.median(values)
+    return median, statistics.median(abs(v - median) for v in values) * MAD_TO_SIGMA
 
 
 def _relative(distance: float, reference: float) -> float:
