@@ -29,6 +29,7 @@ from otava.analysis import compute_change_points
 DETECTOR_NAME = "fedprobe-band+otava-edivisive-ttest"
 LIBRARY = f"apache-otava {version('apache-otava')}"
 MAD_TO_SIGMA = 1.4826  # MAD of a normal sample x this = its standard deviation
+WEEKLY_MIN_NIGHTS = 21
 
 REGRESSION = "regression"
 SUSPICIOUS = "suspicious"
@@ -59,11 +60,12 @@ class DetectorConfig:
     breakage_z: float = 4.0  # robust z of tonight against the band
     breakage_min_pct: float = 20.0  # ... and its relative distance from the band's median
     shift_min_pct: float = 15.0  # a shift smaller than this is no change
-    shift_z: float = 3.0  # ... and so is one within this x the band's robust sigma
+    shift_z: float = 4.0  # ... and so is one within this x the band's robust sigma
     pretest_fraction: float = 0.6  # search change points if the tail moved this x min
     max_pvalue: float = 0.001  # the t-test's significance of a change point
     cp_window: int = 30  # Otava's sliding window (nights)
-    confirm_nights: int = 3  # nights on the new level that confirm a shift
+    confirm_nights: int = 4  # nights on the new level that confirm a shift
+    weekly: bool = True  # take out each weekday's usual level (busier weekdays) first
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,6 +114,8 @@ def detect(
     window = window[-config.window_nights :]
     if len(window) < config.needed_nights:
         return _insufficient(window, config)
+    if config.weekly:
+        window = _without_weekdays(window)
     values = [p.value for p in window]
     shift = _shift(values, config) if _pretest(values, config) else None
     breakage = _breakage(window, config)
@@ -119,6 +123,26 @@ def detect(
     if finding is None:
         return _no_change(window, config)
     return _detection(finding, window, higher_is_better=higher_is_better, config=config)
+
+
+def _without_weekdays(window: Sequence[NightPoint]) -> list[NightPoint]:
+    """The nights divided by their weekday's usual level (the median of that weekday's
+    nights over the overall median), once there are three weeks of them: a busy Monday is
+    then no drop. Multiplicative, as load is; left as they are where the level is 0."""
+    level = statistics.median(p.value for p in window)
+    if level <= 0 or len(window) < WEEKLY_MIN_NIGHTS:
+        return list(window)
+    by_weekday: dict[int, list[float]] = {}
+    for p in window:
+        by_weekday.setdefault(p.night.weekday(), []).append(p.value)
+    factor = {day: statistics.median(v) / level for day, v in by_weekday.items() if len(v) >= 3}
+    return [_scaled(p, factor.get(p.night.weekday(), 1.0)) for p in window]
+
+
+def _scaled(point: NightPoint, factor: float) -> NightPoint:
+    if factor <= 0:
+        return point
+    return NightPoint(point.night, point.value / factor, point.spread / factor, point.n)
 
 
 def _choose(shift: _Finding | None, breakage: _Finding | None) -> _Finding | None:
