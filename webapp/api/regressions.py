@@ -43,13 +43,13 @@ NOT_OPERATOR = OpenApiResponse(description="viewers read only: operators and adm
 BAD_BODY = OpenApiResponse(description="{field: [message]} naming each bad field")
 
 
-class SiteRefSerializer(serializers.ModelSerializer[Site]):
+class RegressionSiteRefSerializer(serializers.ModelSerializer[Site]):
     class Meta:
         model = Site
         fields = ["id", "name"]
 
 
-class EndpointRefSerializer(serializers.ModelSerializer[Endpoint]):
+class RegressionEndpointRefSerializer(serializers.ModelSerializer[Endpoint]):
     site = serializers.IntegerField(source="site_id", read_only=True)
 
     class Meta:
@@ -57,7 +57,7 @@ class EndpointRefSerializer(serializers.ModelSerializer[Endpoint]):
         fields = ["id", "name", "protocol", "site"]
 
 
-class ParameterSetSerializer(serializers.Serializer[Any]):
+class RegressionParameterSetSerializer(serializers.Serializer[Any]):
     method = serializers.CharField()
     pattern = serializers.CharField()
     read_size = serializers.IntegerField()
@@ -70,7 +70,7 @@ class RegressionSerializer(serializers.ModelSerializer[Regression]):
     blame, versions), the numbers, and who acknowledged or silenced it."""
 
     site = serializers.SerializerMethodField()
-    endpoint = EndpointRefSerializer(read_only=True, allow_null=True)
+    endpoint = RegressionEndpointRefSerializer(read_only=True, allow_null=True)
     vantage_point = serializers.CharField(
         source="vantage_point.name", read_only=True, allow_null=True, default=None
     )
@@ -121,12 +121,12 @@ class RegressionSerializer(serializers.ModelSerializer[Regression]):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(SiteRefSerializer(allow_null=True))
+    @extend_schema_field(RegressionSiteRefSerializer(allow_null=True))
     def get_site(self, regression: Regression) -> dict[str, Any] | None:
         site = regression.site or (regression.endpoint.site if regression.endpoint else None)
         return None if site is None else {"id": site.pk, "name": site.name}
 
-    @extend_schema_field(ParameterSetSerializer(allow_null=True))
+    @extend_schema_field(RegressionParameterSetSerializer(allow_null=True))
     def get_parameter_set(self, regression: Regression) -> dict[str, Any] | None:
         if not regression.method:
             return None
@@ -134,7 +134,7 @@ class RegressionSerializer(serializers.ModelSerializer[Regression]):
         return {name: getattr(regression, name) for name in fields}
 
 
-class EventSerializer(serializers.ModelSerializer[RegressionEvent]):
+class RegressionEventSerializer(serializers.ModelSerializer[RegressionEvent]):
     actor = serializers.CharField(
         source="actor.username", read_only=True, allow_null=True, default=None
     )
@@ -146,10 +146,10 @@ class EventSerializer(serializers.ModelSerializer[RegressionEvent]):
         read_only_fields = fields
 
 
-class MemberSerializer(serializers.ModelSerializer[Regression]):
+class RegressionMemberSerializer(serializers.ModelSerializer[Regression]):
     """A regression of one series blamed on this regression's thing."""
 
-    endpoint = EndpointRefSerializer(read_only=True, allow_null=True)
+    endpoint = RegressionEndpointRefSerializer(read_only=True, allow_null=True)
     vantage_point = serializers.CharField(
         source="vantage_point.name", read_only=True, allow_null=True, default=None
     )
@@ -160,7 +160,7 @@ class MemberSerializer(serializers.ModelSerializer[Regression]):
         read_only_fields = fields
 
 
-class NightSerializer(serializers.Serializer[Any]):
+class RegressionNightSerializer(serializers.Serializer[Any]):
     night = serializers.DateField()
     value = serializers.FloatField(allow_null=True, help_text="the night's median (or share)")
     q1 = serializers.FloatField(allow_null=True)
@@ -170,12 +170,12 @@ class NightSerializer(serializers.Serializer[Any]):
     server_versions = serializers.ListField(child=serializers.CharField())
 
 
-class OtherViewSerializer(serializers.Serializer[Any]):
+class RegressionOtherViewSerializer(serializers.Serializer[Any]):
     vantage_point = serializers.CharField()
-    nights = NightSerializer(many=True)
+    nights = RegressionNightSerializer(many=True)
 
 
-class BandSerializer(serializers.Serializer[Any]):
+class RegressionBandSerializer(serializers.Serializer[Any]):
     median = serializers.FloatField()
     mad = serializers.FloatField(help_text="scaled to a standard deviation (x 1.4826)")
     k = serializers.FloatField()
@@ -184,17 +184,17 @@ class BandSerializer(serializers.Serializer[Any]):
     nights = serializers.IntegerField(help_text="baseline nights it was drawn from")
 
 
-class WindowsSerializer(serializers.Serializer[Any]):
+class RegressionWindowsSerializer(serializers.Serializer[Any]):
     baseline = serializers.ListField(child=serializers.DateField(), allow_null=True)
     target = serializers.ListField(child=serializers.DateField(), allow_null=True)
 
 
-class SeriesSerializer(serializers.Serializer[Any]):
+class RegressionSeriesSerializer(serializers.Serializer[Any]):
     unit = serializers.CharField()
-    windows = WindowsSerializer()
-    nights = NightSerializer(many=True)
-    band = BandSerializer(allow_null=True)
-    others = OtherViewSerializer(many=True)
+    windows = RegressionWindowsSerializer()
+    nights = RegressionNightSerializer(many=True)
+    band = RegressionBandSerializer(allow_null=True)
+    others = RegressionOtherViewSerializer(many=True)
 
 
 class RegressionDetailSerializer(RegressionSerializer):
@@ -212,33 +212,33 @@ class RegressionDetailSerializer(RegressionSerializer):
     def _detail(self, regression: Regression) -> Any:
         return self.context["detail"]
 
-    @extend_schema_field(SeriesSerializer)
+    @extend_schema_field(RegressionSeriesSerializer)
     def get_series(self, regression: Regression) -> dict[str, Any]:
         detail = self._detail(regression)
         names = ("unit", "windows", "nights", "band", "others")
-        return SeriesSerializer({name: detail[name] for name in names}).data
+        return RegressionSeriesSerializer({name: detail[name] for name in names}).data
 
-    @extend_schema_field(MemberSerializer(many=True))
+    @extend_schema_field(RegressionMemberSerializer(many=True))
     def get_members(self, regression: Regression) -> Any:
-        return MemberSerializer(self._detail(regression)["members"], many=True).data
+        return RegressionMemberSerializer(self._detail(regression)["members"], many=True).data
 
     def get_members_total(self, regression: Regression) -> int:
         return int(self._detail(regression)["members_total"])
 
-    @extend_schema_field(EventSerializer(many=True))
+    @extend_schema_field(RegressionEventSerializer(many=True))
     def get_events(self, regression: Regression) -> Any:
-        return EventSerializer(self._detail(regression)["events"], many=True).data
+        return RegressionEventSerializer(self._detail(regression)["events"], many=True).data
 
 
-class AckSerializer(serializers.Serializer[Any]):
+class RegressionAckSerializer(serializers.Serializer[Any]):
     note = serializers.CharField(max_length=NOTE_MAX_LENGTH, help_text="why; shown to everyone")
 
 
-class ResolveSerializer(serializers.Serializer[Any]):
+class RegressionResolveSerializer(serializers.Serializer[Any]):
     note = serializers.CharField(max_length=NOTE_MAX_LENGTH, required=False, allow_blank=True)
 
 
-class SilenceSerializer(serializers.Serializer[Any]):
+class RegressionSilenceSerializer(serializers.Serializer[Any]):
     until = serializers.DateTimeField(
         help_text="when notifications flow again (future, <= 90 days)"
     )
@@ -289,38 +289,38 @@ class RegressionViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
         context = {"detail": regression_detail(regression=regression)}
         return Response(RegressionDetailSerializer(regression, context=context).data)
 
-    @extend_schema(request=AckSerializer, responses=_acted())
+    @extend_schema(request=RegressionAckSerializer, responses=_acted())
     @action(detail=True, methods=["post"])
     def ack(self, request: Request, pk: str | None = None) -> Response:
         """Acknowledge an open or recovering regression, with a note (who: you)."""
         return self._act(
             request,
-            AckSerializer,
+            RegressionAckSerializer,
             lambda r, data: regression_acknowledge(
                 regression=r, user=_user(request), note=data["note"]
             ),
         )
 
-    @extend_schema(request=ResolveSerializer, responses=_acted())
+    @extend_schema(request=RegressionResolveSerializer, responses=_acted())
     @action(detail=True, methods=["post"])
     def resolve(self, request: Request, pk: str | None = None) -> Response:
         """Resolve it by hand (any live state), with an optional note."""
         return self._act(
             request,
-            ResolveSerializer,
+            RegressionResolveSerializer,
             lambda r, data: regression_resolve(
                 regression=r, user=_user(request), note=data.get("note", "")
             ),
         )
 
-    @extend_schema(request=SilenceSerializer, responses=_acted())
+    @extend_schema(request=RegressionSilenceSerializer, responses=_acted())
     @action(detail=True, methods=["post"])
     def silence(self, request: Request, pk: str | None = None) -> Response:
         """Hold its notifications back until `until` (in the future, at most 90 days), with a
         note; its state still changes as nights come in."""
         return self._act(
             request,
-            SilenceSerializer,
+            RegressionSilenceSerializer,
             lambda r, data: regression_silence(
                 regression=r, user=_user(request), until=data["until"], note=data["note"]
             ),

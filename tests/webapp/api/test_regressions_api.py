@@ -250,5 +250,8 @@ def test_the_regressions_operations_are_in_the_openapi_schema() -> None:
     paths = schema["paths"]
     for path in ("", "{id}/", "{id}/ack/", "{id}/silence/", "{id}/unsilence/", "{id}/resolve/"):
         assert f"/api/v1/regressions/{path}" in paths
+    components = schema["components"]["schemas"]
+    assert "points" in components["Series"]["properties"]  # /api/v1/series/'s, not ours
+    assert "band" in components["RegressionSeries"]["properties"]
     names = {p["name"] for p in paths["/api/v1/regressions/"]["get"]["parameters"]}
     assert names >= {"state", "verdict", "site", "endpoint", "vantage_point", "metric", "blame"}
