@@ -51,12 +51,16 @@ class RegressionFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         for field in self.fields.values():
             field.required = False
+        self.fields["state"].widget.attrs["size"] = len(Regression.State.choices)
+        self.fields["verdict"].widget.attrs["size"] = len(Regression.Verdict.choices)
 
 
 class NoteForm(forms.Form):
     """Acknowledge or resolve: a note (required to acknowledge)."""
 
-    note = forms.CharField(max_length=NOTE_MAX_LENGTH, required=False, widget=forms.Textarea)
+    note = forms.CharField(
+        max_length=NOTE_MAX_LENGTH, required=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
 
 
 class SilenceForm(forms.Form):
@@ -66,4 +70,8 @@ class SilenceForm(forms.Form):
         help_text="UTC, e.g. 2026-12-01 08:00",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
     )
-    note = forms.CharField(max_length=NOTE_MAX_LENGTH, widget=forms.Textarea)
+    note = forms.CharField(
+        max_length=NOTE_MAX_LENGTH,
+        help_text="why: shown to everyone",
+        widget=forms.Textarea(attrs={"rows": 3}),
+    )
