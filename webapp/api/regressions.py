@@ -34,7 +34,13 @@ from webapp.watch.actions import (
 )
 from webapp.watch.forms import RegressionFilterForm
 from webapp.watch.models import Regression, RegressionEvent
-from webapp.watch.selectors import regression_detail, regression_list
+from webapp.watch.selectors import (
+    regression_detail,
+    regression_get,
+    regression_list,
+    regression_rows,
+    regressions_joined,
+)
 
 REFUSED = OpenApiResponse(
     description="{detail, state}: the regression's state does not allow it (its state)"
@@ -273,16 +279,17 @@ class RegressionViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
     parser_classes = PARSER_CLASSES
 
     def get_queryset(self) -> QuerySet[Regression]:
-        return regression_list()
+        return regressions_joined()
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         form = RegressionFilterForm(request.query_params)
         if not form.is_valid():
             return Response(form_errors(form), status=status.HTTP_400_BAD_REQUEST)
-        regressions = regression_list(filters=form.cleaned_data)
-        page = self.paginate_queryset(regressions)
-        data = RegressionSerializer(page if page is not None else regressions, many=True).data
-        return self.get_paginated_response(data) if page is not None else Response(data)
+        keys = regression_list(filters=form.cleaned_data)
+        page = self.paginate_queryset(keys)
+        rows = regression_rows(keys=[row.pk for row in (keys if page is None else page)])
+        data = RegressionSerializer(rows, many=True).data
+        return Response(data) if page is None else self.get_paginated_response(data)
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         regression = self.get_object()
@@ -356,7 +363,7 @@ class RegressionViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
             regression.refresh_from_db(fields=["state"])
             refused = {"detail": str(exc), "state": regression.state}
             return Response(refused, status=status.HTTP_409_CONFLICT)
-        return Response(RegressionSerializer(regression_list().get(pk=regression.pk)).data)
+        return Response(RegressionSerializer(regression_get(pk=regression.pk)).data)
 
 
 def _user(request: Request) -> User:

@@ -29,7 +29,12 @@ from webapp.watch.actions import (
 )
 from webapp.watch.forms import NoteForm, RegressionFilterForm, SilenceForm
 from webapp.watch.models import Regression
-from webapp.watch.selectors import regression_detail, regression_get, regression_list
+from webapp.watch.selectors import (
+    regression_detail,
+    regression_get,
+    regression_list,
+    regression_rows,
+)
 
 PAGE_SIZE = 50
 LIVE_STATES = [str(state) for state in Regression.LIVE]
@@ -51,9 +56,10 @@ class RegressionListView(ViewerRequiredMixin, View):
         form = RegressionFilterForm(query)
         if not form.is_valid():
             return render(request, self.template_name, {"form": form, "page": None}, status=400)
-        regressions = regression_list(filters=form.cleaned_data)
-        page = Paginator(regressions, PAGE_SIZE).get_page(request.GET.get("page"))
-        context = {"form": form, "page": page, "query": query.urlencode()}
+        keys = regression_list(filters=form.cleaned_data)
+        page = Paginator(keys, PAGE_SIZE).get_page(request.GET.get("page"))
+        rows = regression_rows(keys=[row.pk for row in page.object_list])
+        context = {"form": form, "page": page, "rows": rows, "query": query.urlencode()}
         return render(request, self.template_name, context)
 
 

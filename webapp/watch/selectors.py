@@ -5,6 +5,7 @@ the band its baseline drew, the other vantage points' view, its group and its ev
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any, TypedDict
 
@@ -30,20 +31,43 @@ LIST_FILTERS = ("state", "verdict", "site", "endpoint", "vantage_point", "metric
 
 
 def regression_list(*, filters: dict[str, Any] | None = None) -> QuerySet[Regression]:
-    """Regressions, severity first (critical, warning, info), then the newest first, with
-    what each row shows joined. `filters`: state and verdict (lists), site and endpoint
-    (rows or ids), vantage_point (a row or its name), metric, blame (the blamed kind:
-    site, vantage-point, protocol, credential), silenced (True: silenced now; False: not)."""
-    filters = filters or {}
-    regressions = Regression.objects.select_related(
-        "site", "endpoint", "endpoint__site", "vantage_point", "acknowledged_by", "silenced_by"
+    """The regressions `filters` select, severity first (critical, warning, info), then the
+    newest first, with only their keys read: the order is found on the regressions alone
+    (narrow rows), and a page of them is read whole with `regression_rows`. `filters`: state
+    and verdict (lists), site and endpoint (rows or ids), vantage_point (a row or its name),
+    metric, blame (the blamed kind: site, vantage-point, protocol, credential), silenced
+    (True: silenced now; False: not)."""
+    return _ordered(filters or {}).only("pk")
+
+
+def regression_rows(*, keys: Sequence[int]) -> list[Regression]:
+    """The regressions of `keys`, in that order, with what a row shows joined."""
+    if not keys:
+        return []
+    rows = {row.pk: row for row in regressions_joined().filter(pk__in=keys)}
+    return [rows[key] for key in keys if key in rows]
+
+
+def regressions_joined() -> QuerySet[Regression]:
+    """Every regression with what its rows and its detail show joined."""
+    return Regression.objects.select_related(
+        "site",
+        "endpoint",
+        "endpoint__site",
+        "vantage_point",
+        "parent",
+        "acknowledged_by",
+        "silenced_by",
     )
-    regressions = regressions.filter(_list_query(filters))
+
+
+def _ordered(filters: dict[str, Any]) -> QuerySet[Regression]:
     rank = Case(
         *(When(severity=s, then=Value(i)) for i, s in enumerate(SEVERITY_ORDER)),
         default=Value(len(SEVERITY_ORDER)),
         output_field=IntegerField(),
     )
+    regressions = Regression.objects.filter(_list_query(filters))
     return regressions.annotate(severity_rank=rank).order_by("severity_rank", "-opened_at", "-id")
 
 
@@ -76,17 +100,19 @@ def regression_needing_attention(*, limit: int) -> tuple[list[Regression], int]:
     now, not a member of a blamed group (its group is listed), severity first; at most
     `limit` of them, and how many there are."""
     live = (State.OPEN, State.ACKNOWLEDGED, State.RECOVERING)
-    regressions = regression_list(filters={"state": live, "silenced": False}).filter(
-        parent__isnull=True
-    )
-    shown = list(regressions[:limit])
-    return shown, len(shown) if len(shown) < limit else regressions.count()
+    regressions = _ordered({"state": live, "silenced": False}).filter(parent__isnull=True)
+    return _first(regressions, limit)
 
 
 def regression_tester_faults(*, limit: int) -> tuple[list[Regression], int]:
     """Regressions in the tester-fault state (ours, not the site's), as on the home page."""
-    regressions = regression_list(filters={"state": [State.TESTER_FAULT]})
-    shown = list(regressions[:limit])
+    return _first(_ordered({"state": [State.TESTER_FAULT]}), limit)
+
+
+def _first(regressions: QuerySet[Regression], limit: int) -> tuple[list[Regression], int]:
+    """The first `limit` (few, of the live ones: one query with their joins) and the count."""
+    joined = regressions.select_related("site", "endpoint", "endpoint__site", "vantage_point")
+    shown = list(joined[:limit])
     return shown, len(shown) if len(shown) < limit else regressions.count()
 
 
@@ -133,15 +159,7 @@ class RegressionDetail(TypedDict):
 
 def regression_get(*, pk: int) -> Regression:
     """One regression with what its detail shows joined (Regression.DoesNotExist if none)."""
-    return Regression.objects.select_related(
-        "site",
-        "endpoint",
-        "endpoint__site",
-        "vantage_point",
-        "parent",
-        "acknowledged_by",
-        "silenced_by",
-    ).get(pk=pk)
+    return regressions_joined().get(pk=pk)
 
 
 def regression_detail(*, regression: Regression) -> RegressionDetail:

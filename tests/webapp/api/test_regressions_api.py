@@ -255,3 +255,12 @@ def test_the_regressions_operations_are_in_the_openapi_schema() -> None:
     assert "band" in components["RegressionSeries"]["properties"]
     names = {p["name"] for p in paths["/api/v1/regressions/"]["get"]["parameters"]}
     assert names >= {"state", "verdict", "site", "endpoint", "vantage_point", "metric", "blame"}
+
+
+def test_the_list_reads_a_bounded_number_of_queries(django_assert_max_num_queries: Any) -> None:
+    for n in range(60):
+        RegressionFactory(acknowledged_by=user(f"u{n}"), silenced_by=user(f"s{n}"))
+    api = api_for(user("v", "viewer"))
+    with django_assert_max_num_queries(5):  # the role, the count, the page's keys, its rows
+        answer = api.get(URL)
+    assert len(answer.json()["results"]) == 50
