@@ -337,9 +337,7 @@ class RegressionViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
     @action(detail=True, methods=["post"])
     def unsilence(self, request: Request, pk: str | None = None) -> Response:
         """Lift its silence now."""
-        return self._act(
-            request, None, lambda r, data: regression_unsilence(regression=r, user=_user(request))
-        )
+        return self._act(request, None, lambda r, data: regression_unsilence(regression=r))
 
     def _act(
         self,

@@ -163,7 +163,7 @@ _ACT: dict[str, Act] = {
     "silence": lambda r, user, data: regression_silence(
         regression=r, user=user, until=data["until"], note=data["note"]
     ),
-    "unsilence": lambda r, user, data: regression_unsilence(regression=r, user=user),
+    "unsilence": lambda r, user, data: regression_unsilence(regression=r),
 }
 _DONE = {
     "ack": "Acknowledged.",

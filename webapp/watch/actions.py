@@ -87,7 +87,7 @@ def regression_silence(
     return regression
 
 
-def regression_unsilence(*, regression: Regression, user: User) -> Regression:
+def regression_unsilence(*, regression: Regression) -> Regression:
     """Lift the silence now (its notifications flow again)."""
     _change_live(regression, silenced_until=None, silenced_by=None, silence_note="")
     return regression

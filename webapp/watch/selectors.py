@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 from django.utils import timezone
 
+from webapp.campaigns.models import PARAMETER_SET_FIELDS
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight
 
@@ -26,15 +27,13 @@ BAND_K = 3.0  # median +/- k * MAD, unless the detector's parameters say otherwi
 # Names a detector may give the band's width in its parameters (robust z threshold).
 BAND_K_PARAMETERS = ("band_k", "breakage_z", "robust_z", "z_threshold", "z")
 MAD_SCALE = 1.4826  # MAD of normal noise, scaled to its standard deviation
-PARAMETER_SET_FIELDS = ("method", "pattern", "read_size", "fraction", "clients")
-LIST_FILTERS = ("state", "verdict", "site", "endpoint", "vantage_point", "metric", "blame")
 
 
 def regression_list(*, filters: dict[str, Any] | None = None) -> QuerySet[Regression]:
     """The regressions `filters` select, severity first (critical, warning, info), then the
     newest first, with only their keys read: the order is found on the regressions alone
     (narrow rows), and a page of them is read whole with `regression_rows`. `filters`: state
-    and verdict (lists), site and endpoint (rows or ids), vantage_point (a row or its name),
+    and verdict (lists), site, endpoint and vantage_point (rows or ids),
     metric, blame (the blamed kind: site, vantage-point, protocol, credential), silenced
     (True: silenced now; False: not)."""
     return _ordered(filters or {}).only("pk")

@@ -130,6 +130,6 @@ def test_unsilencing_clears_the_silence() -> None:
     regression_silence(
         regression=regression, user=user("c"), until=NOW + timedelta(days=1), note="x", now=NOW
     )
-    regression_unsilence(regression=regression, user=user("d"))
+    regression_unsilence(regression=regression)
     stored = Regression.objects.get(pk=regression.pk)
     assert (stored.silenced_until, stored.silenced_by, stored.silence_note) == (None, None, "")
