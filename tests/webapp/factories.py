@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import factory
 from cryptography import x509
@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
+from webapp.watch.models import Regression, SeriesNight
 
 
 class SiteFactory(factory.django.DjangoModelFactory):
@@ -98,6 +99,68 @@ class RunFactory(factory.django.DjangoModelFactory):
     read_size = 65536
     fraction = 0.1
     clients = 2
+
+
+class SeriesNightFactory(factory.django.DjangoModelFactory):
+    """One night of a series: 4 succeeded runs, throughput median 100 MB/s."""
+
+    class Meta:
+        model = SeriesNight
+
+    night = date(2026, 11, 1)
+    endpoint = factory.SubFactory(EndpointFactory)
+    vantage_point = factory.SubFactory(VantagePointFactory)
+    method = "direct"
+    pattern = "random"
+    read_size = 65536
+    fraction = 0.1
+    clients = 2
+    runs = 4
+    succeeded = 4
+    metrics = factory.LazyFunction(
+        lambda: {"throughput_mbps": {"median": 100.0, "q1": 95.0, "q3": 105.0, "mad": 5.0, "n": 4}}
+    )
+    server_versions = factory.LazyFunction(lambda: ["v5.6.1"])
+
+
+class RegressionFactory(factory.django.DjangoModelFactory):
+    """An open throughput regression of one series (endpoint, vantage point, parameter set),
+    as the watch records it: a 40% drop confirmed on 2026-11-20."""
+
+    class Meta:
+        model = Regression
+
+    endpoint = factory.SubFactory(EndpointFactory)
+    vantage_point = factory.SubFactory(VantagePointFactory)
+    key = factory.Sequence(lambda n: f"series-{n}:throughput_mbps")
+    tier = Regression.Tier.SHIFT
+    metric = "throughput_mbps"
+    state = Regression.State.OPEN
+    verdict = Regression.Verdict.REGRESSION
+    severity = Regression.Severity.WARNING
+    summary = "throughput down 40% since 2026-11-20"
+    protocol = factory.LazyAttribute(lambda r: r.endpoint.protocol if r.endpoint else "")
+    method = "direct"
+    pattern = "random"
+    read_size = 65536
+    fraction = 0.1
+    clients = 2
+    detector = factory.LazyFunction(
+        lambda: {
+            "name": "e-divisive",
+            "parameters": {"pvalue": 0.01, "min_magnitude_pct": 10},
+            "baseline_window": ["2026-10-25", "2026-11-19"],
+            "target_window": ["2026-11-20", "2026-11-24"],
+        }
+    )
+    blame = factory.LazyFunction(lambda: {"target": "site", "rule": "one series"})
+    versions = factory.LazyFunction(list)
+    change_night = date(2026, 11, 20)
+    baseline = 100.0
+    current = 60.0
+    change_pct = -40.0
+    last_night = date(2026, 11, 24)
+    opened_at = factory.LazyFunction(lambda: datetime(2026, 11, 20, 6, 0, tzinfo=UTC))
 
 
 def jwt(**claims: object) -> str:

@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import views
+from webapp.api.regressions import RegressionViewSet
 from webapp.dashboards.api import (
     AlertsAPIView,
     CampaignResultsAPIView,
@@ -20,6 +21,7 @@ router.register("vantage-points", views.VantagePointViewSet)
 router.register("campaigns", views.CampaignViewSet)
 router.register("runs", views.RunViewSet, basename="run")
 router.register("subscriptions", SubscriptionViewSet)
+router.register("regressions", RegressionViewSet, basename="regression")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),

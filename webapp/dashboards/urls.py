@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from webapp.dashboards import views
+from webapp.dashboards import regressions, views
 
 app_name = "dashboards"
 
@@ -10,6 +10,12 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("compare/", views.ComparePageView.as_view(), name="compare"),
     path("matrix/", views.MatrixView.as_view(), name="matrix"),
     path("alerts/", views.AlertsView.as_view(), name="alerts"),
+    path("regressions/", regressions.RegressionListView.as_view(), name="regression-list"),
+    path(
+        "regressions/<int:pk>/",
+        regressions.RegressionDetailView.as_view(),
+        name="regression-detail",
+    ),
     path(
         "campaigns/<int:pk>/results/",
         views.CampaignResultsPageView.as_view(),

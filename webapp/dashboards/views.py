@@ -35,7 +35,12 @@ from webapp.dashboards.selectors.compare import (
     default_range,
     failure_counts,
 )
-from webapp.dashboards.selectors.home import TOP, home_active_runs, home_worker_health
+from webapp.dashboards.selectors.home import (
+    TOP,
+    home_active_runs,
+    home_regressions,
+    home_worker_health,
+)
 from webapp.dashboards.selectors.matrix import DEFAULT_METRIC, matrix_data, matrix_grid
 from webapp.dashboards.selectors.parameter_sets import parameter_sets_recent
 from webapp.dashboards.selectors.results import ResultsFilter, campaign_results
@@ -171,6 +176,7 @@ class HomeView(ViewerRequiredMixin, TemplateView):
             slower=alerts["slower"][:TOP],
             live={"status_url": reverse("campaigns:run-status")},
             worker_health=home_worker_health(),
+            regressions=home_regressions(),
             **home_active_runs(),
         )
         return context

@@ -36,6 +36,7 @@ from tests.webapp.api.test_api import client_for
 from tests.webapp.factories import (
     CampaignFactory,
     EndpointFactory,
+    RegressionFactory,
     RunFactory,
     SiteFactory,
     TestFileFactory,
@@ -73,6 +74,7 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
         campaign=campaign, test_file=test_file, vantage_point=vantage_point,
         status=Run.Status.SUCCEEDED, throughput_mbps=12.0,
     )  # fmt: skip
+    regression = RegressionFactory(endpoint=endpoint, vantage_point=vantage_point)
     ids = {
         "sites": site.pk,
         "endpoints": endpoint.pk,
@@ -82,6 +84,7 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
         "subscriptions": Subscription.objects.create(
             owner=operator, channel="email", email="fuzzer@example.org"
         ).pk,
+        "regressions": regression.pk,
     }
     return operator, ids
 

@@ -1,4 +1,6 @@
-"""The home page: what is failing now, what got slower, what is running; with links."""
+"""The home page: what needs the operator (open regressions, severity first, and the
+tester's own faults, from the watch's stored state), what is failing now, what got slower,
+what is running; with links."""
 
 from __future__ import annotations
 
@@ -10,10 +12,25 @@ from webapp.campaigns.health import VantagePointHealth, vantage_points_health
 from webapp.campaigns.models import Run
 from webapp.campaigns.selectors import RunProgress, run_list, runs_progress
 from webapp.sites.models import VantagePoint
+from webapp.watch.models import Regression
+from webapp.watch.selectors import regression_needing_attention, regression_tester_faults
 
 TOP = 5  # rows of each list on the home page; the alerts page has them all
 RUNNING_ROWS = 20
 QUEUED_ROWS = 10
+
+
+def home_regressions() -> HomeRegressions:
+    """Open regressions (open, acknowledged, recovering; not silenced; a blamed group's
+    members under their group), severity first, and tester faults: TOP of each, counted."""
+    open_rows, open_count = regression_needing_attention(limit=TOP)
+    faults, faults_count = regression_tester_faults(limit=TOP)
+    return {
+        "open": open_rows,
+        "open_count": open_count,
+        "tester_faults": faults,
+        "tester_faults_count": faults_count,
+    }
 
 
 def home_worker_health() -> list[tuple[VantagePoint, VantagePointHealth]]:
@@ -57,3 +74,12 @@ class ActiveRuns(TypedDict):
     queued_count: int
     queued_more: int
     running_total: int
+
+
+class HomeRegressions(TypedDict):
+    """The home page's "Regressions"."""
+
+    open: list[Regression]
+    open_count: int
+    tester_faults: list[Regression]
+    tester_faults_count: int

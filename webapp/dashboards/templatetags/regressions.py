@@ -1,0 +1,53 @@
+"""Template filters of the regression pages: what a regression was blamed on, in words
+({{ regression|blamed_on }} -> "vantage point far"), and its change with its sign."""
+
+from __future__ import annotations
+
+from django import template
+
+from webapp.watch.models import Regression
+
+register = template.Library()
+Blame = Regression.Blame
+
+
+@register.filter
+def blamed_on(regression: Regression) -> str:
+    """The thing the regression was blamed on: "the site T2_X", "vantage point far",
+    "protocol root", "a credential (...)"; "" when the watch blamed nothing."""
+    target = (regression.blame or {}).get("target", "")
+    site = regression.site or (regression.endpoint.site if regression.endpoint else None)
+    if target == Blame.SITE:
+        return f"the site {site.name}" if site else "the site"
+    if target == Blame.VANTAGE_POINT:
+        name = regression.vantage_point.name if regression.vantage_point else ""
+        return f"vantage point {name}".strip()
+    if target == Blame.PROTOCOL:
+        return f"protocol {regression.protocol}".strip()
+    if target == Blame.CREDENTIAL:
+        credential = (regression.blame or {}).get("credential", "")
+        return f"a credential ({credential})" if credential else "a credential"
+    return str(target)
+
+
+@register.filter
+def signed_pct(value: float | None) -> str:
+    """A change in percent with its sign: -40.2 -> "-40%", 12.5 -> "+12%"; None -> "—"."""
+    if value is None:
+        return "—"
+    return f"{value:+.0f}%"
+
+
+@register.filter
+def version_words(change: object) -> str:
+    """A version change near the change point, in words: "server version 5.6.2 (was 5.6.1),
+    first seen 2026-11-20"; a change the watch stored as text is shown as it is."""
+    if not isinstance(change, dict):
+        return str(change)
+    side = change.get("side", "server")
+    words = f"{side} version {change.get('to', '?')}"
+    if change.get("from"):
+        words += f" (was {change['from']})"
+    if change.get("first_seen"):
+        words += f", first seen {change['first_seen']}"
+    return words
