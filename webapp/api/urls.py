@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import views
+from webapp.api.downtimes import DowntimeViewSet
 from webapp.dashboards.api import (
     AlertsAPIView,
     CampaignResultsAPIView,
@@ -18,6 +19,7 @@ router.register("endpoints", views.EndpointViewSet)
 router.register("vantage-points", views.VantagePointViewSet)
 router.register("campaigns", views.CampaignViewSet)
 router.register("runs", views.RunViewSet, basename="run")
+router.register("downtimes", DowntimeViewSet, basename="downtime")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),
