@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import views
+from webapp.api.availability import AvailabilityAPIView
 from webapp.api.downtimes import DowntimeViewSet
 from webapp.dashboards.api import (
     AlertsAPIView,
@@ -32,6 +33,7 @@ urlpatterns = [
         name="matrix-threshold-api",
     ),
     path("alerts/", AlertsAPIView.as_view(), name="alerts-api"),
+    path("availability/", AvailabilityAPIView.as_view(), name="availability-api"),
     path(
         "campaigns/<int:pk>/results/",
         CampaignResultsAPIView.as_view(),

@@ -41,7 +41,9 @@ from webapp.dashboards.selectors.results import ResultsFilter, campaign_results
 from webapp.dashboards.selectors.site_summary import site_summary
 from webapp.dashboards.selectors.thresholds import SAVE_REFUSAL
 from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_save
+from webapp.sites.downtime_pages import page_context as downtime_page_context
 from webapp.sites.models import Endpoint, Site, VantagePoint
+from webapp.watch.availability import site_availability
 
 
 class MatrixView(ViewerRequiredMixin, View):
@@ -218,4 +220,6 @@ class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
         )
         context["can_edit"] = self.object.editable_by(self.request.user)
         context["summary"] = site_summary(site=self.object)
+        context["availability"] = site_availability(site=self.object, now=timezone.now())
+        context.update(downtime_page_context(self.request, site=self.object))
         return context
