@@ -90,7 +90,7 @@ def test_the_owner_declares_and_deletes_from_the_site_page(owner: User, site: Si
 
 
 @pytest.mark.parametrize(
-    ("dates", "where", "error"),
+    "case",
     [
         (("2030-01-01T12:00", "2030-01-01T10:00"), "site", "end: the downtime must end"),
         (("2030-01-01T10:00", "2030-01-01T12:00"), "both", "site: give a site or an endpoint"),
@@ -98,8 +98,9 @@ def test_the_owner_declares_and_deletes_from_the_site_page(owner: User, site: Si
     ],
 )
 def test_bad_input_shows_the_fields_error_and_stores_nothing(
-    owner: User, site: Site, endpoint: Endpoint, dates: tuple[str, str], where: str, error: str
+    owner: User, site: Site, endpoint: Endpoint, case: tuple[tuple[str, str], str, str]
 ) -> None:
+    dates, where, error = case
     chosen = {"site": site.pk, "endpoint": endpoint.pk} if where == "both" else {"site": site.pk}
     answer = page_for(owner).post("/downtimes/new/", form(chosen, *dates, "/downtimes/"))
     assert answer.status_code == 400
@@ -131,7 +132,7 @@ def test_site_page_states_the_availability_formula_per_endpoint_and_month(
 ) -> None:
     html = page_for(owner).get(f"/sites/{site.pk}/").content.decode()
     table = html.split('id="availability-table"')[1].split("</table>")[0]
-    assert "availability = up / (total − unknown)" in html
-    assert "reliability = up / (total − scheduled downtime − unknown)" in html
+    assert "availability = up / (total - unknown)" in html
+    assert "reliability = up / (total - scheduled downtime - unknown)" in html
     assert timezone.now().strftime("%Y-%m") in table
     assert "site page-site" in table and "page-root" in table
