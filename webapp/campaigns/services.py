@@ -24,6 +24,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
+from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, Progress, run_probe
 from workers.engine.errors import ErrorClass, OutsideFileRoots
@@ -48,6 +49,9 @@ class MatrixPreview:
     runs: int
     planned_bytes: int
     cap: int
+    # Its endpoints' credentials that expire within FEDPROBE_CREDENTIAL_WARN_DAYS, have
+    # expired or do not parse: each a sentence ("the token of endpoint X expires in ...").
+    credential_warnings: tuple[str, ...] = ()
 
     @property
     def too_large(self) -> bool:
@@ -121,10 +125,17 @@ def campaign_preview_draft(
 def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> MatrixPreview:
     """`rows` preview a campaign not saved yet (a form's): nothing is read from its relations."""
     planned = 0
+    endpoints: dict[int, Endpoint] = {}
     for cell in campaign.cells(rows):
         params = Run.from_cell(cell, campaign=campaign).measured_params(files=[cell.test_file])
         planned += params.run_delivered_bytes(cell.test_file.size)
-    return MatrixPreview(campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX)
+        endpoints.setdefault(cell.endpoint.pk, cell.endpoint)
+    now = timezone.now()
+    expiries = (endpoint_credential_expiry(e, now=now) for e in endpoints.values())
+    warnings = tuple(expiry.message for expiry in expiries if expiry is not None)
+    return MatrixPreview(
+        campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX, warnings
+    )
 
 
 class LaunchWhileActive(Exception):

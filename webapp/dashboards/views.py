@@ -44,6 +44,7 @@ from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_
 from webapp.sites.downtime_pages import page_context as downtime_page_context
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from webapp.watch.availability import site_availability
+from webapp.watch.credentials import credentials_expiring
 
 
 class MatrixView(ViewerRequiredMixin, View):
@@ -172,6 +173,7 @@ class HomeView(ViewerRequiredMixin, TemplateView):
             slower=alerts["slower"][:TOP],
             live={"status_url": reverse("campaigns:run-status")},
             worker_health=home_worker_health(),
+            expiring_credentials=credentials_expiring(now=timezone.now()),
             **home_active_runs(),
         )
         return context
