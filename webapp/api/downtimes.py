@@ -97,19 +97,13 @@ class DowntimeViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
         query = DowntimeQuery(data=self.request.query_params)
         query.is_valid(raise_exception=True)
         chosen = query.validated_data
-        active = chosen.get("active")
-        downtimes = downtime_list(
+        return downtime_list(
             site=chosen.get("site"),
             endpoint=chosen.get("endpoint"),
+            active=chosen.get("active"),
             since=chosen.get("since"),
             until=chosen.get("until"),
         )
-        now = timezone.now()
-        if active is True:
-            downtimes = downtimes.filter(start__lte=now, end__gt=now)
-        elif active is False:
-            downtimes = downtimes.exclude(start__lte=now, end__gt=now)
-        return downtimes
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)

@@ -90,12 +90,13 @@ class DowntimeListView(ViewerRequiredMixin, View):
 def _list_page(request: HttpRequest, form: DowntimeForm, status: int = 200) -> HttpResponse:
     filters = DowntimeFilter(request.GET)
     chosen = filters.cleaned_data if filters.is_valid() else {}
-    downtimes = downtime_list(site=chosen.get("site"), endpoint=chosen.get("endpoint"))
     now = timezone.now()
-    if chosen.get("active") is True:
-        downtimes = downtimes.filter(start__lte=now, end__gt=now)
-    elif chosen.get("active") is False:
-        downtimes = downtimes.exclude(start__lte=now, end__gt=now)
+    downtimes = downtime_list(
+        site=chosen.get("site"),
+        endpoint=chosen.get("endpoint"),
+        active=chosen.get("active"),
+        now=now,
+    )
     context = {
         "filters": filters,
         "downtimes": _with_rights(list(downtimes[:LIST_LIMIT]), request),

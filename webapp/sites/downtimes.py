@@ -12,6 +12,7 @@ from typing import Any
 
 from django.contrib.auth.models import User as Account
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from webapp.accounts.roles import User, is_admin
 from webapp.sites.models import Downtime, Endpoint, Site
@@ -135,20 +136,23 @@ def downtime_list(
     *,
     site: Site | None = None,
     endpoint: Endpoint | None = None,
-    active_at: datetime | None = None,
+    active: bool | None = None,
+    now: datetime | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> QuerySet[Downtime]:
     """Downtimes, newest start first. `site`: the site's own and its endpoints'; `endpoint`:
-    its own and its site's; `active_at`: those covering that instant; `since`/`until`: those
-    overlapping the window (ending after `since`, starting before `until`)."""
+    its own and its site's; `active`: those covering `now` (True) or not (False);
+    `since`/`until`: those overlapping the window (ending after `since`, starting before
+    `until`)."""
     downtimes = Downtime.objects.select_related("site", "endpoint__site", "created_by")
     if site is not None:
         downtimes = downtimes.filter(Q(site=site) | Q(endpoint__site=site))
     if endpoint is not None:
         downtimes = downtimes.filter(Q(endpoint=endpoint) | Q(site_id=endpoint.site_id))
-    if active_at is not None:
-        downtimes = downtimes.filter(start__lte=active_at, end__gt=active_at)
+    if active is not None:
+        covering = Q(start__lte=now or timezone.now(), end__gt=now or timezone.now())
+        downtimes = downtimes.filter(covering) if active else downtimes.exclude(covering)
     if since is not None:
         downtimes = downtimes.filter(end__gt=since)
     if until is not None:

@@ -176,3 +176,13 @@ def test_an_endpoint_is_covered_by_its_own_and_its_sites_downtimes(
         end=now + timedelta(hours=5),
     )
     assert covering == {endpoint.pk: [whole, own], sibling.pk: [whole]}
+
+
+def test_ids_past_64_bits_answer_400_or_404_never_500(owner: User) -> None:
+    huge = 2**70
+    api = api_for(owner)
+    assert api.get(f"{URL}?site={huge}").status_code == 400
+    assert api.get(f"{URL}?endpoint={huge}").status_code == 400
+    assert api.get(f"/api/v1/availability/?site={huge}").status_code == 400
+    assert api.get(f"{URL}{huge}/").status_code == 404
+    assert api.post(URL, body(site=huge), format="json").status_code == 400
