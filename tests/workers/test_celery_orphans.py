@@ -243,13 +243,13 @@ def assert_tester_fault_only(run: Run) -> None:
     lost = run.attempts.filter(status=ClientAttempt.Status.LOST)
     assert set(lost.values_list("error_class", flat=True)) == {"lost"}
     summary = site_summary(site=run.endpoint.site)
-    assert summary["recent_failures"] == []
+    assert run.pk not in [failure["run"] for failure in summary["recent_failures"]]
     assert all(cell["failed"] == cell["partial"] == 0 for cell in summary["site_days"])
     failing = alerts_failing(since=run.created_at - timedelta(days=1), filters={})
-    assert [row["run"] for row in failing] == []
+    assert run.pk not in [row["run"] for row in failing]
     faults = tester_faults(since=run.created_at - timedelta(days=1), filters={})
-    assert [(row["vantage_point"], row["error_class"]) for row in faults] == [
-        (run.vantage_point.name, "lost")
+    assert (run.vantage_point.name, "lost") in [
+        (f["vantage_point"], f["error_class"]) for f in faults
     ]
 
 
