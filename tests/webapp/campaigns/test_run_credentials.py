@@ -51,6 +51,8 @@ def test_an_issuer_refusing_the_client_fails_the_run_as_auth_before_any_client(
     (error,) = run.errors
     assert error["class"] == "auth"
     assert "token request" in error["message"]
+    # The tester's credential, not the endpoint, failed: never counted against it.
+    assert error["phase"] == "credential" and run.is_tester_fault
     assert "wr0ng-client-s3cret" not in json.dumps(run.errors)
     attempts = run.attempts.all()
     assert {a.status for a in attempts} != {ClientAttempt.Status.OK}
