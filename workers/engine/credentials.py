@@ -412,8 +412,8 @@ def remove_stale_run_dirs(base: Path | None = None) -> list[Path]:
 def _private_folder(base: Path) -> Path:
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
     if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
-        raise ProbeError(
-            ErrorClass.SERVER_ERROR,
+        raise ProbeError(  # the worker host's fault (harness), not the endpoint's
+            ErrorClass.HARNESS,
             f"{base} must belong to this user with mode 0700 (it holds run credentials)",
         )
     folder = base / f"run-{os.getpid()}-{secrets.token_hex(8)}"
