@@ -15,6 +15,7 @@ parser recurses (on every write). Launches send to an in-memory broker: nothing 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,13 @@ from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from webapp.accounts.services import api_token_create
 from webapp.accounts.throttles import WriteRateThrottle
 from webapp.campaigns.models import Run
-from webapp.sites.models import Endpoint, Site, VantagePoint
+from webapp.sites.models import Downtime, Endpoint, Site, VantagePoint
 
 EXAMPLES = 30  # per operation and generation mode: ~1,800 requests in all
 EXPLICIT_EXAMPLES = 3  # per fixed huge value (the other parameters drawn)
 HUGE_INTEGERS = (2**63, 2**64, -(2**63) - 1)
 DEEP_JSON = ("[" * 100_000, '{"a":' * 50_000)
-DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns", "matrix")
+DELETE_ORDER = ("downtimes", "endpoints", "sites", "vantage-points", "campaigns", "matrix")
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
 # Operations whose answers differ from their schema, checked for server errors only until
 # fixed ("METHOD /path/" labels). None today: keep it empty.
@@ -74,7 +75,12 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
         campaign=campaign, test_file=test_file, vantage_point=vantage_point,
         status=Run.Status.SUCCEEDED, throughput_mbps=12.0,
     )  # fmt: skip
+    downtime = Downtime.objects.create(
+        site=site, start=run.created_at, end=run.created_at + timedelta(hours=2),
+        severity="outage", scheduled=True,
+    )  # fmt: skip
     ids = {
+        "downtimes": downtime.pk,
         "sites": site.pk,
         "endpoints": endpoint.pk,
         "vantage-points": vantage_point.pk,
