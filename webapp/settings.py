@@ -473,6 +473,9 @@ if FEDPROBE_CA_DIR is not None and not Path(FEDPROBE_CA_DIR).is_dir():
     raise ImproperlyConfigured(f"FEDPROBE_CA_DIR={FEDPROBE_CA_DIR!r} is not a folder")
 # The most runs one launch of a campaign may create.
 FEDPROBE_MAX_MATRIX = env_int("FEDPROBE_MAX_MATRIX", 1000)
+# A credential of a scheduled campaign's endpoint that expires within this many days is
+# warned about (campaign preview, home, the watch): webapp/watch/credentials.py.
+FEDPROBE_CREDENTIAL_WARN_DAYS = env_int("FEDPROBE_CREDENTIAL_WARN_DAYS", 7)
 # Schedules (webapp/campaigns/schedules.py; docs/workers.md): a slot missed by up to this
 # many seconds (beat was down) is still launched, once; older slots are skipped.
 FEDPROBE_SCHEDULE_CATCHUP_S = env_int("FEDPROBE_SCHEDULE_CATCHUP_S", 6 * 3600)

@@ -19,7 +19,10 @@
     failed: { symbol: "x-thin-open", colour: fedprobe.colours.vermillion, label: "failed" },
     timeout: { symbol: "triangle-down", colour: fedprobe.colours.orange, label: "timed out" },
     cancelled: { symbol: "circle-open", colour: fedprobe.colours.muted, label: "cancelled" },
+    // The tester's own faults (lost, harness, egress, credential): not the endpoint's.
+    "tester-fault": { symbol: "diamond-open", colour: fedprobe.colours.muted, label: "tester fault" },
   };
+  const markOf = (row) => (row.tester_fault ? "tester-fault" : row.status);
   // Both charts keep the same left margin (room for the strip's endpoint names), so their
   // time axes line up when they zoom together.
   const LEFT = 210;
@@ -104,6 +107,7 @@
         day: row.day,
         status: row.status,
         error_class: row.error_class,
+        tester_fault: row.tester_fault,
         runs: row.n,
       };
     });
@@ -243,14 +247,14 @@
     const labels = data.endpoints.map((e) => fedprobe.text(lineName(e)));
     const merged = new Map();
     for (const row of data.failures) {
-      const key = `${row.endpoint}|${row.day}|${row.status}`;
-      if (!merged.has(key)) merged.set(key, { ...row, n: 0, classes: [] });
+      const key = `${row.endpoint}|${row.day}|${markOf(row)}`;
+      if (!merged.has(key)) merged.set(key, { ...row, mark: markOf(row), n: 0, classes: [] });
       const entry = merged.get(key);
       entry.n += row.n;
       entry.classes.push(`${row.error_class || "no class"} × ${row.n}`);
     }
     const traces = Object.entries(FAILURE_MARKS).map(([status, mark]) => {
-      const rows = [...merged.values()].filter((r) => r.status === status);
+      const rows = [...merged.values()].filter((r) => r.mark === status);
       return {
         type: "scatter",
         mode: "markers",
@@ -321,7 +325,7 @@
     if (!data) return "";
     const runs = data.series.reduce((sum, s) => sum + s.n.reduce((a, b) => a + b, 0), 0);
     const failed = {};
-    for (const row of data.failures) failed[row.status] = (failed[row.status] || 0) + row.n;
+    for (const row of data.failures) failed[markOf(row)] = (failed[markOf(row)] || 0) + row.n;
     const failures = Object.entries(FAILURE_MARKS)
       .map(([status, mark]) => `${failed[status] || 0} ${mark.label}`).join(", ");
     const set = data.parameter_set ? `Parameter set ${parameterLabel(data.parameter_set)}. ` : "";

@@ -305,6 +305,9 @@ def test_refusals_through_a_worker_end_with_their_class_and_reason(
         first = run.errors[0]
         assert (first["class"], first["client"]) == (error_class, None), (case, first)
         assert reason in first["message"], (case, first["message"])
+        # Only the expired token is the tester's fault (found before any request); the
+        # others are the endpoint's refusals and count against it.
+        assert run.is_tester_fault == (case == "expired"), (case, first)
     (unknown_ca,) = Run.objects.filter(pk__in=[r.pk for r in rogue_runs])
     assert unknown_ca.errors[0]["class"] == "tls"
     assert "unknown CA" in unknown_ca.errors[0]["message"]

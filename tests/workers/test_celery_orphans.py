@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,6 +32,9 @@ from tests.webapp.factories import CampaignFactory
 from tests.workers.test_celery import lab_endpoint
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import campaign_launch, runs_reap
+from webapp.dashboards.selectors.alerts import alerts_failing
+from webapp.dashboards.selectors.site_summary import site_summary
+from webapp.dashboards.selectors.tester_faults import tester_faults
 from webapp.sites.models import Endpoint, VantagePoint
 from workers.lab.relay import RelayHost, RelaySpec
 
@@ -145,6 +149,7 @@ def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_par
     assert all(a.record["bytes_read"] == 16 * 1024 * 1024 for a in kept)
     lost = run.attempts.filter(status=ClientAttempt.Status.LOST).count()
     assert lost == clients - kept.count()
+    assert_tester_fault_only(run)
 
 
 def test_after_kill_9_of_a_worker_or_its_pool_process_no_client_measures_on_and_beat_reaps(
@@ -242,12 +247,29 @@ def count(runs: list[Run], statuses: Collection[str]) -> int:
     return Run.objects.filter(pk__in=[run.pk for run in runs], status__in=statuses).count()
 
 
+def assert_tester_fault_only(run: Run) -> None:
+    """The reaped run is the tester's fault (class lost), and no endpoint figure counts it."""
+    assert run.errors[0]["class"] == "lost" and run.is_tester_fault
+    lost = run.attempts.filter(status=ClientAttempt.Status.LOST)
+    assert set(lost.values_list("error_class", flat=True)) == {"lost"}
+    summary = site_summary(site=run.endpoint.site)
+    assert run.pk not in [failure["run"] for failure in summary["recent_failures"]]
+    assert all(cell["failed"] == cell["partial"] == 0 for cell in summary["site_days"])
+    failing = alerts_failing(since=run.created_at - timedelta(days=1), filters={})
+    assert run.pk not in [row["run"] for row in failing]
+    faults = tester_faults(since=run.created_at - timedelta(days=1), filters={})
+    assert (run.vantage_point.name, "lost") in [
+        (f["vantage_point"], f["error_class"]) for f in faults
+    ]
+
+
 def assert_reaped(run: Run, status: str) -> None:
     """Ended by the reaper as `status`, no sooner than REAPER_STALE_S after its last beat,
     with its ended clients' records kept and the others lost."""
     run.refresh_from_db()
     assert run.status == status
     assert run.errors[0]["message"] == "the worker stopped reporting (lost)"
+    assert_tester_fault_only(run)
     lost = run.attempts.filter(status=ClientAttempt.Status.LOST)
     kept = run.attempts.exclude(status=ClientAttempt.Status.LOST)
     assert lost.count() >= 1

@@ -300,6 +300,10 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         help_text="the next five launch times (ISO, UTC, slip applied); empty while paused or "
         "without a schedule"
     )
+    credential_warnings = serializers.SerializerMethodField(
+        help_text="its endpoints' credentials that expire within FEDPROBE_CREDENTIAL_WARN_DAYS"
+        " days, have expired or do not parse: each a sentence saying when its runs fail"
+    )
 
     class Meta:
         model = Campaign
@@ -322,6 +326,7 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
             "next_launches",
             "matrix_size",
             "planned_bytes",
+            "credential_warnings",
             "created_at",
         ]
         extra_kwargs = {"endpoints": {"allow_empty": False}}
@@ -387,7 +392,17 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         return campaign.matrix_size()
 
     def get_planned_bytes(self, campaign: Campaign) -> int:
-        return campaign_preview(campaign=campaign).planned_bytes
+        return self._saved_preview(campaign).planned_bytes
+
+    def get_credential_warnings(self, campaign: Campaign) -> list[str]:
+        return list(self._saved_preview(campaign).credential_warnings)
+
+    def _saved_preview(self, campaign: Campaign) -> MatrixPreview:
+        """The saved campaign's preview, computed once per campaign and answer."""
+        cache: dict[int, MatrixPreview] = self.__dict__.setdefault("_previews", {})
+        if campaign.pk not in cache:
+            cache[campaign.pk] = campaign_preview(campaign=campaign)
+        return cache[campaign.pk]
 
     @extend_schema_field(serializers.DateTimeField(allow_null=True))
     def get_next_launch_at(self, campaign: Campaign) -> str | None:

@@ -2,6 +2,8 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import views
+from webapp.api.availability import AvailabilityAPIView
+from webapp.api.downtimes import DowntimeViewSet
 from webapp.api.regressions import RegressionViewSet
 from webapp.dashboards.api import (
     AlertsAPIView,
@@ -22,6 +24,7 @@ router.register("campaigns", views.CampaignViewSet)
 router.register("runs", views.RunViewSet, basename="run")
 router.register("subscriptions", SubscriptionViewSet)
 router.register("regressions", RegressionViewSet, basename="regression")
+router.register("downtimes", DowntimeViewSet, basename="downtime")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),
@@ -34,6 +37,7 @@ urlpatterns = [
         name="matrix-threshold-api",
     ),
     path("alerts/", AlertsAPIView.as_view(), name="alerts-api"),
+    path("availability/", AvailabilityAPIView.as_view(), name="availability-api"),
     path(
         "campaigns/<int:pk>/results/",
         CampaignResultsAPIView.as_view(),

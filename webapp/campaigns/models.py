@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from webapp.accounts.roles import User, can_edit, can_operate
@@ -26,8 +27,10 @@ from webapp.campaigns.cron import (
 )
 from webapp.campaigns.cron_words import cron_words
 from webapp.campaigns.metrics import METRICS
+from webapp.core import sql
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
+from workers.engine.errors import CREDENTIAL_PHASE, TESTER_FAULT_CLASSES
 from workers.engine.params import INT_BOUNDS as ENGINE_INT_BOUNDS
 from workers.engine.params import MAX_TIMEOUT_S, Method, Pattern, RunParams, file_collection
 
@@ -507,6 +510,14 @@ class Run(RunParameters):
     def is_final(self) -> bool:
         return self.status in Run.Status.FINAL
 
+    @property
+    def is_tester_fault(self) -> bool:
+        """It ended by a fault of the tester's, not the endpoint's (as q_tester_fault)."""
+        first = self.errors[0] if self.errors and isinstance(self.errors[0], dict) else {}
+        return (
+            first.get("class") in TESTER_FAULT_CLASS_NAMES or first.get("phase") == CREDENTIAL_PHASE
+        )
+
     def cancellable_by(self, user: User | None) -> bool:
         """Its campaign's owner, whoever launched it, or an admin (use with
         select_related("campaign"))."""
@@ -514,6 +525,40 @@ class Run(RunParameters):
             return True
         launcher = self.launched_by_id
         return can_operate(user) and launcher is not None and launcher == getattr(user, "pk", None)
+
+
+# The first error's classes that are the tester's own (docs/watch.md "Tester faults").
+TESTER_FAULT_CLASS_NAMES = tuple(sorted(str(c) for c in TESTER_FAULT_CLASSES))
+
+
+def q_tester_fault(prefix: str = "") -> Q:
+    """Runs that ended by a fault of the tester's (`prefix` "run__" from a related model):
+    their first error is of a tester fault class (harness, egress, lost) or a credential
+    problem found before any request (phase credential). Never counted against an endpoint."""
+    first = f"{prefix}errors__0__"
+    return Q(**{f"{first}class__in": TESTER_FAULT_CLASS_NAMES}) | Q(
+        **{f"{first}phase": CREDENTIAL_PHASE}
+    )
+
+
+def q_not_tester_fault(prefix: str = "") -> Q:
+    """The runs `q_tester_fault` leaves out: those with no error, or the endpoint's own."""
+    first = f"{prefix}errors__0__"
+    no_class = Q(**{f"{first}class__isnull": True})
+    site_class = no_class | ~Q(**{f"{first}class__in": TESTER_FAULT_CLASS_NAMES})
+    no_phase = Q(**{f"{first}phase__isnull": True})
+    return site_class & (no_phase | ~Q(**{f"{first}phase": CREDENTIAL_PHASE}))
+
+
+def sql_tester_fault(errors_column: str) -> str:
+    """`q_tester_fault` as an SQL condition on a run's errors column (raw-SQL selectors)."""
+    classes = ", ".join(f"'{name}'" for name in TESTER_FAULT_CLASS_NAMES)
+    first_class = sql.json_first(errors_column, "class")
+    first_phase = sql.json_first(errors_column, "phase")
+    return (
+        f"(COALESCE({first_class}, '') IN ({classes})"
+        f" OR COALESCE({first_phase}, '') = '{CREDENTIAL_PHASE}')"
+    )
 
 
 def _status_groups() -> None:

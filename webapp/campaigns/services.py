@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from webapp.campaigns.metrics import RUN_METRICS
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
+from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, Progress, run_probe
 from workers.engine.errors import ErrorClass, OutsideFileRoots
@@ -50,6 +51,9 @@ class MatrixPreview:
     runs: int
     planned_bytes: int
     cap: int
+    # Its endpoints' credentials that expire within FEDPROBE_CREDENTIAL_WARN_DAYS, have
+    # expired or do not parse: each a sentence ("the token of endpoint X expires in ...").
+    credential_warnings: tuple[str, ...] = ()
 
     @property
     def too_large(self) -> bool:
@@ -123,10 +127,17 @@ def campaign_preview_draft(
 def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> MatrixPreview:
     """`rows` preview a campaign not saved yet (a form's): nothing is read from its relations."""
     planned = 0
+    endpoints: dict[int, Endpoint] = {}
     for cell in campaign.cells(rows):
         params = Run.from_cell(cell, campaign=campaign).measured_params(files=[cell.test_file])
         planned += params.run_delivered_bytes(cell.test_file.size)
-    return MatrixPreview(campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX)
+        endpoints.setdefault(cell.endpoint.pk, cell.endpoint)
+    now = timezone.now()
+    expiries = (endpoint_credential_expiry(e, now=now) for e in endpoints.values())
+    warnings = tuple(expiry.message for expiry in expiries if expiry is not None)
+    return MatrixPreview(
+        campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX, warnings
+    )
 
 
 class LaunchWhileActive(Exception):
@@ -308,13 +319,16 @@ def run_execute(*, run_id: int, worker: str) -> None:
             run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}", error_class=error_class)
             return
         except ProbeError as exc:
-            # The oauth client's issuer gave no token: no client was started.
-            run_fail(run_id=run.pk, message=exc.message, error_class=exc.error_class)
+            # The oauth client's issuer gave no token: no client was started (phase credential).
+            run_fail(
+                run_id=run.pk, message=exc.message, error_class=exc.error_class, phase=exc.phase
+            )
             return
         except Exception as exc:
             # A bug or a broken worker host: say so now rather than let the reaper call it lost.
             log.exception("run %s could not be measured", run.pk)
-            run_fail(run_id=run.pk, message=f"the worker failed: {type(exc).__name__}: {exc}")
+            message = f"the worker failed: {type(exc).__name__}: {exc}"
+            run_fail(run_id=run.pk, message=message, error_class=ErrorClass.HARNESS)
             raise
     _ingest_retrying(run_id=run.pk, run_json=result.to_json())
 
@@ -439,16 +453,24 @@ def _end_unreported_attempts(run: Run, now: datetime) -> None:
 
 
 def run_fail(
-    *, run_id: int, message: str, error_class: ErrorClass = ErrorClass.SERVER_ERROR
+    *,
+    run_id: int,
+    message: str,
+    error_class: ErrorClass = ErrorClass.SERVER_ERROR,
+    phase: str = "",
 ) -> bool:
-    """End a running run as failed without results (its parameters were refused)."""
+    """End a running run as failed without results (its parameters were refused, its
+    credential failed before any request, or the worker broke). `phase` as the run JSON's."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id, status=Run.Status.RUNNING).first()
         if run is None:
             return False
         run.status = Run.Status.FAILED
         run.finished_at = timezone.now()
-        run.errors = [{"class": str(error_class), "message": message, "client": None}]
+        error: dict[str, object] = {"class": str(error_class), "message": message, "client": None}
+        if phase:
+            error["phase"] = phase
+        run.errors = [error]
         run.save(update_fields=["status", "finished_at", "errors"])
         _end_unreported_attempts(run, run.finished_at)
     return True
@@ -530,12 +552,16 @@ def _reap_run(run_id: int, stale: object) -> int:
             return 0
         attempts = run.attempts.select_for_update()
         attempts.filter(status=ClientAttempt.Status.RUNNING).update(
-            status=ClientAttempt.Status.LOST, finished_at=timezone.now(), error_message=message
+            status=ClientAttempt.Status.LOST,
+            finished_at=timezone.now(),
+            error_class=ErrorClass.LOST.value,
+            error_message=message,
         )
         some_ok = attempts.filter(status=ClientAttempt.Status.OK).exists()
         run.status = Run.Status.PARTIAL if some_ok else Run.Status.FAILED
         run.finished_at = timezone.now()
-        run.errors = [{"class": ErrorClass.SERVER_ERROR.value, "message": message, "client": None}]
+        # The tester's fault (class lost), never the endpoint's.
+        run.errors = [{"class": ErrorClass.LOST.value, "message": message, "client": None}]
         run.save(update_fields=["status", "finished_at", "errors"])
     return 1
 
@@ -609,7 +635,8 @@ def _run_fail_unsent(run: Run, now: datetime) -> bool:
     failed = _unchanged(run).update(
         status=Run.Status.FAILED,
         finished_at=now,
-        errors=[{"class": ErrorClass.SERVER_ERROR.value, "message": message, "client": None}],
+        # No worker of the vantage point took it: the tester's fault, not the endpoint's.
+        errors=[{"class": ErrorClass.HARNESS.value, "message": message, "client": None}],
     )
     if failed:
         log.warning("run %s: %s", run.pk, message)

@@ -22,6 +22,7 @@ from webapp.accounts.access import ViewerRequiredMixin
 from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.selectors import run_list
 from webapp.sites.credentials import credential_summary
+from webapp.sites.downtime_pages import page_context as downtime_page_context
 from webapp.sites.forms import TestFileForm
 from webapp.sites.models import Endpoint, VantagePoint
 from webapp.sites.services import endpoint_file_add
@@ -47,6 +48,7 @@ class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         context["credential"] = credential_summary(endpoint.credential_info(), now=timezone.now())
         for key, value in connection_check_recalled(self.request, endpoint).items():
             context.setdefault(key, value)
+        context.update(downtime_page_context(self.request, endpoint=endpoint))
         if context["can_edit"] and "file_form" not in context:
             context["file_form"] = TestFileForm(endpoint=endpoint)
         return context

@@ -131,7 +131,10 @@ class ResultsFailure(serializers.Serializer[Any]):
     vantage_point = serializers.CharField()
     method = serializers.CharField()
     status = serializers.CharField()
-    error_class = serializers.CharField()
+    error_class = serializers.CharField(
+        help_text="\"tester fault: <class>\" for the tester's own faults (not the endpoint's)"
+    )
+    tester_fault = serializers.BooleanField()
     runs = serializers.IntegerField()
     of_runs = serializers.IntegerField(help_text="final runs of this endpoint and method")
 

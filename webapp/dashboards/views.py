@@ -47,7 +47,10 @@ from webapp.dashboards.selectors.results import ResultsFilter, campaign_results
 from webapp.dashboards.selectors.site_summary import site_summary
 from webapp.dashboards.selectors.thresholds import SAVE_REFUSAL
 from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_save
+from webapp.sites.downtime_pages import page_context as downtime_page_context
 from webapp.sites.models import Endpoint, Site, VantagePoint
+from webapp.watch.availability import site_availability
+from webapp.watch.credentials import credentials_expiring
 
 
 class MatrixView(ViewerRequiredMixin, View):
@@ -177,6 +180,7 @@ class HomeView(ViewerRequiredMixin, TemplateView):
             live={"status_url": reverse("campaigns:run-status")},
             worker_health=home_worker_health(),
             regressions=home_regressions(),
+            expiring_credentials=credentials_expiring(now=timezone.now()),
             **home_active_runs(),
         )
         return context
@@ -226,4 +230,6 @@ class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
         context["can_edit"] = self.object.editable_by(self.request.user)
         context["summary"] = site_summary(site=self.object)
         context["schedule_cost"] = site_schedule_cost(site_id=self.object.pk)
+        context["availability"] = site_availability(site=self.object, now=timezone.now())
+        context.update(downtime_page_context(self.request, site=self.object))
         return context

@@ -1,10 +1,17 @@
 from django.urls import path
 
-from webapp.sites import views
+from webapp.sites import downtime_pages, views
 
 app_name = "sites"
 
 urlpatterns = [
+    path("downtimes/", downtime_pages.DowntimeListView.as_view(), name="downtime-list"),
+    path("downtimes/new/", downtime_pages.DowntimeCreateView.as_view(), name="downtime-create"),
+    path(
+        "downtimes/<int:pk>/delete/",
+        downtime_pages.DowntimeDeleteView.as_view(),
+        name="downtime-delete",
+    ),
     path("sites/", views.SiteListView.as_view(), name="site-list"),
     path("sites/new/", views.SiteCreateView.as_view(), name="site-create"),
     # sites/<int:pk>/ (site-detail), the site's page, is a dashboard: webapp/dashboards/urls.py

@@ -27,7 +27,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from workers.engine.egress_guard import GuardLink
-from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.errors import CREDENTIAL_PHASE, ErrorClass, InvalidParams, ProbeError
 from workers.engine.urls import HTTP_SCHEMES, XROOT_SCHEMES
 
 # Where the grid keeps its CA certificates (hashed links), when the host has them.
@@ -150,10 +150,13 @@ class Credential:
         what = "token" if self.kind == CredentialKind.TOKEN else "X.509 proxy"
         stamp = expires.isoformat(timespec="seconds")
         if not why:
-            raise ProbeError(ErrorClass.AUTH, f"the {what} expired at {stamp}")
+            raise ProbeError(
+                ErrorClass.AUTH, f"the {what} expired at {stamp}", phase=CREDENTIAL_PHASE
+            )
         raise ProbeError(
             ErrorClass.AUTH,
             f"the {what} expires at {stamp}, before {why} ({until.isoformat(timespec='seconds')})",
+            phase=CREDENTIAL_PHASE,
         )
 
     def auth_method(self, scheme: str) -> AuthMethod:
@@ -409,8 +412,8 @@ def remove_stale_run_dirs(base: Path | None = None) -> list[Path]:
 def _private_folder(base: Path) -> Path:
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
     if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
-        raise ProbeError(
-            ErrorClass.SERVER_ERROR,
+        raise ProbeError(  # the worker host's fault (harness), not the endpoint's
+            ErrorClass.HARNESS,
             f"{base} must belong to this user with mode 0700 (it holds run credentials)",
         )
     folder = base / f"run-{os.getpid()}-{secrets.token_hex(8)}"

@@ -104,6 +104,7 @@ def run_probe(
             )
     except ProbeError as exc:
         result.run_error = (exc.error_class, exc.message)
+        result.run_error_phase = exc.phase
     return result
 
 
@@ -161,7 +162,9 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
 def _explained(exc: ProbeError, credential: Credential | None, ca_dir: str | None) -> ProbeError:
     """A refusal says what was presented; a certificate problem, what it was checked against."""
     if exc.error_class == ErrorClass.AUTH:
-        return ProbeError(exc.error_class, f"{exc.message} (presented {describe(credential)})")
+        return ProbeError(
+            exc.error_class, f"{exc.message} (presented {describe(credential)})", phase=exc.phase
+        )
     if exc.error_class == ErrorClass.TLS:
         store = f"the CA folder {ca_dir}" if ca_dir else "the system store"
         return ProbeError(exc.error_class, f"{exc.message} (verified against {store})")

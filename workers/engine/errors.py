@@ -32,14 +32,23 @@ class ErrorClass(StrEnum):
 # decides those from the error's phase, not its class alone).
 TESTER_FAULT_CLASSES = frozenset({ErrorClass.HARNESS, ErrorClass.EGRESS, ErrorClass.LOST})
 
+# The error's "phase" in the run JSON when a credential problem was found before any request
+# reached the endpoint (a token or proxy expired, an oauth issuer unreachable or refusing the
+# client): the tester's fault, whatever its class (auth, tls, timeout, ...).
+CREDENTIAL_PHASE = "credential"
+
 
 class ProbeError(Exception):
     """A client's measurement failed against the endpoint (not a bug of ours)."""
 
-    def __init__(self, error_class: ErrorClass, message: str, *, bytes_received: int = 0) -> None:
+    def __init__(
+        self, error_class: ErrorClass, message: str, *, bytes_received: int = 0, phase: str = ""
+    ) -> None:
         super().__init__(message)
         self.error_class = error_class
         self.message = message
+        # CREDENTIAL_PHASE when found before any request reached the endpoint; "" otherwise.
+        self.phase = phase
         # Bytes of the failed request that did arrive (a body cut off or dripping past the
         # deadline): they count as read, as the bytes of the requests before it do.
         self.bytes_received = bytes_received

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from workers.engine.credentials import Credential
 from workers.engine.egress import EgressPolicy
-from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.errors import CREDENTIAL_PHASE, ErrorClass, InvalidParams, ProbeError
 
 # A cached token is handed out while it has at least this long to live (and what the run
 # asks for on top): fetching a fresh one costs a round trip to the issuer, no more.
@@ -141,13 +141,18 @@ class TokenCache:
         ca_dir: str | None,
         valid_for_s: float = 0.0,
     ) -> Credential:
-        """A token that lives at least `valid_for_s` + the margin from now."""
+        """A token that lives at least `valid_for_s` + the margin from now; ProbeError (phase
+        credential) when the issuer gives none."""
         key = client.cache_key
         with self._lock:
             cached = self._tokens.get(key)
             if cached is not None and cached[1] - time.time() > self._margin_s + valid_for_s:
                 return cached[0]
-            credential, expires_at = fetch_token(client, egress=egress, ca_dir=ca_dir)
+            try:
+                credential, expires_at = fetch_token(client, egress=egress, ca_dir=ca_dir)
+            except ProbeError as exc:
+                # No request reached the endpoint: a fault of the tester's credential.
+                raise ProbeError(exc.error_class, exc.message, phase=CREDENTIAL_PHASE) from exc
             self._tokens[key] = (credential, expires_at)
             return credential
 

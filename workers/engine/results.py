@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from workers.engine.backends.base import Negotiated
 from workers.engine.credentials import AuthMethod
@@ -50,7 +50,11 @@ class PhaseJson(TypedDict):
 ClientErrorJson = TypedDict("ClientErrorJson", {"class": str, "message": str, "wasted_s": float})
 """Why a client stopped early (an ErrorClass value), and the seconds it ran before that."""
 
-RunErrorJson = TypedDict("RunErrorJson", {"class": str, "message": str, "client": int | None})
+# "phase": "credential" only for a credential problem found before any request (errors.py).
+RunErrorJson = TypedDict(
+    "RunErrorJson",
+    {"class": str, "message": str, "client": int | None, "phase": NotRequired[str]},
+)
 """One error of a run: a failed client's, or the run's own (client None: the preflight)."""
 
 
@@ -143,6 +147,8 @@ class RunResult:
     preflight_rtt_s: float | None = None
     clients: list[ClientResult] = field(default_factory=list)
     run_error: tuple[ErrorClass, str] | None = None
+    # The run error's phase (errors.CREDENTIAL_PHASE when the tester's credential failed).
+    run_error_phase: str = ""
     cancelled: bool = False
     wall_s: float = 0.0
     # How the clients authenticated, and what the server said of itself and its TLS.
@@ -184,9 +190,14 @@ class RunResult:
             if c.error is not None
         ]
         if self.run_error is not None:
-            errors.insert(
-                0, {"class": str(self.run_error[0]), "message": self.run_error[1], "client": None}
-            )
+            first: RunErrorJson = {
+                "class": str(self.run_error[0]),
+                "message": self.run_error[1],
+                "client": None,
+            }
+            if self.run_error_phase:
+                first["phase"] = self.run_error_phase
+            errors.insert(0, first)
         checks = {c.checksum for c in clients if c.checksum}
         return {
             "status": self.status,

@@ -15,6 +15,7 @@ parser recurses (on every write). Launches send to an in-memory broker: nothing 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import hypothesis
@@ -46,13 +47,21 @@ from webapp.accounts.services import api_token_create
 from webapp.accounts.throttles import WriteRateThrottle
 from webapp.campaigns.models import Run
 from webapp.notifications.models import Subscription
-from webapp.sites.models import Endpoint, Site, VantagePoint
+from webapp.sites.models import Downtime, Endpoint, Site, VantagePoint
 
 EXAMPLES = 30  # per operation and generation mode: ~1,800 requests in all
 EXPLICIT_EXAMPLES = 3  # per fixed huge value (the other parameters drawn)
 HUGE_INTEGERS = (2**63, 2**64, -(2**63) - 1)
 DEEP_JSON = ("[" * 100_000, '{"a":' * 50_000)
-DELETE_ORDER = ("endpoints", "sites", "vantage-points", "campaigns", "matrix", "subscriptions")
+DELETE_ORDER = (
+    "downtimes",
+    "endpoints",
+    "sites",
+    "vantage-points",
+    "campaigns",
+    "matrix",
+    "subscriptions",
+)
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
 # Operations whose answers differ from their schema, checked for server errors only until
 # fixed ("METHOD /path/" labels). None today: keep it empty.
@@ -75,7 +84,12 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
         status=Run.Status.SUCCEEDED, throughput_mbps=12.0,
     )  # fmt: skip
     regression = RegressionFactory(endpoint=endpoint, vantage_point=vantage_point)
+    downtime = Downtime.objects.create(
+        site=site, start=run.created_at, end=run.created_at + timedelta(hours=2),
+        severity="outage", scheduled=True,
+    )  # fmt: skip
     ids = {
+        "downtimes": downtime.pk,
         "sites": site.pk,
         "endpoints": endpoint.pk,
         "vantage-points": vantage_point.pk,

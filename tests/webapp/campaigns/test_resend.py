@@ -76,7 +76,7 @@ def test_after_its_last_send_a_run_no_worker_took_fails_naming_the_queue(
     assert (run.status, run.finished_at, run.resent_count) == ("failed", after(run, 903), 2)
     assert run.errors == [
         {
-            "class": "server-error",
+            "class": "harness",  # the tester's fault, not the endpoint's
             "message": "no worker took the run: is a worker consuming queue vantage.resend-nobody?",
             "client": None,
         }

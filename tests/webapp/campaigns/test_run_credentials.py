@@ -51,6 +51,8 @@ def test_an_issuer_refusing_the_client_fails_the_run_as_auth_before_any_client(
     (error,) = run.errors
     assert error["class"] == "auth"
     assert "token request" in error["message"]
+    # The tester's credential, not the endpoint, failed: never counted against it.
+    assert error["phase"] == "credential" and run.is_tester_fault
     assert "wr0ng-client-s3cret" not in json.dumps(run.errors)
     attempts = run.attempts.all()
     assert {a.status for a in attempts} != {ClientAttempt.Status.OK}
@@ -79,3 +81,26 @@ def test_the_message_that_queues_a_run_carries_its_id_only(
     for body in published:
         assert secret.split(".")[1] not in repr(body)
     assert [run.pk] in [list(body[0]) for body in published]
+
+
+def test_a_worker_host_that_cannot_keep_credentials_private_is_a_harness_fault(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The secrets folder is open to others: the run fails as the tester's fault (harness)
+    before anything is sent, and no endpoint figure counts it."""
+    shared = tmp_path / "secrets"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    monkeypatch.setenv("FEDPROBE_SECRETS_DIR", str(shared))
+    test_file = TestFileFactory(
+        endpoint__base_url="https://127.0.0.1:9/",
+        endpoint__protocol="https",
+        endpoint__credential_kind="token",
+        endpoint__credential=jwt(sub="robot", exp=4_102_444_800),
+    )
+    run = launch_one(test_file.endpoint)
+    run_execute(run_id=run.pk, worker="test@host")
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED
+    assert run.errors[0]["class"] == "harness" and run.is_tester_fault
+    assert "mode 0700" in run.errors[0]["message"]

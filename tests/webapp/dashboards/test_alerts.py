@@ -147,10 +147,10 @@ def test_a_metric_named_twice_is_checked_once(client: Client, nightly: dict[str,
     assert slower == [("dropped", "throughput_mbps")]
 
 
-def test_alerts_take_two_queries(
+def test_alerts_take_three_queries(
     failing: dict[str, Any], nightly: dict[str, Any], django_assert_num_queries: Any
 ) -> None:
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):  # failing, slower, tester faults
         data = alerts_data(query={})
     assert data["failing"] and data["slower"]
 
@@ -209,9 +209,11 @@ def test_home_shows_failing_slower_and_running(
     running = make.add(make.endpoint("busy"), VantagePointFactory(name="cern"), S.RUNNING, night(0))
     login(client, "viewer")
     # Alerts, the running runs and the queue, their progress, and the vantage points'
-    # worker health (issue 11), the regressions and tester faults (issue 16): a constant,
-    # whatever the history.
-    with django_assert_max_num_queries(15):  # 13, and 2 for the Regressions (open, tester faults)
+    # worker health (issue 11), the regressions, tester faults and expiring credentials
+    # (issue 16): a constant, whatever the history.
+    with django_assert_max_num_queries(
+        19
+    ):  # 13, 2 for the Regressions, 4 tester faults and credentials
         html = client.get("/").content.decode()
     assert 'id="failing"' in html and f'href="/runs/{failing["broken_3"].pk}/"' in html
     assert "-40%" in html

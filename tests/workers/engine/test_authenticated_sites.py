@@ -141,6 +141,7 @@ def test_an_expired_token_fails_before_any_client_naming_its_expiry(
     assert error_class == "auth"
     assert "token expired at" in message
     assert result["clients"] == []
+    assert result["errors"][0]["phase"] == "credential"  # the tester's fault, not the site's
 
 
 def test_a_token_ending_before_the_run_deadline_fails_naming_both(
@@ -151,6 +152,7 @@ def test_a_token_ending_before_the_run_deadline_fails_naming_both(
     error_class, message = failure(result)
     assert error_class == "auth"
     assert "before the run's deadline" in message
+    assert result["errors"][0]["phase"] == "credential"
 
 
 @pytest.mark.parametrize("endpoint", ["local-roots", "local-https"])
@@ -167,6 +169,7 @@ def test_a_token_for_another_path_or_audience_is_refused_as_auth(
     error_class, message = failure(result)
     assert error_class == "auth", message
     assert any(word in message.lower() for word in ("permission", "denied", "403", "auth"))
+    assert "phase" not in result["errors"][0]  # the site refused: its fault
 
 
 @pytest.mark.parametrize("endpoint", ["local-gsi-root", "local-gsi-https"])

@@ -53,8 +53,17 @@ def test_run_json_has_the_keys_its_typeddicts_declare_at_every_level() -> None:
     assert set(client["latency_hist"]["read"]) == _keys(LatencyHistJson)
     assert set(client["phases"][0]) == _keys(PhaseJson)
     assert set(error) == _keys(ClientErrorJson)
-    assert [set(e) for e in run["errors"]] == [_keys(RunErrorJson)] * 2
+    # "phase" only on a credential problem found before any request (below).
+    assert [set(e) for e in run["errors"]] == [set(RunErrorJson.__required_keys__)] * 2
     assert json.loads(json.dumps(run)) == run  # plain JSON: what the CLI prints
+
+
+def test_a_credential_error_before_any_request_says_its_phase() -> None:
+    result = _result()
+    result.run_error_phase = "credential"
+    first = result.to_json()["errors"][0]
+    assert set(first) == _keys(RunErrorJson)
+    assert (first["class"], first["client"], first["phase"]) == ("refused", None, "credential")
 
 
 def test_run_json_typeddict_holds_the_documented_contract() -> None:

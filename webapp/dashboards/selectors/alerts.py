@@ -31,7 +31,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from webapp.campaigns.metrics import METRICS, RUN_METRICS
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run, q_not_tester_fault
 from webapp.core import sql
 from webapp.dashboards.selectors.matrix import ERROR_MESSAGE_CHARS
 from webapp.dashboards.selectors.parameter_sets import (
@@ -39,6 +39,7 @@ from webapp.dashboards.selectors.parameter_sets import (
     compare_url,
     higher_is_better,
 )
+from webapp.dashboards.selectors.tester_faults import TesterFaultRow, tester_faults
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
 # The runs of one parameter set from one vantage point to one endpoint.
@@ -113,6 +114,8 @@ class AlertsData(TypedDict):
     failing: list[FailingRow]
     slower_total: int
     slower: list[SlowerRow]
+    # The tester's own faults, by vantage point: never in `failing` (docs/watch.md).
+    tester_faults: list[TesterFaultRow]
 
 
 def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
@@ -130,11 +133,12 @@ def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
 
 
 def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> AlertsData:
-    """Both lists for an AlertsForm's cleaned data: two queries."""
+    """The lists for an AlertsForm's cleaned data: three queries."""
     now = now or timezone.now()
     days = query.get("days") or DEFAULT_DAYS
     filters = alerts_filters(query)
     failing = alerts_failing(since=now - timedelta(days=days), filters=filters)
+    faults = tester_faults(since=now - timedelta(days=days), filters=filters)
     slower = alerts_slower(
         since=(now - timedelta(days=min(days, SLOWER_MAX_DAYS))).date(),
         filters=filters,
@@ -149,6 +153,7 @@ def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> Alerts
         "failing": failing[:MAX_ROWS],
         "slower_total": len(slower),
         "slower": slower[:MAX_ROWS],
+        "tester_faults": faults[:MAX_ROWS],
     }
 
 
@@ -161,6 +166,7 @@ def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[FailingR
     last_measured = Greatest(*(_latest_at(same, status) for status in Run.Status.MEASURED))
     streak = (
         Run.objects.filter(
+            q_not_tester_fault(),
             **same,
             status__in=Run.Status.FAILED_OR_TIMED_OUT,
             created_at__gt=OuterRef("last_measured_at"),
@@ -170,7 +176,10 @@ def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[FailingR
     )
     rows = (
         Run.objects.filter(
-            status__in=Run.Status.FAILED_OR_TIMED_OUT, created_at__gte=since, **filters
+            q_not_tester_fault(),
+            status__in=Run.Status.FAILED_OR_TIMED_OUT,
+            created_at__gte=since,
+            **filters,
         )
         .filter(*(~Exists(_later(same, status)) for status in Run.Status.ENDED))
         .annotate(
@@ -211,8 +220,10 @@ def _later(same: dict[str, OuterRef], status: str) -> QuerySet[Run]:
     """The group's runs of `status` after the outer run. One status at a time, so that the
     index range is (group, status, created_at >= the outer run's); the OR only breaks ties
     among the few rows of that range."""
-    return Run.objects.filter(**same, status=status, created_at__gte=OuterRef("created_at")).filter(
-        Q(created_at__gt=OuterRef("created_at")) | Q(pk__gt=OuterRef("pk"))
+    later = Run.objects.filter(**same, status=status, created_at__gte=OuterRef("created_at"))
+    # A tester fault after the failure says nothing of the endpoint: it is still failing.
+    return later.filter(Q(created_at__gt=OuterRef("created_at")) | Q(pk__gt=OuterRef("pk"))).filter(
+        q_not_tester_fault()
     )
 
 

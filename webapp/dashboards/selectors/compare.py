@@ -13,12 +13,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, TypedDict
 
 from django.db import connection
-from django.db.models import Count, DateField, F, Q, QuerySet
+from django.db.models import Case, Count, DateField, F, Q, QuerySet, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Trunc
 
 from webapp.campaigns.metrics import METRICS
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run, q_tester_fault
 from webapp.campaigns.selectors import Percentile, percentile
 from webapp.core import sql
 from webapp.sites.models import Endpoint, VantagePoint
@@ -56,12 +56,14 @@ class SeriesJSON(BucketColumns):
 
 
 class FailureJSON(TypedDict):
-    """Runs that measured nothing, of one endpoint, day, status and first error class."""
+    """Runs that measured nothing, of one endpoint, day, status and first error class, and
+    whether they are the tester's faults (marked apart: never the endpoint's failures)."""
 
     endpoint: int
     day: str
     status: str
     error_class: str
+    tester_fault: bool
     n: int
 
 
@@ -287,14 +289,19 @@ def _quartiles_in_python(
 
 
 def _failures(runs: QuerySet[Run]) -> list[FailureJSON]:
-    """Runs that measured nothing (never in the medians), per endpoint, day, status and
-    first error class."""
+    """Runs that measured nothing (never in the medians), per endpoint, day, status, first
+    error class and whether they are tester faults."""
+    tester_fault = Case(When(q_tester_fault(), then=Value(True)), default=Value(False))
     rows = (
         runs.filter(status__in=Run.Status.UNMEASURED)
-        .annotate(day=bucket_start("created_at", "day"), error_class=KT("errors__0__class"))
-        .values("endpoint_id", "day", "status", "error_class")
+        .annotate(
+            day=bucket_start("created_at", "day"),
+            error_class=KT("errors__0__class"),
+            tester_fault=tester_fault,
+        )
+        .values("endpoint_id", "day", "status", "error_class", "tester_fault")
         .annotate(n=Count("*"))
-        .order_by("endpoint_id", "day", "status", "error_class")
+        .order_by("endpoint_id", "day", "status", "error_class", "tester_fault")
     )
     return [
         {
@@ -302,6 +309,7 @@ def _failures(runs: QuerySet[Run]) -> list[FailureJSON]:
             "day": row["day"].isoformat(),
             "status": row["status"],
             "error_class": row["error_class"] or "",
+            "tester_fault": bool(row["tester_fault"]),
             "n": row["n"],
         }
         for row in rows
@@ -343,10 +351,10 @@ def _round(value: float | None) -> float | None:
 
 
 def failure_counts(failures: Iterable[FailureJSON]) -> dict[str, int]:
-    """Runs per failure status, for the page's summary line."""
+    """Runs per failure status ("tester-fault" for the tester's own), for the summary line."""
     counts: dict[str, int] = defaultdict(int)
     for row in failures:
-        counts[row["status"]] += row["n"]
+        counts["tester-fault" if row["tester_fault"] else row["status"]] += row["n"]
     return dict(counts)
 
 

@@ -21,7 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from webapp.campaigns.metrics import METRICS
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run, sql_tester_fault
 from webapp.core import sql
 from webapp.dashboards.selectors.parameter_sets import (
     ParameterSet,
@@ -249,6 +249,12 @@ _SAME_GROUP = " AND ".join(
 )
 
 
+# A cell's latest run is the endpoint's own: a tester fault (lost, harness, egress, an expired
+# credential) never makes a cell fail, nor shows as its latest.
+def _endpoints_own() -> str:
+    return f" AND NOT {sql_tester_fault('r.errors')}"
+
+
 def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
     """LATERAL probes, one per status: with the parameter set and status fixed, the runs
     index (endpoint, parameter set, status, created_at; run_compare_idx) hands over each
@@ -281,7 +287,7 @@ def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
         FROM {VantagePoint._meta.db_table} vp
         CROSS JOIN {Endpoint._meta.db_table} e
         JOIN {Site._meta.db_table} s ON s.id = e.site_id
-        CROSS JOIN LATERAL ({latest(Run.Status.ENDED, ended)}) l
+        CROSS JOIN LATERAL ({latest(Run.Status.ENDED, ended, _endpoints_own())}) l
         LEFT JOIN LATERAL (
             {latest(Run.Status.MEASURED, measured, f" AND r.{metric} IS NOT NULL")}
         ) m ON true
@@ -306,7 +312,7 @@ def _cells_sql_portable(metric: str, pair_filter: str) -> str:
         FROM (
             SELECT vp.id AS vantage_point_id, e.id AS endpoint_id,
                 (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(Run.Status.ENDED)}
-                 ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS last_id,
+                 {_endpoints_own()} ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS last_id,
                 (SELECT r.id FROM {run} r WHERE {same} AND r.status IN {_in(Run.Status.MEASURED)}
                  AND r.{metric} IS NOT NULL
                  ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS measured_id,

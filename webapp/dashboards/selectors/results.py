@@ -22,11 +22,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, TypedDict
 
-from django.db.models import Count, F, FloatField, Q, QuerySet
+from django.db.models import Case, Count, F, FloatField, Q, QuerySet, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, RUN_PARAMETERS, Campaign, Run
+from webapp.campaigns.models import (
+    PARAMETER_SET_FIELDS,
+    RUN_PARAMETERS,
+    Campaign,
+    Run,
+    q_tester_fault,
+)
 from webapp.campaigns.selectors import Percentile, percentile
 from webapp.core import sql
 from webapp.dashboards.selectors.results_guidance import (
@@ -81,7 +87,8 @@ class FailureJSON(TypedDict):
     vantage_point: str
     method: str
     status: str
-    error_class: str
+    error_class: str  # "tester fault: <class>" for the tester's own (never the endpoint's)
+    tester_fault: bool
     runs: int
     of_runs: int
 
@@ -298,15 +305,23 @@ def _rounded(cell: ResultsCell) -> ResultsCell:
     return cell
 
 
+# How the Errors chart names a tester fault's class (a bar of its own, not the endpoint's).
+TESTER_FAULT_LABEL = "tester fault"
+
+
 def results_failures(*, runs: QuerySet[Run]) -> tuple[list[FailureJSON], int]:
     """Final runs that did not fully succeed, by endpoint, vantage point, method, status and
     first error class (the status when a run has no error), each with how many final runs
     that endpoint, vantage point and method had; and how many runs are still to come."""
     rows = (
         runs.annotate(
-            vantage_point_name=F("vantage_point__name"), error_class=KT("errors__0__class")
+            vantage_point_name=F("vantage_point__name"),
+            error_class=KT("errors__0__class"),
+            tester_fault=Case(When(q_tester_fault(), then=Value(True)), default=Value(False)),
         )
-        .values("endpoint_id", "vantage_point_name", "method", "status", "error_class")
+        .values(
+            "endpoint_id", "vantage_point_name", "method", "status", "error_class", "tester_fault"
+        )
         .annotate(n=Count("id"))
         .order_by("endpoint_id", "vantage_point_name", "method", "status", "error_class")
     )
@@ -320,7 +335,10 @@ def results_failures(*, runs: QuerySet[Run]) -> tuple[list[FailureJSON], int]:
             continue
         totals[where] += row["n"]
         if row["status"] in Run.Status.NOT_SUCCEEDED:
-            failures[(*where, row["status"], row["error_class"] or row["status"])] += row["n"]
+            error_class = row["error_class"] or row["status"]
+            if row["tester_fault"]:
+                error_class = f"{TESTER_FAULT_LABEL}: {error_class}"
+            failures[(*where, row["status"], error_class)] += row["n"]
     return [_failure(key, n, totals[key[:3]]) for key, n in failures.items()], active
 
 
@@ -332,6 +350,7 @@ def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> FailureJSON:
         "method": method,
         "status": status,
         "error_class": error_class,
+        "tester_fault": error_class.startswith(TESTER_FAULT_LABEL),
         "runs": runs,
         "of_runs": of_runs,
     }

@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from webapp.campaigns.filters import with_first_error
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run, q_not_tester_fault
 from webapp.campaigns.run_table import RunError
 from webapp.dashboards.selectors.compare import bucket_start, midnight, parameter_sets_measured
 from webapp.dashboards.selectors.parameter_sets import (
@@ -192,9 +192,10 @@ DayCounts = dict[date, dict[str, int]]
 
 
 def _counts_per_day(runs: Any) -> defaultdict[int, DayCounts]:
-    """Ended runs (cancelled left out) per endpoint, UTC day and status: one query."""
+    """Ended runs (cancelled and tester faults left out) per endpoint, UTC day and status:
+    one query."""
     rows = (
-        runs.filter(status__in=Run.Status.ENDED)
+        runs.filter(q_not_tester_fault(), status__in=Run.Status.ENDED)
         .annotate(day=bucket_start("created_at", "day"))
         .values("endpoint_id", "day", "status")
         .annotate(n=Count("*"))
@@ -308,10 +309,10 @@ def _key_figures(run: Run) -> KeyFigures:
 
 
 def _recent_failures(runs: Any) -> list[Failure]:
-    """The newest RECENT_FAILURES runs of the window that failed, timed out or were partial,
-    with their first error: one query."""
+    """The newest RECENT_FAILURES runs of the window that failed, timed out or were partial
+    by the endpoint's fault (tester faults left out), with their first error: one query."""
     failed = (
-        with_first_error(runs.filter(status__in=Run.Status.WITH_FAILURES))
+        with_first_error(runs.filter(q_not_tester_fault(), status__in=Run.Status.WITH_FAILURES))
         .select_related("endpoint", "vantage_point")
         .only(
             "status",

@@ -29,3 +29,18 @@ def failure_rate(rate: float | None) -> str:
 def cells_of(endpoint: dict[str, Any], key: str) -> list[dict[str, Any]]:
     """An endpoint summary's cells of one strip: "days" or "weeks"."""
     return list(endpoint[key]) if key in ("days", "weeks") else []
+
+
+@register.filter
+def percent(share: float | None) -> str:
+    """A share with one decimal: 0.9876 -> "98.7%" (rounded down); None is "—"."""
+    if share is None:
+        return "—"
+    return f"{math.floor(share * 1000 + 1e-9) / 10:.1f}%"
+
+
+@register.filter
+def terms_words(terms: Any) -> str:
+    """A month's A/R terms in words (a cell's title)."""
+    names = ("total", "up", "down", "unknown", "scheduled_downtime", "unscheduled_downtime")
+    return ", ".join(f"{name.replace('_', ' ')} {getattr(terms, name):g}" for name in names)
