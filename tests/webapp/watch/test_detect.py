@@ -1,0 +1,165 @@
+"""webapp.watch.detect: the two tiers, the four verdicts, and what a verdict records."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import date, timedelta
+
+import pytest
+
+from webapp.watch import detect as detect_module
+from webapp.watch.detect import DetectorConfig, NightPoint, detect
+from webapp.watch.models import Regression
+
+FIRST = date(2026, 9, 1)
+CONFIG = DetectorConfig()
+
+
+def nights(values: Sequence[float], *, first: date = FIRST) -> list[NightPoint]:
+    return [NightPoint(first + timedelta(days=i), v, 0.0, 1) for i, v in enumerate(values)]
+
+
+def noise(count: int, *, level: float = 100.0, seed: int = 1, sd: float = 0.04) -> list[float]:
+    rng = random.Random(seed)
+    return [level * (1 + rng.gauss(0, sd)) for _ in range(count)]
+
+
+def stepped(before: int, after: int, *, factor: float, seed: int = 1) -> list[float]:
+    return noise(before, seed=seed) + noise(after, level=100.0 * factor, seed=seed + 1)
+
+
+def test_verdict_names_are_the_regression_model_verdicts() -> None:
+    names = {
+        detect_module.REGRESSION,
+        detect_module.SUSPICIOUS,
+        detect_module.NO_CHANGE,
+        detect_module.INSUFFICIENT_DATA,
+    }
+    assert names == set(Regression.Verdict.values)
+    assert {detect_module.BREAKAGE, detect_module.SHIFT} == set(Regression.Tier.values)
+
+
+def test_noise_alone_is_no_change_on_every_night() -> None:
+    values = noise(90, seed=7)
+    for end in range(CONFIG.needed_nights, len(values) + 1):
+        result = detect(nights(values[:end]), higher_is_better=True)
+        assert result.verdict == "no-change", end
+        assert result.tier is None and not result.worse
+
+
+def test_too_few_nights_is_insufficient_data_saying_how_many_are_needed() -> None:
+    result = detect(nights(noise(CONFIG.needed_nights - 1)), higher_is_better=True)
+    assert result.verdict == "insufficient-data"
+    assert result.detector["nights"] == CONFIG.needed_nights - 1
+    assert result.detector["nights_needed"] == CONFIG.needed_nights
+    enough = detect(nights(noise(CONFIG.needed_nights)), higher_is_better=True)
+    assert enough.verdict == "no-change"
+
+
+def test_nights_without_runs_do_not_count_towards_enough() -> None:
+    points = nights(noise(CONFIG.needed_nights))
+    points[3] = replace(points[3], n=0)
+    assert detect(points, higher_is_better=True).verdict == "insufficient-data"
+
+
+def test_a_30_percent_drop_is_suspicious_until_confirm_nights_then_a_regression() -> None:
+    values = stepped(40, 6, factor=0.7)
+    change_night = FIRST + timedelta(days=40)
+    for after in range(1, CONFIG.confirm_nights):
+        early = detect(nights(values[: 40 + after]), higher_is_better=True)
+        assert early.verdict == "suspicious", after
+        assert early.worse and not early.confirmed
+    for after in range(CONFIG.confirm_nights, 7):
+        result = detect(nights(values[: 40 + after]), higher_is_better=True)
+        assert result.verdict == "regression", after
+        assert result.tier == "shift" and result.confirmed and result.worse
+        assert result.change_night == change_night
+        assert result.change_pct is not None and -35 < result.change_pct < -25
+
+
+def test_the_first_bad_night_of_a_drop_is_a_breakage() -> None:
+    values = stepped(40, 1, factor=0.6)
+    result = detect(nights(values), higher_is_better=True)
+    assert (result.verdict, result.tier) == ("suspicious", "breakage")
+    assert result.change_night == FIRST + timedelta(days=40)
+    assert result.worse and not result.confirmed
+
+
+def test_a_single_bad_night_is_a_breakage_and_never_a_confirmed_regression() -> None:
+    values = [*noise(40), 45.0, *noise(10, seed=9)]
+    tonight = detect(nights(values[:41]), higher_is_better=True)
+    assert (tonight.verdict, tonight.tier, tonight.worse) == ("suspicious", "breakage", True)
+    for end in range(42, len(values) + 1):
+        later = detect(nights(values[:end]), higher_is_better=True)
+        assert later.verdict != "regression", end
+
+
+def test_two_bad_nights_then_a_good_one_are_not_confirmed() -> None:
+    values = [*noise(40), 60.0, 58.0, *noise(1, seed=4)]
+    assert detect(nights(values), higher_is_better=True).verdict != "regression"
+
+
+def test_a_small_breakage_within_the_minimum_magnitude_is_no_change() -> None:
+    values = [*noise(40, sd=0.005), 88.0]  # far in z, but only 12% off
+    assert detect(nights(values), higher_is_better=True).verdict == "no-change"
+
+
+def test_a_rise_of_a_higher_is_better_metric_is_found_but_not_worse() -> None:
+    values = stepped(40, 5, factor=1.4)
+    result = detect(nights(values), higher_is_better=True)
+    assert result.verdict == "regression" and result.confirmed
+    assert not result.worse
+    assert result.change_pct is not None and result.change_pct > 30
+
+
+def test_a_rise_of_a_lower_is_better_metric_is_worse() -> None:
+    values = stepped(40, 5, factor=1.4)
+    result = detect(nights(values), higher_is_better=False)
+    assert result.verdict == "regression" and result.worse
+
+
+def test_a_shift_below_the_minimum_magnitude_is_no_change() -> None:
+    values = noise(40, sd=0.01) + noise(6, level=92.0, sd=0.01, seed=3)
+    assert detect(nights(values), higher_is_better=True).verdict == "no-change"
+
+
+def test_the_detector_records_its_name_parameters_and_windows() -> None:
+    values = stepped(40, 4, factor=0.7)
+    result = detect(nights(values), higher_is_better=True)
+    detector = result.detector
+    assert detector["name"] == detect_module.DETECTOR_NAME
+    assert str(detector["library"]).startswith("apache-otava ")
+    assert detector["parameters"] == CONFIG.to_json()
+    assert detector["parameters"]["confirm_nights"] == CONFIG.confirm_nights  # type: ignore[index]
+    band_first = FIRST + timedelta(days=40 - CONFIG.band_max_nights)
+    band_last = FIRST + timedelta(days=39)
+    assert detector["baseline_window"] == [band_first.isoformat(), band_last.isoformat()]
+    tonight = FIRST + timedelta(days=43)
+    assert detector["target_window"] == [
+        (FIRST + timedelta(days=40)).isoformat(),
+        tonight.isoformat(),
+    ]
+
+
+def test_a_changed_parameter_changes_the_verdict_and_is_recorded() -> None:
+    values = stepped(40, 3, factor=0.7)
+    strict = DetectorConfig(confirm_nights=5)
+    result = detect(nights(values), higher_is_better=True, config=strict)
+    assert result.verdict == "suspicious"
+    assert result.detector["parameters"] == strict.to_json()
+
+
+def test_only_the_last_window_nights_are_looked_at() -> None:
+    # An old drop, long before the window, is not tonight's finding.
+    values = stepped(30, 100, factor=0.5)
+    assert detect(nights(values), higher_is_better=True).verdict == "no-change"
+
+
+@pytest.mark.parametrize("spread", [0.0, 40.0])
+def test_a_night_whose_runs_spread_widely_is_not_a_breakage(spread: float) -> None:
+    points = nights([*noise(40, sd=0.01), 70.0])
+    points[-1] = replace(points[-1], spread=spread, n=4)
+    verdict = detect(points, higher_is_better=True).verdict
+    assert verdict == ("suspicious" if spread == 0 else "no-change")

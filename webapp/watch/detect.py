@@ -1,0 +1,284 @@
+"""Detection: is a series' latest night a change, and of which kind (docs/watch.md, "Detection").
+
+Pure statistics over one series' nights (no database): the watch rolls the nights up,
+calls `detect` with the nights up to the one it evaluates, and decides the regression's
+state from the `Detection`. Two tiers:
+
+- breakage, the same night: tonight far outside the robust band (median and MAD) of the
+  recent nights, by a robust z *and* a minimum relative magnitude -> suspicious;
+- shift: a persistent change of level, found by E-Divisive means with a Student's t-test
+  (Apache Otava's `compute_change_points`), at least a minimum magnitude, confirmed once
+  `confirm_nights` nights sit on the new level -> regression; before that suspicious.
+
+The change-point search only runs where a cheap pre-test (the last nights' median against
+the band's) hints at a change, so that 120,000 series are evaluated in one pass.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from importlib.metadata import version
+from typing import Any
+
+from otava.analysis import compute_change_points
+
+DETECTOR_NAME = "fedprobe-band+otava-edivisive-ttest"
+LIBRARY = f"apache-otava {version('apache-otava')}"
+MAD_TO_SIGMA = 1.4826  # MAD of a normal sample x this = its standard deviation
+
+REGRESSION = "regression"
+SUSPICIOUS = "suspicious"
+NO_CHANGE = "no-change"
+INSUFFICIENT_DATA = "insufficient-data"
+BREAKAGE = "breakage"
+SHIFT = "shift"
+
+
+@dataclass(frozen=True)
+class NightPoint:
+    """One measured night of a series: the median over its runs, their robust spread (MAD,
+    0 for one run) and how many runs (or client records) are behind it."""
+
+    night: date
+    value: float
+    spread: float = 0.0
+    n: int = 1
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """Every threshold of `detect`; stored with each verdict (`to_json`) to reproduce it."""
+
+    window_nights: int = 60  # the nights looked at, latest last
+    band_min_nights: int = 14  # the breakage band needs at least these before tonight
+    band_max_nights: int = 28  # ... and uses at most these
+    breakage_z: float = 4.0  # robust z of tonight against the band
+    breakage_min_pct: float = 20.0  # ... and its relative distance from the band's median
+    shift_min_pct: float = 15.0  # a shift smaller than this is no change
+    pretest_fraction: float = 0.6  # search change points if the tail moved this x min
+    max_pvalue: float = 0.001  # the t-test's significance of a change point
+    cp_window: int = 30  # Otava's sliding window (nights)
+    confirm_nights: int = 3  # nights on the new level that confirm a shift
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def needed_nights(self) -> int:
+        """Fewest nights for any verdict but insufficient-data: a band and tonight."""
+        return self.band_min_nights + 1
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What `detect` says of a series' latest night. `worse` tells the direction: the
+    watch opens or keeps a regression only for a finding with `worse` true."""
+
+    verdict: str
+    tier: str | None
+    change_night: date | None
+    baseline: float | None
+    current: float | None
+    change_pct: float | None
+    worse: bool
+    confirmed: bool
+    detector: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Finding:
+    tier: str
+    change_at: int  # index into the window
+    baseline: float
+    current: float
+    baseline_window: tuple[int, int]  # [first, last] indexes, inclusive
+    confirmed: bool
+
+
+def detect(
+    points: Sequence[NightPoint],
+    *,
+    higher_is_better: bool,
+    config: DetectorConfig = DetectorConfig(),
+) -> Detection:
+    """The verdict on the last of `points` (night order, measured nights only), judged from
+    the nights before it; nights without runs (n == 0) are left out."""
+    window = [p for p in points if p.n > 0 and math.isfinite(p.value)]
+    window = window[-config.window_nights :]
+    if len(window) < config.needed_nights:
+        return _insufficient(window, config)
+    values = [p.value for p in window]
+    shift = _shift(values, config) if _pretest(values, config) else None
+    breakage = _breakage(window, config)
+    finding = _choose(shift, breakage)
+    if finding is None:
+        return _no_change(window, config)
+    return _detection(finding, window, higher_is_better=higher_is_better, config=config)
+
+
+def _choose(shift: _Finding | None, breakage: _Finding | None) -> _Finding | None:
+    """A confirmed shift says most; else tonight's breakage; else an unconfirmed shift."""
+    if shift and shift.confirmed:
+        return shift
+    return breakage or shift
+
+
+def _band(end: int, config: DetectorConfig) -> tuple[int, int]:
+    """[first, last] of the band of recent nights before index `end`."""
+    return max(0, end - config.band_max_nights), end - 1
+
+
+def _breakage(window: Sequence[NightPoint], config: DetectorConfig) -> _Finding | None:
+    values = [p.value for p in window]
+    tonight = window[-1]
+    first, last = _band(len(values) - 1, config)
+    band = values[first : last + 1]
+    median = statistics.median(band)
+    mad = statistics.median(abs(v - median) for v in band) * MAD_TO_SIGMA
+    # Tonight's median is itself uncertain when its runs spread: that widens the band.
+    tonight_se = MAD_TO_SIGMA * tonight.spread / math.sqrt(tonight.n)
+    scale = math.hypot(mad, tonight_se)
+    distance = abs(tonight.value - median)
+    z = distance / scale if scale > 0 else (math.inf if distance > 0 else 0.0)
+    if z <= config.breakage_z or _relative(distance, median) * 100 <= config.breakage_min_pct:
+        return None
+    at = len(values) - 1
+    return _Finding(BREAKAGE, at, median, tonight.value, (first, last), confirmed=False)
+
+
+def _pretest(values: Sequence[float], config: DetectorConfig) -> bool:
+    """Cheap: did the last nights' median move from the band's by enough to search?"""
+    tail_start = len(values) - config.confirm_nights
+    first, last = _band(tail_start, config)
+    reference = statistics.median(values[first : last + 1])
+    moved = abs(statistics.median(values[tail_start:]) - reference)
+    return _relative(moved, reference) * 100 >= config.shift_min_pct * config.pretest_fraction
+
+
+def _shift(values: Sequence[float], config: DetectorConfig) -> _Finding | None:
+    """The latest significant change point whose level moved by the minimum magnitude,
+    measured robustly: medians of the band before it and of the nights since."""
+    change_points, _weak = compute_change_points(
+        list(values),
+        window_len=config.cp_window,
+        max_pvalue=config.max_pvalue,
+        min_magnitude=config.shift_min_pct / 100,
+    )
+    for change_point in reversed(change_points):
+        at = int(change_point.index)
+        first, last = _band(at, config)
+        baseline = statistics.median(values[first : last + 1])
+        after = values[at:]
+        current = statistics.median(after)
+        if _relative(abs(current - baseline), baseline) * 100 < config.shift_min_pct:
+            continue
+        confirmed = _on_new_level(after, baseline=baseline, current=current, config=config)
+        return _Finding(SHIFT, at, baseline, current, (first, last), confirmed)
+    return None
+
+
+def _on_new_level(
+    after: Sequence[float], *, baseline: float, current: float, config: DetectorConfig
+) -> bool:
+    """Enough nights since the change, and each of the last `confirm_nights` nearer the new
+    level than the old: a bad night that passed does not confirm."""
+    if len(after) < config.confirm_nights:
+        return False
+    recent = after[-config.confirm_nights :]
+    return all(abs(v - current) < abs(v - baseline) for v in recent)
+
+
+def _relative(distance: float, reference: float) -> float:
+    if reference == 0:
+        return math.inf if distance > 0 else 0.0
+    return distance / abs(reference)
+
+
+def _detection(
+    finding: _Finding,
+    window: Sequence[NightPoint],
+    *,
+    higher_is_better: bool,
+    config: DetectorConfig,
+) -> Detection:
+    confirmed = finding.tier == SHIFT and finding.confirmed
+    change_pct = None
+    if finding.baseline != 0:
+        change_pct = (finding.current - finding.baseline) / abs(finding.baseline) * 100
+    went_up = finding.current > finding.baseline
+    first, last = finding.baseline_window
+    return Detection(
+        verdict=REGRESSION if confirmed else SUSPICIOUS,
+        tier=finding.tier,
+        change_night=window[finding.change_at].night,
+        baseline=finding.baseline,
+        current=finding.current,
+        change_pct=change_pct,
+        worse=went_up != higher_is_better,
+        confirmed=confirmed,
+        detector=_detector(
+            config,
+            baseline_window=(window[first].night, window[last].night),
+            target_window=(window[finding.change_at].night, window[-1].night),
+        ),
+    )
+
+
+def _no_change(window: Sequence[NightPoint], config: DetectorConfig) -> Detection:
+    first, last = _band(len(window) - 1, config)
+    band = [p.value for p in window[first : last + 1]]
+    return Detection(
+        verdict=NO_CHANGE,
+        tier=None,
+        change_night=None,
+        baseline=statistics.median(band),
+        current=window[-1].value,
+        change_pct=None,
+        worse=False,
+        confirmed=False,
+        detector=_detector(
+            config,
+            baseline_window=(window[first].night, window[last].night),
+            target_window=(window[-1].night, window[-1].night),
+        ),
+    )
+
+
+def _insufficient(window: Sequence[NightPoint], config: DetectorConfig) -> Detection:
+    detector = _detector(config, baseline_window=None, target_window=None)
+    detector["nights"] = len(window)
+    detector["nights_needed"] = config.needed_nights
+    return Detection(
+        verdict=INSUFFICIENT_DATA,
+        tier=None,
+        change_night=None,
+        baseline=None,
+        current=window[-1].value if window else None,
+        change_pct=None,
+        worse=False,
+        confirmed=False,
+        detector=detector,
+    )
+
+
+def _detector(
+    config: DetectorConfig,
+    *,
+    baseline_window: tuple[date, date] | None,
+    target_window: tuple[date, date] | None,
+) -> dict[str, object]:
+    return {
+        "name": DETECTOR_NAME,
+        "library": LIBRARY,
+        "parameters": config.to_json(),
+        "baseline_window": _iso(baseline_window),
+        "target_window": _iso(target_window),
+    }
+
+
+def _iso(window: tuple[date, date] | None) -> list[str] | None:
+    return [window[0].isoformat(), window[1].isoformat()] if window else None
