@@ -30,7 +30,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 logger = logging.getLogger(__name__)
 
-app = Celery("fedprobe", include=["webapp.campaigns.tasks"])
+app = Celery("fedprobe", include=["webapp.campaigns.tasks", "webapp.watch.tasks"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
 
