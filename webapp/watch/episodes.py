@@ -123,9 +123,8 @@ def regression_advance(
     if target != regression.state:
         regression_set_state(regression=regression, state=target, at=at, note=note)
     changes: dict[str, Any] = {"last_night": night, "good_nights": good_nights}
-    if finding.bad and target not in (State.NO_DATA, State.TESTER_FAULT):
+    if finding.bad and finding.summary and target not in (State.NO_DATA, State.TESTER_FAULT):
         changes |= _described(finding)
-        changes["current"] = finding.current
     elif finding.current is not None:
         changes["current"] = finding.current
     Regression.objects.filter(pk=regression.pk).update(**changes)

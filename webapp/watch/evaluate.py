@@ -280,15 +280,17 @@ def metric_finding(
     higher_is_better = HIGHER_IS_BETTER.get(metric, False)
     found = detect(points, higher_is_better=higher_is_better, config=DetectorConfig())
     key = series.key(metric)
+    tonight = points[-1].value
     if live is not None and live.baseline:
-        bad = _worse_pct(live.baseline, points[-1].value, higher_is_better) >= float(
-            settings.FEDPROBE_WATCH_RECOVERED_PCT
-        )
-        found_bad = found.tier is not None and found.worse
-        if not bad and not found_bad:
-            return Finding(key, metric, False, current=points[-1].value)
+        # A live regression is judged against its own baseline: the detector keeps seeing
+        # the old change point for weeks after the series came back.
+        worse_pct = _worse_pct(live.baseline, tonight, higher_is_better)
+        if worse_pct < float(settings.FEDPROBE_WATCH_RECOVERED_PCT):
+            return Finding(key, metric, False, current=tonight)
+        if found.tier is None or not found.worse:
+            return Finding(key, metric, True, current=tonight)  # still bad, nothing new
     if found.tier is None or not found.worse:
-        return Finding(key, metric, None if live is None else False, current=points[-1].value)
+        return Finding(key, metric, None if live is None else False, current=tonight)
     return _metric_regression(history, metric, found, key, subject)
 
 
