@@ -508,6 +508,8 @@ FEDPROBE_WATCH_NO_DATA_NIGHTS = env_int("FEDPROBE_WATCH_NO_DATA_NIGHTS", 2)
 # The nights of a series the detector reads, and the missed nights a late pass replays.
 FEDPROBE_WATCH_LOOKBACK_NIGHTS = env_int("FEDPROBE_WATCH_LOOKBACK_NIGHTS", 60)
 FEDPROBE_WATCH_CATCHUP_NIGHTS = env_int("FEDPROBE_WATCH_CATCHUP_NIGHTS", 7)
+# The pass reads the series of this many endpoints at a time (memory stays bounded).
+FEDPROBE_WATCH_ENDPOINTS_PER_READ = env_int("FEDPROBE_WATCH_ENDPOINTS_PER_READ", 50)
 # The run metrics the watch runs the detector on (each is a series of its own).
 FEDPROBE_WATCH_METRICS = env_list(
     "FEDPROBE_WATCH_METRICS", ["throughput_mbps", "open_s", "ttfb_s", "latency_p99_us"]
@@ -533,6 +535,7 @@ for _name in (
     "FEDPROBE_WATCH_NO_DATA_NIGHTS",
     "FEDPROBE_WATCH_LOOKBACK_NIGHTS",
     "FEDPROBE_WATCH_CATCHUP_NIGHTS",
+    "FEDPROBE_WATCH_ENDPOINTS_PER_READ",
     "FEDPROBE_WATCH_BLAME_MIN_SITES",
     "FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS",
     "FEDPROBE_WATCH_NOT_RUN_AFTER_S",

@@ -13,8 +13,7 @@ advanced twice by one night.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -27,7 +26,14 @@ from webapp.watch import blame, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
 from webapp.watch.episodes import Finding, regression_advance, regression_no_data
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
-from webapp.watch.rollups import SERIES_FIELDS, night_bounds, rollups_refresh
+from webapp.watch.rollups import night_bounds, rollups_refresh
+from webapp.watch.series import (
+    Histories,
+    NightRow,
+    SeriesId,
+    series_nights_read,
+    vantage_point_nights,
+)
 from webapp.watch.versions import version_change
 
 State = Regression.State
@@ -35,33 +41,6 @@ State = Regression.State
 FUNCTIONAL_CLASSES = frozenset({"auth", "tls", "not-found", "checksum", "refused", "timeout"})
 # Which direction is better, by metric, until the metric registry says it.
 HIGHER_IS_BETTER = {"throughput_mbps": True}
-
-
-@dataclass(frozen=True)
-class SeriesId:
-    """A series of rollup rows: one endpoint, vantage point and parameter set."""
-
-    endpoint_id: int
-    vantage_point_id: int
-    method: str
-    pattern: str
-    read_size: int
-    fraction: float
-    clients: int
-
-    @classmethod
-    def of(cls, row: SeriesNight) -> SeriesId:
-        return cls(*(getattr(row, f) for f in SERIES_FIELDS))
-
-    def key(self, metric: str) -> str:
-        return (
-            f"series:{self.endpoint_id}:{self.vantage_point_id}:{self.method}:{self.pattern}:"
-            f"{self.read_size}:{self.fraction:g}:{self.clients}:{metric}"
-        )
-
-    @property
-    def subject(self) -> dict[str, object]:
-        return {f: getattr(self, f) for f in SERIES_FIELDS}
 
 
 @dataclass
@@ -89,7 +68,7 @@ def watch_evaluate(*, now: datetime) -> PassOutcome:
     refreshed = rollups_refresh(now=now)
     outcome = PassOutcome(nights=refreshed.nights)
     events_before = _event_count()
-    for night in _nights_to_evaluate(refreshed.nights):
+    for night in _nights_to_evaluate(refreshed.nights, first_pass=refreshed.first_pass):
         outcome.evaluated.append(night)
         outcome.series += _evaluate_night(night, now)
     notrun.vantage_points_not_running(now=now)
@@ -120,36 +99,55 @@ def _changes_since(last_id: int) -> list[str]:
     ]
 
 
-def _nights_to_evaluate(nights: Sequence[date]) -> list[date]:
+def _nights_to_evaluate(nights: Sequence[date], *, first_pass: bool) -> list[date]:
     """The changed nights within FEDPROBE_WATCH_CATCHUP_NIGHTS of the latest, in order: a
-    pass after a few missed ones replays them; a first pass over a history evaluates its
-    last nights only."""
+    pass after a few missed ones replays them; the first pass over a history evaluates its
+    last night only (from the nights before it)."""
     if not nights:
         return []
+    if first_pass:
+        return [nights[-1]]
     first = nights[-1] - timedelta(days=settings.FEDPROBE_WATCH_CATCHUP_NIGHTS - 1)
     return [night for night in nights if night >= first]
 
 
 def _evaluate_night(night: date, now: datetime) -> int:
-    """Evaluate every series measured on `night`; returns how many."""
+    """Evaluate every series measured on `night`, FEDPROBE_WATCH_ENDPOINTS_PER_READ
+    endpoints' series at a time (their lookback window read at once); returns how many."""
     context = _night_context(night)
-    rows = _recent_rows(night)
     live = _live_regressions()
     sites = dict(Endpoint.objects.values_list("id", "site_id"))
+    first = night - timedelta(days=settings.FEDPROBE_WATCH_LOOKBACK_NIGHTS - 1)
+    measuring = vantage_point_nights(first=first, last=night)
     verdicts: list[blame.SeriesVerdict] = []
-    for series, history in rows.items():
-        if history[-1].night != night or series.endpoint_id in context.outage:
-            continue
-        may_open = series.endpoint_id not in context.downtime
-        subject = series.subject | {"site_id": sites[series.endpoint_id]}
-        verdicts.append(
-            _evaluate_series(
-                series, history, live=live, now=now, may_open=may_open, subject=subject
+    for endpoints in _endpoint_chunks(night, live):
+        rows = series_nights_read(first=first, last=night, endpoints=endpoints)
+        for series, history in rows.items():
+            if history[-1].night != night or series.endpoint_id in context.outage:
+                continue
+            may_open = series.endpoint_id not in context.downtime
+            subject = series.subject | {"site_id": sites[series.endpoint_id]}
+            verdicts.append(
+                _evaluate_series(
+                    series, history, live=live, now=now, may_open=may_open, subject=subject
+                )
             )
-        )
-    _series_no_data(rows, night, live, now)
+        _series_no_data(rows, measuring, night, live, now)
     blame.groups_blame(night=night, verdicts=verdicts, live=live, at=now)
     return len(verdicts)
+
+
+def _endpoint_chunks(night: date, live: dict[str, Regression]) -> Iterator[list[int]]:
+    """The endpoints measured on `night`, and those of live series regressions (which may
+    have no data), in chunks."""
+    measured = set(
+        SeriesNight.objects.filter(night=night).values_list("endpoint_id", flat=True).distinct()
+    )
+    measured |= {r.endpoint_id for r in live.values() if r.endpoint_id is not None}
+    ordered = sorted(measured)
+    size = settings.FEDPROBE_WATCH_ENDPOINTS_PER_READ
+    for start in range(0, len(ordered), size):
+        yield ordered[start : start + size]
 
 
 def _night_context(night: date) -> Night:
@@ -168,24 +166,13 @@ def _endpoints_covered(downtimes: Iterable[Downtime]) -> frozenset[int]:
     return frozenset(endpoints)
 
 
-def _recent_rows(night: date) -> dict[SeriesId, list[SeriesNight]]:
-    """Each series' rows of the lookback window up to `night`, in night order, for the
-    series measured that night or within the no-data window before it."""
-    first = night - timedelta(days=settings.FEDPROBE_WATCH_LOOKBACK_NIGHTS - 1)
-    rows: dict[SeriesId, list[SeriesNight]] = defaultdict(list)
-    window = SeriesNight.objects.filter(night__gte=first, night__lte=night)
-    for row in window.order_by("night").iterator(chunk_size=5000):
-        rows[SeriesId.of(row)].append(row)
-    return rows
-
-
 def _live_regressions() -> dict[str, Regression]:
     return {r.key: r for r in Regression.objects.filter(state__in=Regression.LIVE)}
 
 
 def _evaluate_series(
     series: SeriesId,
-    history: list[SeriesNight],
+    history: list[NightRow],
     *,
     live: dict[str, Regression],
     now: datetime,
@@ -222,7 +209,7 @@ def _advance(
 
 
 def availability_finding(
-    series: SeriesId, tonight: SeriesNight, *, subject: dict[str, object]
+    series: SeriesId, tonight: NightRow, *, subject: dict[str, object]
 ) -> Finding:
     """Availability by rule: all of a night's runs ended by the tester's fault is a tester
     fault; a functional failure, or every run failing, is a breakage at once (critical when
@@ -261,7 +248,7 @@ def availability_finding(
 
 def metric_finding(
     series: SeriesId,
-    history: list[SeriesNight],
+    history: list[NightRow],
     metric: str,
     live: Regression | None,
     *,
@@ -300,7 +287,7 @@ def _worse_pct(baseline: float, value: float, higher_is_better: bool) -> float:
 
 
 def _metric_regression(
-    history: list[SeriesNight], metric: str, found: Detection, key: str, subject: dict[str, object]
+    history: list[NightRow], metric: str, found: Detection, key: str, subject: dict[str, object]
 ) -> Finding:
     shift = found.tier == Regression.Tier.SHIFT
     versions = version_change(history, found.change_night or history[-1].night)
@@ -337,23 +324,23 @@ def _figure(value: float | None) -> str:
 
 
 def _series_no_data(
-    rows: dict[SeriesId, list[SeriesNight]],
+    rows: Histories,
+    measuring: dict[int, list[date]],
     night: date,
     live: dict[str, Regression],
     now: datetime,
 ) -> None:
     """Series with live regressions not measured for FEDPROBE_WATCH_NO_DATA_NIGHTS nights on
     which their vantage point measured others go to no-data."""
-    measured_nights: dict[int, set[date]] = defaultdict(set)
-    for series, history in rows.items():
-        measured_nights[series.vantage_point_id].update(row.night for row in history)
     needed = settings.FEDPROBE_WATCH_NO_DATA_NIGHTS
     stopped = set()
     for series, history in rows.items():
         last = history[-1].night
-        missed = [n for n in measured_nights[series.vantage_point_id] if n > last]
+        missed = [n for n in measuring.get(series.vantage_point_id, []) if n > last]
         if len(missed) >= needed:
             stopped.add(series.key(""))
+    if not stopped:
+        return
     for key, regression in list(live.items()):
         if key.rsplit(":", 1)[0] + ":" in stopped:
             regression_no_data(regression=regression, night=night, at=now)

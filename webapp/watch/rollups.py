@@ -66,6 +66,7 @@ class Refreshed:
     nights: list[date]
     rows: int
     watermark: datetime | None
+    first_pass: bool  # no pass had rolled anything up before
 
 
 def night_bounds(night: date) -> tuple[datetime, datetime]:
@@ -110,7 +111,7 @@ def rollups_refresh(*, now: datetime) -> Refreshed:
         series_nights_roll_up_range(first=chunk[0], last=chunk[-1])
         for chunk in _runs_of_nights(nights)
     )
-    return Refreshed(nights=nights, rows=rows, watermark=watermark)
+    return Refreshed(nights=nights, rows=rows, watermark=watermark, first_pass=since is None)
 
 
 def _max_finished(runs: Any) -> datetime | None:

@@ -9,10 +9,10 @@ from datetime import date, timedelta
 
 from django.conf import settings
 
-from webapp.watch.models import SeriesNight
+from webapp.watch.series import NightRow
 
 
-def version_change(history: Sequence[SeriesNight], change_night: date) -> list[dict[str, str]]:
+def version_change(history: Sequence[NightRow], change_night: date) -> list[dict[str, str]]:
     """The server versions first seen within the window around `change_night` that no night
     before the window reported: [{"kind", "version", "first_seen", "previous"}]."""
     nights = timedelta(days=settings.FEDPROBE_WATCH_VERSION_NIGHTS)
