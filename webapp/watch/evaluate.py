@@ -258,7 +258,7 @@ def metric_finding(
     is good again once tonight is back within FEDPROBE_WATCH_RECOVERED_PCT of its baseline.
     None when tonight measured nothing of it."""
     points = [
-        NightPoint(row.night, m["median"], m["mad"], m["n"])
+        NightPoint(row.night, m["median"], m["mad"] or 0.0, int(m["n"]))
         for row in history
         if (m := row.metrics.get(metric))
     ]

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import random
 from datetime import date, timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.core.management import call_command
 
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
 from webapp.celery import app
 from webapp.watch.evaluate import watch_evaluate
@@ -88,3 +90,12 @@ def test_watch_task_runs_on_the_control_queue_from_beat() -> None:
     assert WATCH in app.tasks
     assert settings.CELERY_TASK_ROUTES[WATCH] == {"queue": "control"}
     assert settings.CELERY_BEAT_SCHEDULE["watch"]["task"] == WATCH
+
+
+def test_the_pass_on_sqlite(tmp_path: Path) -> None:
+    here = this_file(__file__)
+    pytest_on_sqlite(
+        tmp_path,
+        f"{here}::test_step_is_pending_then_a_confirmed_regression_naming_the_new_version",
+        this_file(__file__).replace("test_metric_series", "test_states"),
+    )
