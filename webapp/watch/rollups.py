@@ -55,6 +55,9 @@ FAILED_OR_TIMED_OUT = tuple(str(s) for s in Run.Status.FAILED_OR_TIMED_OUT)
 TESTER_FAULTS = tuple(sorted(str(c) for c in TESTER_FAULT_CLASSES))
 # A failed run that recorded no error: its status says what happened.
 UNRECORDED_CLASS = "unknown"
+# Runs that ended this recently are left to the next pass (their transactions may not have
+# committed yet).
+SETTLE_S = 300
 # Nights rolled up in one statement when many changed (the first pass over a history).
 NIGHTS_PER_STATEMENT = 14
 
@@ -97,10 +100,13 @@ def series_nights_roll_up_range(*, first: date, last: date) -> int:
 
 
 def rollups_refresh(*, now: datetime) -> Refreshed:
-    """Roll up the nights (up to `now`'s) whose runs ended since the last pass's watermark."""
+    """Roll up the nights (up to `now`'s) whose runs ended since the last pass's watermark,
+    and before SETTLE_S ago: a run's end is written in the transaction that commits it, so
+    a run seen ending before the cutoff is committed, and none commits behind the mark."""
     last_pass = WatchPass.objects.exclude(watermark=None).order_by("-watermark").first()
     since = last_pass.watermark if last_pass else None
-    changed = Run.objects.filter(status__in=ENDED, finished_at__lte=now)
+    cutoff = now - timedelta(seconds=SETTLE_S)
+    changed = Run.objects.filter(status__in=ENDED, finished_at__lte=cutoff)
     if since is not None:
         changed = changed.filter(finished_at__gt=since)
     watermark = _max_finished(changed) or since
