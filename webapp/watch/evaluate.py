@@ -14,13 +14,16 @@ advanced twice by one night.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Max
 from django.utils import timezone
 
+from webapp.core import sql
 from webapp.sites.models import Downtime, Endpoint
 from webapp.watch import blame, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
@@ -39,6 +42,8 @@ from webapp.watch.versions import version_change
 State = Regression.State
 # Failures that say the service itself is broken for us: an availability alert the same night.
 FUNCTIONAL_CLASSES = frozenset({"auth", "tls", "not-found", "checksum", "refused", "timeout"})
+# The advisory lock that keeps two passes from running at once ("watch" in ASCII).
+PASS_LOCK = 0x7761746368
 # Which direction is better, by metric, until the metric registry says it.
 HIGHER_IS_BETTER = {"throughput_mbps": True}
 
@@ -51,6 +56,7 @@ class PassOutcome:
     evaluated: list[date] = field(default_factory=list)
     series: int = 0
     changes: list[str] = field(default_factory=list)
+    skipped: bool = False  # another pass was running
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,33 @@ class Night:
 
 
 def watch_evaluate(*, now: datetime) -> PassOutcome:
-    """One pass of the watch as of `now` (idempotent)."""
+    """One pass of the watch as of `now` (idempotent). While another pass runs (beat's and
+    one by hand), it does nothing and says so (`skipped`)."""
+    with _only_pass() as alone:
+        if not alone:
+            return PassOutcome(skipped=True)
+        return _pass(now)
+
+
+@contextmanager
+def _only_pass() -> Iterator[bool]:
+    """Hold PostgreSQL's advisory lock of the watch for the pass, if no one else holds it
+    (SQLite, the one-machine default, serialises its writers by itself)."""
+    if not sql.is_postgresql():
+        yield True
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [PASS_LOCK])
+        alone = bool(cursor.fetchone()[0])
+    try:
+        yield alone
+    finally:
+        if alone:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [PASS_LOCK])
+
+
+def _pass(now: datetime) -> PassOutcome:
     started = timezone.now()
     refreshed = rollups_refresh(now=now)
     outcome = PassOutcome(nights=refreshed.nights)

@@ -4,6 +4,7 @@ the good nights; the pass command and the task run the same pass."""
 
 from __future__ import annotations
 
+import os
 import random
 from datetime import date, timedelta
 from pathlib import Path
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.db import connection
 
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
+from tests.webapp.sqlite import only_on_postgresql, pytest_on_sqlite, this_file
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
 from webapp.celery import app
 from webapp.watch.evaluate import watch_evaluate
@@ -99,3 +101,20 @@ def test_the_pass_on_sqlite(tmp_path: Path) -> None:
         f"{here}::test_step_is_pending_then_a_confirmed_regression_naming_the_new_version",
         this_file(__file__).replace("test_metric_series", "test_states"),
     )
+
+
+@only_on_postgresql
+def test_pass_while_another_runs_does_nothing() -> None:
+    import psycopg
+
+    from webapp.watch.evaluate import PASS_LOCK
+
+    one = series()
+    run(one, night(0), status="timeout")
+    url = os.environ["DATABASE_URL"].replace("postgres://", "postgresql://", 1)
+    with psycopg.connect(url.rsplit("/", 1)[0] + "/" + connection.settings_dict["NAME"]) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [PASS_LOCK])
+        assert watch_evaluate(now=at(night(0), 6)).skipped
+        assert not Regression.objects.exists()
+    assert not watch_evaluate(now=at(night(0), 6)).skipped
+    assert Regression.objects.exists()

@@ -31,6 +31,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         outcome = watch_evaluate(now=options["now"] or timezone.now())
+        if outcome.skipped:
+            self.stdout.write("another pass of the watch is running: nothing done")
+            return
         nights = ", ".join(n.isoformat() for n in outcome.evaluated) or "none"
         self.stdout.write(
             f"rolled up {len(outcome.nights)} nights; evaluated {outcome.series} series on "
