@@ -116,5 +116,6 @@ def test_pass_while_another_runs_does_nothing() -> None:
         other.execute("SELECT pg_advisory_lock(%s)", [PASS_LOCK])
         assert watch_evaluate(now=at(night(0), 6)).skipped
         assert not Regression.objects.exists()
+        other.execute("SELECT pg_advisory_unlock(%s)", [PASS_LOCK])  # closing is not waited for
     assert not watch_evaluate(now=at(night(0), 6)).skipped
     assert Regression.objects.exists()
