@@ -13,7 +13,9 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
+from django.utils import timezone
 
+from tests.celery_worker import WorkerProcess, wait_until
 from tests.webapp.sqlite import only_on_postgresql, pytest_on_sqlite, this_file
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
 from webapp.celery import app
@@ -119,3 +121,15 @@ def test_pass_while_another_runs_does_nothing() -> None:
         other.execute("SELECT pg_advisory_unlock(%s)", [PASS_LOCK])  # closing is not waited for
     assert not watch_evaluate(now=at(night(0), 6)).skipped
     assert Regression.objects.exists()
+
+
+def test_beat_s_watch_task_runs_a_pass_on_the_control_worker(celery_worker: WorkerProcess) -> None:
+    one = series()
+    run(one, (timezone.now() - timedelta(days=1)).date(), status="timeout")
+    app.send_task(WATCH)
+    wait_until(Regression.objects.exists, 60, "a pass opened a regression", celery_worker)
+    assert availability_state(one) == State.OPEN
+
+
+def availability_state(of: Series) -> str:
+    return str(Regression.objects.get(endpoint=of.endpoint, metric="availability").state)
