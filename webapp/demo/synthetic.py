@@ -21,6 +21,7 @@ from django.db import transaction
 
 from webapp.campaigns.models import RUN_PARAMETERS, SHARED, Campaign, Run, ScheduledLaunch
 from webapp.core import sql
+from webapp.demo.planted import Plan, plan_changes
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine.errors import ErrorClass
 from workers.engine.params import needed_bytes
@@ -86,6 +87,7 @@ class Synthesized:
     runs: int
     first_night: date
     last_night: date
+    truth: dict[str, Any] = field(default_factory=dict)  # what was planted (planted.py)
 
 
 @dataclass
@@ -122,6 +124,7 @@ class World:
     rtts: dict[tuple[int, int], float]  # (vantage point, site) -> round trip
     weather: dict[int, list[float]]  # endpoint -> rate factor per night
     repetitions: int
+    plan: Plan  # the planted changes (webapp/demo/planted.py)
 
 
 @dataclass(frozen=True)
@@ -150,9 +153,11 @@ def history_synthesize(
     seed: int = 1,
     last_night: date | None = None,
     progress: Callable[[int, int], None] | None = None,
+    plant: bool = True,
 ) -> Synthesized:
     """Make the synthetic sites, endpoints, vantage points and campaigns, then finished runs
-    (trigger=schedule): `repetitions` per night, endpoint, parameter set and vantage point."""
+    (trigger=schedule): `repetitions` per night, endpoint, parameter set and vantage point;
+    with `plant`, the changes of webapp/demo/planted.py in them (their truth returned)."""
     rng = random.Random(seed)
     last = last_night or _last_night(datetime.now(UTC))
     slots = [_slot(last - timedelta(days=n)) for n in range(nights - 1, -1, -1)]
@@ -164,10 +169,14 @@ def history_synthesize(
         campaigns = _make_campaigns(
             sets, [m.endpoint for m in models], points, first_slot=slots[0], repetitions=repetitions
         )
+        first = slots[0].date()
+        plan = plan_changes(
+            random.Random(f"{seed}-plant"), models, points, first=first, last=last, plant=plant
+        )
     weather = {
         m.endpoint.pk: _weather(random.Random(f"{seed}-{i}"), nights) for i, m in enumerate(models)
     }
-    world = World(rng, models, points, rtts, weather, repetitions)
+    world = World(rng, models, points, rtts, weather, repetitions, plan)
     per_night = len(models) * len(points) * repetitions
     total = len(slots) * len(sets) * per_night
     written = 0
@@ -180,8 +189,9 @@ def history_synthesize(
             if progress:
                 progress(written, total)
     sites = {m.site.site.pk for m in models}
+    truth = plan.truth(seed=seed, first=first, last=last)
     return Synthesized(
-        len(sites), len(models), len(points), len(campaigns), written, slots[0].date(), last
+        len(sites), len(models), len(points), len(campaigns), written, first, last, truth
     )
 
 
@@ -408,6 +418,9 @@ class Conditions:
     open_s: float
     protocol: str
     redirector: bool
+    # A planted change of what the server gives each stream (webapp/demo/planted.py): it
+    # shows even where the TCP window bounds the rate.
+    stream_factor: float = 1.0
 
 
 RUN_COLUMNS = (
@@ -441,6 +454,7 @@ RUN_COLUMNS = (
     "cpu_s",
     "served_by",
     "errors",
+    "server_version",
 )
 FIGURES = RUN_COLUMNS[RUN_COLUMNS.index("wall_s") : RUN_COLUMNS.index("served_by")]
 
@@ -473,10 +487,13 @@ def _run_rows(
         for model, point in itertools.product(world.models, world.points):
             conditions = _conditions(model, world.rtts[point.pk, model.site.site.pk], night)
             rate = conditions.rate_mbps * world.weather[model.endpoint.pk][n] * busy
-            conditions = Conditions(**{**vars(conditions), "rate_mbps": rate})
+            planted = world.plan.rate_factor(model.endpoint.pk, night)
+            conditions = Conditions(
+                **{**vars(conditions), "rate_mbps": rate, "stream_factor": planted}
+            )
             for repetition in range(world.repetitions):
                 cell = Cell(campaign, params, model, point, launch, repetition)
-                row, wall_s = _run_row(world.rng, cell, conditions)
+                row, wall_s = _run_row(world.rng, cell, conditions, world.plan)
                 yield _timed(row, launch.slot, queue_s, wall_s)
                 queue_s += min(wall_s, 60.0) / 8  # a few workers per vantage point
 
@@ -497,7 +514,7 @@ def _conditions(model: EndpointModel, rtt_s: float, night: date) -> Conditions:
 
 
 def _run_row(
-    rng: random.Random, cell: Cell, conditions: Conditions
+    rng: random.Random, cell: Cell, conditions: Conditions, plan: Plan
 ) -> tuple[dict[str, Any], float]:
     model, point, launch = cell.model, cell.point, cell.launch
     method, pattern, read_size, fraction, clients = cell.params
@@ -517,10 +534,17 @@ def _run_row(
         "worker": f"celery@{point.name}-worker{rng.randint(1, 4)}",
         "served_by": [],
         "errors": [],
+        "server_version": "",
     }
-    outcome = _outcome(rng, model, conditions, launch.slot.date(), clients)
+    night = launch.slot.date()
+    planted_failure = plan.failure(model.endpoint.pk, point.pk, night)
+    if planted_failure:
+        status = "timeout" if planted_failure is ErrorClass.TIMEOUT else "failed"
+        return _failed(rng, row, status, clients, planted_failure)
+    outcome = _outcome(rng, model, conditions, night, clients)
     if outcome in ("failed", "timeout"):
         return _failed(rng, row, outcome, clients)
+    row["server_version"] = plan.server_version(model.endpoint.pk, night)
     figures = run_figures(rng, cell.params, conditions)
     if figures["wall_s"] > DEADLINE_S:
         return _failed(rng, row, "timeout", clients)
@@ -548,7 +572,11 @@ def _outcome(
 
 
 def _failed(
-    rng: random.Random, row: dict[str, Any], status: str, clients: int
+    rng: random.Random,
+    row: dict[str, Any],
+    status: str,
+    clients: int,
+    planted: ErrorClass | None = None,
 ) -> tuple[dict[str, Any], float]:
     if status == "timeout":
         message = f"no answer within the deadline ({DEADLINE_S:.0f} s)"
@@ -558,13 +586,18 @@ def _failed(
         ]
         wall_s = DEADLINE_S
     else:
-        error_class, message = _failure_class(rng)
+        error_class, message = _planted_failure(planted) if planted else _failure_class(rng)
         errors = [
             {"class": error_class.value, "message": message, "client": c} for c in range(clients)
         ]
         wall_s = rng.uniform(0.05, 5.0)
     row.update(status=status, errors=errors, **dict.fromkeys(FIGURES))
     return row, wall_s
+
+
+def _planted_failure(error_class: ErrorClass) -> tuple[ErrorClass, str]:
+    messages = {c: m for c, _, m in FAILURE_CLASSES}
+    return error_class, messages.get(error_class, f"{error_class.value} failure")
 
 
 def _failure_class(rng: random.Random) -> tuple[ErrorClass, str]:
@@ -646,7 +679,8 @@ def _client_rate_bps(conditions: Conditions, clients: int) -> float:
     what one TCP connection carries over the distance."""
     efficiency = 1 / (1 + 0.4 * (clients / 64) ** 2)
     share = conditions.rate_mbps * 1e6 * efficiency / clients
-    return min(share, TCP_WINDOW_B / conditions.rtt_s) * PROTOCOL_RATE[conditions.protocol]
+    stream_bps = min(share, TCP_WINDOW_B / conditions.rtt_s) * conditions.stream_factor
+    return stream_bps * PROTOCOL_RATE[conditions.protocol]
 
 
 def _direct_read(

@@ -29,6 +29,7 @@ from otava.analysis import compute_change_points
 DETECTOR_NAME = "fedprobe-band+otava-edivisive-ttest"
 LIBRARY = f"apache-otava {version('apache-otava')}"
 MAD_TO_SIGMA = 1.4826  # MAD of a normal sample x this = its standard deviation
+WEEKLY_MIN_NIGHTS = 21
 
 REGRESSION = "regression"
 SUSPICIOUS = "suspicious"
@@ -59,10 +60,12 @@ class DetectorConfig:
     breakage_z: float = 4.0  # robust z of tonight against the band
     breakage_min_pct: float = 20.0  # ... and its relative distance from the band's median
     shift_min_pct: float = 15.0  # a shift smaller than this is no change
+    shift_z: float = 4.0  # ... and so is one within this x the band's robust sigma
     pretest_fraction: float = 0.6  # search change points if the tail moved this x min
     max_pvalue: float = 0.001  # the t-test's significance of a change point
     cp_window: int = 30  # Otava's sliding window (nights)
-    confirm_nights: int = 3  # nights on the new level that confirm a shift
+    confirm_nights: int = 4  # nights on the new level that confirm a shift
+    weekly: bool = True  # take out each weekday's usual level (busier weekdays) first
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +114,8 @@ def detect(
     window = window[-config.window_nights :]
     if len(window) < config.needed_nights:
         return _insufficient(window, config)
+    if config.weekly:
+        window = _without_weekdays(window)
     values = [p.value for p in window]
     shift = _shift(values, config) if _pretest(values, config) else None
     breakage = _breakage(window, config)
@@ -118,6 +123,26 @@ def detect(
     if finding is None:
         return _no_change(window, config)
     return _detection(finding, window, higher_is_better=higher_is_better, config=config)
+
+
+def _without_weekdays(window: Sequence[NightPoint]) -> list[NightPoint]:
+    """The nights divided by their weekday's usual level (the median of that weekday's
+    nights over the overall median), once there are three weeks of them: a busy Monday is
+    then no drop. Multiplicative, as load is; left as they are where the level is 0."""
+    level = statistics.median(p.value for p in window)
+    if level <= 0 or len(window) < WEEKLY_MIN_NIGHTS:
+        return list(window)
+    by_weekday: dict[int, list[float]] = {}
+    for p in window:
+        by_weekday.setdefault(p.night.weekday(), []).append(p.value)
+    factor = {day: statistics.median(v) / level for day, v in by_weekday.items() if len(v) >= 3}
+    return [_scaled(p, factor.get(p.night.weekday(), 1.0)) for p in window]
+
+
+def _scaled(point: NightPoint, factor: float) -> NightPoint:
+    if factor <= 0:
+        return point
+    return NightPoint(point.night, point.value / factor, point.spread / factor, point.n)
 
 
 def _choose(shift: _Finding | None, breakage: _Finding | None) -> _Finding | None:
@@ -136,9 +161,7 @@ def _breakage(window: Sequence[NightPoint], config: DetectorConfig) -> _Finding 
     values = [p.value for p in window]
     tonight = window[-1]
     first, last = _band(len(values) - 1, config)
-    band = values[first : last + 1]
-    median = statistics.median(band)
-    mad = statistics.median(abs(v - median) for v in band) * MAD_TO_SIGMA
+    median, mad = _median_sigma(values[first : last + 1])
     # Tonight's median is itself uncertain when its runs spread: that widens the band.
     tonight_se = MAD_TO_SIGMA * tonight.spread / math.sqrt(tonight.n)
     scale = math.hypot(mad, tonight_se)
@@ -171,10 +194,15 @@ def _shift(values: Sequence[float], config: DetectorConfig) -> _Finding | None:
     for change_point in reversed(change_points):
         at = int(change_point.index)
         first, last = _band(at, config)
-        baseline = statistics.median(values[first : last + 1])
+        band = values[first : last + 1]
+        baseline, sigma = _median_sigma(band)
         after = values[at:]
         current = statistics.median(after)
-        if _relative(abs(current - baseline), baseline) * 100 < config.shift_min_pct:
+        moved = abs(current - baseline)
+        if (
+            _relative(moved, baseline) * 100 < config.shift_min_pct
+            or moved <= config.shift_z * sigma
+        ):
             continue
         confirmed = _on_new_level(after, baseline=baseline, current=current, config=config)
         return _Finding(SHIFT, at, baseline, current, (first, last), confirmed)
@@ -190,6 +218,12 @@ def _on_new_level(
         return False
     recent = after[-config.confirm_nights :]
     return all(abs(v - current) < abs(v - baseline) for v in recent)
+
+
+def _median_sigma(values: Sequence[float]) -> tuple[float, float]:
+    """The median and the robust sigma (MAD, scaled to a normal's standard deviation)."""
+    median = statistics.median(values)
+    return median, statistics.median(abs(v - median) for v in values) * MAD_TO_SIGMA
 
 
 def _relative(distance: float, reference: float) -> float:

@@ -163,3 +163,20 @@ def test_a_night_whose_runs_spread_widely_is_not_a_breakage(spread: float) -> No
     points[-1] = replace(points[-1], spread=spread, n=4)
     verdict = detect(points, higher_is_better=True).verdict
     assert verdict == ("suspicious" if spread == 0 else "no-change")
+
+
+def test_a_shift_within_the_noise_of_a_noisy_series_is_no_change() -> None:
+    values = noise(40, sd=0.08, seed=6) + noise(6, level=80.0, sd=0.08, seed=7)
+    assert detect(nights(values), higher_is_better=True).verdict == "no-change"
+    lenient = DetectorConfig(shift_z=1.0)
+    assert detect(nights(values), higher_is_better=True, config=lenient).verdict == "regression"
+
+
+def test_a_weekday_pattern_is_no_change_once_weeks_are_known() -> None:
+    first = date(2026, 9, 7)  # a Monday
+    usual = [100.0 if (first + timedelta(days=i)).weekday() >= 5 else 70.0 for i in range(48)]
+    points = nights(usual, first=first)
+    assert points[-1].night.weekday() == 5  # tonight is a Saturday
+    assert detect(points, higher_is_better=True).verdict == "no-change"
+    plain = DetectorConfig(weekly=False)
+    assert detect(points, higher_is_better=True, config=plain).verdict == "suspicious"

@@ -3,9 +3,11 @@ benchmarks (webapp/demo/synthetic.py)."""
 
 from __future__ import annotations
 
+import json
 import time
-from argparse import ArgumentParser, ArgumentTypeError
+from argparse import ArgumentParser, ArgumentTypeError, BooleanOptionalAction
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
@@ -69,6 +71,20 @@ class Command(BaseCommand):
         make.add_argument(
             "--clear", action="store_true", help="remove the synthetic history there is first"
         )
+        make.add_argument(
+            "--plant",
+            action=BooleanOptionalAction,
+            default=True,
+            help="plant the watch's test changes (steps, drifts, bad nights, outages...) in "
+            "histories of 45 nights or more (webapp/demo/planted.py)",
+        )
+        make.add_argument(
+            "--truth",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="write the ground truth (every planted change) to FILE as JSON",
+        )
         actions.add_parser("clear", help=f"remove every {SYNTHETIC_PREFIX}* row")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -114,7 +130,10 @@ class Command(BaseCommand):
             seed=options["seed"],
             last_night=options["last_night"],
             progress=progress,
+            plant=options["plant"],
         )
+        if options["truth"]:
+            options["truth"].write_text(json.dumps(made.truth, indent=1) + "\n")
         if terminal:
             self.stderr.write("")  # end the line rewritten in place
         _vacuum()
