@@ -30,7 +30,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 logger = logging.getLogger(__name__)
 
-app = Celery("fedprobe", include=["webapp.campaigns.tasks", "webapp.notifications.tasks"])
+app = Celery(
+    "fedprobe",
+    include=["webapp.campaigns.tasks", "webapp.watch.tasks", "webapp.notifications.tasks"],
+)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
 

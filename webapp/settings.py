@@ -10,6 +10,7 @@ import re
 import stat
 from pathlib import Path
 
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from workers.engine.egress import parse_networks
@@ -579,6 +580,53 @@ if FEDPROBE_NOTIFY_LEASE_S <= FEDPROBE_NOTIFY_TIMEOUT_S + EMAIL_TIMEOUT:
 if not 0 <= FEDPROBE_DIGEST_HOUR <= 23:
     raise ImproperlyConfigured("FEDPROBE_DIGEST_HOUR must be an hour, 0 to 23 (UTC)")
 
+# The nightly watch (webapp/watch; docs/watch.md). A regression recovering this many good
+# nights in a row is resolved; a series with a live regression not measured for this many
+# nights on which its vantage point measured others has no data.
+FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS = env_int("FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS", 3)
+FEDPROBE_WATCH_NO_DATA_NIGHTS = env_int("FEDPROBE_WATCH_NO_DATA_NIGHTS", 2)
+# The nights of a series the detector reads, and the missed nights a late pass replays.
+FEDPROBE_WATCH_LOOKBACK_NIGHTS = env_int("FEDPROBE_WATCH_LOOKBACK_NIGHTS", 60)
+FEDPROBE_WATCH_CATCHUP_NIGHTS = env_int("FEDPROBE_WATCH_CATCHUP_NIGHTS", 7)
+# The pass reads the series of this many endpoints at a time (memory stays bounded).
+FEDPROBE_WATCH_ENDPOINTS_PER_READ = env_int("FEDPROBE_WATCH_ENDPOINTS_PER_READ", 50)
+# The run metrics the watch runs the detector on (each is a series of its own).
+FEDPROBE_WATCH_METRICS = env_list(
+    "FEDPROBE_WATCH_METRICS", ["throughput_mbps", "open_s", "ttfb_s", "latency_p99_us"]
+)
+# A metric's regression is good again on a night within this many percent of its baseline.
+FEDPROBE_WATCH_RECOVERED_PCT = env_int("FEDPROBE_WATCH_RECOVERED_PCT", 10)
+# Blame (docs/watch.md#whose-fault-it-is): a vantage point, credential or protocol is blamed
+# when bad at this many sites and this share (percent) of what it measured; a site when bad
+# from every vantage point that measured it, if at least this many did.
+FEDPROBE_WATCH_BLAME_MIN_SITES = env_int("FEDPROBE_WATCH_BLAME_MIN_SITES", 3)
+FEDPROBE_WATCH_BLAME_MIN_SHARE = env_int("FEDPROBE_WATCH_BLAME_MIN_SHARE_PCT", 50) / 100
+FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS = env_int(
+    "FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS", 2
+)
+# A server version first seen within this many nights of a change is named on it.
+FEDPROBE_WATCH_VERSION_NIGHTS = env_int("FEDPROBE_WATCH_VERSION_NIGHTS", 3)
+# Runs queued this long while no worker of their vantage point is alive: not run.
+FEDPROBE_WATCH_NOT_RUN_AFTER_S = env_int("FEDPROBE_WATCH_NOT_RUN_AFTER_S", 2 * 3600)
+# Beat runs the pass every hour at this minute (idempotent, cheap when nothing changed).
+FEDPROBE_WATCH_MINUTE = env_int("FEDPROBE_WATCH_MINUTE", 45)
+for _name in (
+    "FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS",
+    "FEDPROBE_WATCH_NO_DATA_NIGHTS",
+    "FEDPROBE_WATCH_LOOKBACK_NIGHTS",
+    "FEDPROBE_WATCH_CATCHUP_NIGHTS",
+    "FEDPROBE_WATCH_ENDPOINTS_PER_READ",
+    "FEDPROBE_WATCH_BLAME_MIN_SITES",
+    "FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS",
+    "FEDPROBE_WATCH_NOT_RUN_AFTER_S",
+):
+    if globals()[_name] < 1:
+        raise ImproperlyConfigured(f"{_name} must be at least 1")
+if not 0 < FEDPROBE_WATCH_BLAME_MIN_SHARE <= 1:
+    raise ImproperlyConfigured("FEDPROBE_WATCH_BLAME_MIN_SHARE_PCT must be 1 to 100")
+if not 0 <= FEDPROBE_WATCH_MINUTE < 60:
+    raise ImproperlyConfigured("FEDPROBE_WATCH_MINUTE must be 0 to 59")
+
 # Celery (webapp/celery.py; docs/workers.md). The broker only carries "measure run N" and
 # control messages: state lives in our rows, so there is no result backend.
 # FEDPROBE_BROKER_URL is a Redis URL (redis://127.0.0.1:6379/0). Unset, the embedded default
@@ -633,7 +681,12 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Measurements go to their vantage point's queue, named when sent (webapp.campaigns.dispatch).
 CELERY_TASK_ROUTES = {
     name: {"queue": "control"}
-    for name in ("fedprobe.reap_runs", "fedprobe.launch_due_campaigns", "fedprobe.resend_runs")
+    for name in (
+        "fedprobe.reap_runs",
+        "fedprobe.launch_due_campaigns",
+        "fedprobe.resend_runs",
+        "fedprobe.watch",
+    )
 }
 # Notifications have their own queue: a receiver that is slow or down never delays a
 # measurement or a control task (docs/watch.md, "Notifications").
@@ -657,6 +710,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "fedprobe.resend_runs",
         "schedule": float(FEDPROBE_RESEND_PERIOD_S),
         "options": {"expires": 120},
+    },
+    # The watch's pass, after each night's runs (docs/watch.md): hourly, since a pass with
+    # nothing new is cheap and a late run re-rolls its night.
+    "watch": {
+        "task": "fedprobe.watch",
+        "schedule": crontab(minute=FEDPROBE_WATCH_MINUTE),
+        "options": {"expires": 3000},
     },
 }
 # Notifications: events fanned out, digests made at their hour, due deliveries sent. A pass

@@ -242,3 +242,26 @@ class RegressionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.regression_id}: {self.previous_state or '-'} -> {self.state}"
+
+
+class WatchPass(models.Model):
+    """One pass of the watch: the nights it rolled up and evaluated, what it changed, and the
+    watermark (the latest end of a run it saw) the next pass rolls up from."""
+
+    now = models.DateTimeField(help_text="the time the pass evaluated as")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    nights = models.JSONField(default=list, blank=True, help_text="the nights rolled up")
+    evaluated = models.JSONField(default=list, blank=True, help_text="the nights evaluated")
+    series_nights = models.PositiveIntegerField(default=0, help_text="rollup rows written")
+    series = models.PositiveIntegerField(default=0, help_text="series evaluated")
+    changes = models.PositiveIntegerField(default=0, help_text="regression state changes")
+    watermark = models.DateTimeField(
+        null=True, blank=True, help_text="the latest finished_at of the runs rolled up so far"
+    )
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"watch pass at {self.now:%Y-%m-%d %H:%M}"

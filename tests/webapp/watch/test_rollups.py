@@ -1,0 +1,95 @@
+"""Nightly rollups: equal to a direct computation over the night's runs (on PostgreSQL with
+percentile_cont, and again on the embedded SQLite), idempotent, and incremental."""
+
+from __future__ import annotations
+
+import statistics
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.webapp.sqlite import pytest_on_sqlite, this_file
+from tests.webapp.watch.nights import NIGHT_ONE, at, run, series
+from webapp.campaigns.models import Run
+from webapp.watch.models import SeriesNight
+from webapp.watch.rollups import rollups_refresh, series_nights_roll_up
+
+pytestmark = pytest.mark.django_db
+
+THROUGHPUTS = [10.0, 12.5, 11.0, 30.0, 9.5]
+
+
+def _night_of_runs() -> tuple[list[Run], list[Run]]:
+    first, second = series(), series(vantage_point="remote")
+    runs = [run(first, NIGHT_ONE, throughput_mbps=t, open_s=t / 100) for t in THROUGHPUTS]
+    runs += [
+        run(first, NIGHT_ONE, status="failed", error="auth"),
+        run(first, NIGHT_ONE, status="timeout"),
+        run(first, NIGHT_ONE, status="failed", error="lost"),
+        run(first, NIGHT_ONE, status="partial", error="short-read", throughput_mbps=5.0),
+        run(first, NIGHT_ONE, status="cancelled"),
+        run(first, NIGHT_ONE + timedelta(days=1), throughput_mbps=99.0),
+    ]
+    others = [run(second, NIGHT_ONE, throughput_mbps=20.0, server_version="v5.6.2")]
+    return runs, others
+
+
+def test_night_rollup_equals_direct_computation_over_its_runs() -> None:
+    _night_of_runs()
+    assert series_nights_roll_up(night=NIGHT_ONE) == 2
+    row = SeriesNight.objects.get(night=NIGHT_ONE, vantage_point__name="local")
+    assert (row.runs, row.succeeded, row.partial, row.failed, row.tester_faults) == (9, 5, 1, 2, 1)
+    assert row.errors == {"auth": 1, "timeout": 1, "short-read": 1}
+    measured = [*THROUGHPUTS, 5.0]
+    median = statistics.median(measured)
+    quartiles = statistics.quantiles(measured, n=4, method="inclusive")
+    throughput = row.metrics["throughput_mbps"]
+    assert throughput["median"] == pytest.approx(median)
+    assert throughput["q1"] == pytest.approx(quartiles[0])
+    assert throughput["q3"] == pytest.approx(quartiles[2])
+    assert throughput["mad"] == pytest.approx(statistics.median(abs(v - median) for v in measured))
+    assert throughput["n"] == 6
+    assert row.metrics["open_s"]["n"] == 5
+    assert "latency_p99_us" not in row.metrics
+    other = SeriesNight.objects.get(night=NIGHT_ONE, vantage_point__name="remote")
+    assert other.server_versions == ["v5.6.2"]
+    assert other.metrics["throughput_mbps"]["mad"] == 0
+
+
+def test_rolling_a_night_up_again_changes_no_row_and_drops_rows_without_runs() -> None:
+    _, others = _night_of_runs()
+    series_nights_roll_up(night=NIGHT_ONE)
+    before = {row.pk: row.metrics for row in SeriesNight.objects.all()}
+    Run.objects.filter(pk__in=[r.pk for r in others]).update(status="cancelled")
+    assert series_nights_roll_up(night=NIGHT_ONE) == 1
+    after = {row.pk: row.metrics for row in SeriesNight.objects.all()}
+    assert len(after) == 1
+    assert after.items() <= before.items()
+
+
+def test_refresh_rolls_up_only_the_nights_whose_runs_ended_since_the_last_pass() -> None:
+    from webapp.watch.models import WatchPass
+
+    one = series()
+    for night in range(3):
+        run(one, NIGHT_ONE + timedelta(days=night), throughput_mbps=10.0)
+    now = at(NIGHT_ONE + timedelta(days=3))
+    first = rollups_refresh(now=now)
+    assert first.nights == [NIGHT_ONE + timedelta(days=n) for n in range(3)]
+    WatchPass.objects.create(now=now, started_at=now, watermark=first.watermark)
+    assert rollups_refresh(now=now).nights == []
+    late = run(one, NIGHT_ONE, throughput_mbps=20.0, finished=now + timedelta(hours=1))
+    later = now + timedelta(hours=2)
+    assert rollups_refresh(now=later).nights == [NIGHT_ONE]
+    row = SeriesNight.objects.get(night=NIGHT_ONE)
+    assert row.runs == 2 and late.throughput_mbps == 20.0
+
+
+def test_rollups_on_sqlite(tmp_path: Path) -> None:
+    pytest_on_sqlite(
+        tmp_path,
+        this_file(__file__) + "::test_night_rollup_equals_direct_computation_over_its_runs",
+        this_file(__file__)
+        + "::test_rolling_a_night_up_again_changes_no_row_and_drops_rows_without_runs",
+    )

@@ -1,0 +1,330 @@
+"""Nightly rollups: the runs of one UTC night summed up per series (SeriesNight), so the watch
+and the pages read a few thousand rows a night instead of the raw runs.
+
+A night's rows are computed from the runs created that night, cancelled ones left out, in one
+set-based statement on PostgreSQL (percentile_cont for the quartiles and the MAD) and in
+Python on SQLite (the same interpolation), then upserted: rolling a night up again gives the
+same rows. `rollups_refresh` rolls up only the nights whose runs ended since the last pass (a
+watermark on the runs' finished_at), so a night's pass touches that night's series only, and a
+run that ended late for an older night re-rolls that night alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from webapp.campaigns.models import Run
+from webapp.core import sql
+from webapp.watch.models import SeriesNight, WatchPass
+from workers.engine.errors import TESTER_FAULT_CLASSES
+
+# The run metrics a night's row keeps a distribution of (Run columns).
+ROLLUP_METRICS = (
+    "throughput_mbps",
+    "wall_s",
+    "open_s",
+    "ttfb_s",
+    "latency_p50_us",
+    "latency_p90_us",
+    "latency_p99_us",
+    "cpu_s",
+    "bytes_wire",
+)
+SERIES_FIELDS = (
+    "endpoint_id",
+    "vantage_point_id",
+    "method",
+    "pattern",
+    "read_size",
+    "fraction",
+    "clients",
+)
+ENDED = tuple(str(s) for s in Run.Status.ENDED)
+MEASURED = tuple(str(s) for s in Run.Status.MEASURED)
+WITH_FAILURES = tuple(str(s) for s in Run.Status.WITH_FAILURES)
+FAILED_OR_TIMED_OUT = tuple(str(s) for s in Run.Status.FAILED_OR_TIMED_OUT)
+TESTER_FAULTS = tuple(sorted(str(c) for c in TESTER_FAULT_CLASSES))
+# A failed run that recorded no error: its status says what happened.
+UNRECORDED_CLASS = "unknown"
+# Runs that ended this recently are left to the next pass (their transactions may not have
+# committed yet).
+SETTLE_S = 300
+# Nights rolled up in one statement when many changed (the first pass over a history).
+NIGHTS_PER_STATEMENT = 14
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """What a pass's refresh rolled up: the nights, their rows, and the watermark it moved to."""
+
+    nights: list[date]
+    rows: int
+    watermark: datetime | None
+    first_pass: bool  # no pass had rolled anything up before
+
+
+def night_bounds(night: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(night, time(), tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def series_nights_roll_up(*, night: date) -> int:
+    """Compute and upsert the SeriesNight rows of `night`; remove those no run backs any more.
+    Returns the rows written."""
+    return series_nights_roll_up_range(first=night, last=night)
+
+
+def series_nights_roll_up_range(*, first: date, last: date) -> int:
+    """series_nights_roll_up for each night from `first` to `last`, in one statement."""
+    start, _ = night_bounds(first)
+    _, end = night_bounds(last)
+    written_at = timezone.now()
+    with transaction.atomic():
+        if sql.has_percentile_cont():
+            written = _upsert_in_database(start, end, written_at)
+        else:
+            written = _upsert_in_python(start, end, written_at)
+        SeriesNight.objects.filter(night__gte=first, night__lte=last).exclude(
+            updated_at__gte=written_at
+        ).delete()
+    return written
+
+
+def rollups_refresh(*, now: datetime) -> Refreshed:
+    """Roll up the nights (up to `now`'s) whose runs ended since the last pass's watermark,
+    and before SETTLE_S ago: a run's end is written in the transaction that commits it, so
+    a run seen ending before the cutoff is committed, and none commits behind the mark."""
+    last_pass = WatchPass.objects.exclude(watermark=None).order_by("-watermark").first()
+    since = last_pass.watermark if last_pass else None
+    cutoff = now - timedelta(seconds=SETTLE_S)
+    changed = Run.objects.filter(status__in=ENDED, finished_at__lte=cutoff)
+    if since is not None:
+        changed = changed.filter(finished_at__gt=since)
+    watermark = _max_finished(changed) or since
+    nights = sorted(
+        night for night in changed.order_by().dates("created_at", "day") if night <= now.date()
+    )
+    rows = sum(
+        series_nights_roll_up_range(first=chunk[0], last=chunk[-1])
+        for chunk in _runs_of_nights(nights)
+    )
+    return Refreshed(nights=nights, rows=rows, watermark=watermark, first_pass=since is None)
+
+
+def _max_finished(runs: Any) -> datetime | None:
+    latest: datetime | None = (
+        runs.order_by("-finished_at").values_list("finished_at", flat=True).first()
+    )
+    return latest
+
+
+def _runs_of_nights(nights: Sequence[date]) -> Iterable[list[date]]:
+    """Consecutive nights in chunks of at most NIGHTS_PER_STATEMENT (a gap starts a chunk)."""
+    chunk: list[date] = []
+    for night in nights:
+        if chunk and (night - chunk[-1] > timedelta(days=1) or len(chunk) >= NIGHTS_PER_STATEMENT):
+            yield chunk
+            chunk = []
+        chunk.append(night)
+    if chunk:
+        yield chunk
+
+
+def _quoted(values: Iterable[str]) -> str:
+    return ", ".join(f"'{value}'" for value in values)  # our own constants, never input
+
+
+def _metric_columns() -> tuple[str, str]:
+    """The statement's per-metric parts: the quartiles (groups) and the MAD (spreads)."""
+    measured = f"status IN ({_quoted(MEASURED)})"
+    quartiles = ",\n".join(
+        f"percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP (ORDER BY {m}) "
+        f"FILTER (WHERE {measured}) AS {m}_q, COUNT({m}) FILTER (WHERE {measured}) AS {m}_n"
+        for m in ROLLUP_METRICS
+    )
+    mads = ",\n".join(
+        f"percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(r.{m} - g.{m}_q[2])) "
+        f"FILTER (WHERE r.{measured}) AS {m}_mad"
+        for m in ROLLUP_METRICS
+    )
+    return quartiles, mads
+
+
+def _metrics_json() -> str:
+    parts = ", ".join(
+        f"'{m}', CASE WHEN g.{m}_n > 0 THEN jsonb_build_object('median', g.{m}_q[2], "
+        f"'q1', g.{m}_q[1], 'q3', g.{m}_q[3], 'mad', s.{m}_mad, 'n', g.{m}_n) END"
+        for m in ROLLUP_METRICS
+    )
+    return f"jsonb_strip_nulls(jsonb_build_object({parts}))"
+
+
+def _upsert_in_database(start: datetime, end: datetime, written_at: datetime) -> int:
+    keys = ", ".join(SERIES_FIELDS)
+    joined = " AND ".join(f"r.{f} = g.{f}" for f in ("night", *SERIES_FIELDS))
+    quartiles, mads = _metric_columns()
+    site_failure = f"status IN ({_quoted(WITH_FAILURES)}) AND NOT tester_fault"
+    columns = ", ".join(
+        (
+            "night",
+            keys,
+            "runs, succeeded, partial, failed, tester_faults, errors, metrics, "
+            "server_versions, updated_at",
+        )
+    )
+    statement = f"""
+    WITH r AS (
+        SELECT (created_at AT TIME ZONE 'UTC')::date AS night, {keys}, status, server_version,
+            {", ".join(ROLLUP_METRICS)},
+            COALESCE(errors -> 0 ->> 'class',
+                     CASE WHEN status = 'timeout' THEN 'timeout' ELSE '{UNRECORDED_CLASS}' END)
+                AS error_class,
+            (status IN ({_quoted(FAILED_OR_TIMED_OUT)})
+             AND COALESCE(errors -> 0 ->> 'class', '') IN ({_quoted(TESTER_FAULTS)}))
+                AS tester_fault
+        FROM campaigns_run
+        WHERE created_at >= %(start)s AND created_at < %(end)s
+          AND status IN ({_quoted(ENDED)})
+    ), g AS (
+        SELECT night, {keys}, COUNT(*) AS runs,
+            COUNT(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+            COUNT(*) FILTER (WHERE status = 'partial') AS partial,
+            COUNT(*) FILTER (WHERE status IN ({_quoted(FAILED_OR_TIMED_OUT)})
+                             AND NOT tester_fault) AS failed,
+            COUNT(*) FILTER (WHERE tester_fault) AS tester_faults,
+            COALESCE(to_jsonb(array_agg(DISTINCT server_version ORDER BY server_version)
+                     FILTER (WHERE server_version <> '')), '[]'::jsonb) AS server_versions,
+            {quartiles}
+        FROM r GROUP BY night, {keys}
+    ), s AS (
+        SELECT g.night, {", ".join(f"g.{f}" for f in SERIES_FIELDS)}, {mads}
+        FROM r JOIN g ON {joined}
+        GROUP BY g.night, {", ".join(f"g.{f}" for f in SERIES_FIELDS)}
+    ), e AS (
+        SELECT night, {keys}, jsonb_object_agg(error_class, n) AS errors FROM (
+            SELECT night, {keys}, error_class, COUNT(*) AS n FROM r
+            WHERE {site_failure} GROUP BY night, {keys}, error_class
+        ) counted GROUP BY night, {keys}
+    )
+    INSERT INTO watch_seriesnight ({columns})
+    SELECT g.night, {", ".join(f"g.{f}" for f in SERIES_FIELDS)}, g.runs, g.succeeded,
+        g.partial, g.failed, g.tester_faults, COALESCE(e.errors, '{{}}'::jsonb),
+        {_metrics_json()}, g.server_versions, %(written_at)s
+    FROM g JOIN s ON {joined.replace("r.", "s.")}
+    LEFT JOIN e ON {joined.replace("r.", "e.")}
+    ON CONFLICT ({keys}, night) DO UPDATE SET
+        runs = EXCLUDED.runs, succeeded = EXCLUDED.succeeded, partial = EXCLUDED.partial,
+        failed = EXCLUDED.failed, tester_faults = EXCLUDED.tester_faults,
+        errors = EXCLUDED.errors, metrics = EXCLUDED.metrics,
+        server_versions = EXCLUDED.server_versions, updated_at = EXCLUDED.updated_at
+    """
+    with connection.cursor() as cursor:
+        # The planner guesses one row out of the grouped CTEs and would join them in a
+        # nested loop (quadratic in the night's series: minutes for a fortnight).
+        cursor.execute("SET LOCAL enable_nestloop = off")
+        cursor.execute(statement, {"start": start, "end": end, "written_at": written_at})
+        return int(cursor.rowcount)
+
+
+def _upsert_in_python(start: datetime, end: datetime, written_at: datetime) -> int:
+    """What _upsert_in_database computes, for databases without percentile_cont."""
+    runs = Run.objects.filter(created_at__gte=start, created_at__lt=end, status__in=ENDED)
+    fields = ("created_at", *SERIES_FIELDS, "status", "server_version", "errors", *ROLLUP_METRICS)
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for row in runs.order_by().values(*fields).iterator(chunk_size=2000):
+        created = sql.aware_datetime(row["created_at"])
+        assert created is not None
+        night = created.astimezone(UTC).date()
+        groups[(night, *(row[f] for f in SERIES_FIELDS))].append(row)
+    nights = [_series_night(key, rows, written_at) for key, rows in groups.items()]
+    SeriesNight.objects.bulk_create(
+        nights,
+        update_conflicts=True,
+        unique_fields=[*(f.removesuffix("_id") for f in SERIES_FIELDS), "night"],
+        update_fields=[
+            "runs",
+            "succeeded",
+            "partial",
+            "failed",
+            "tester_faults",
+            "errors",
+            "metrics",
+            "server_versions",
+            "updated_at",
+        ],
+    )
+    return len(nights)
+
+
+def run_error_class(row: dict[str, Any]) -> str:
+    errors = row["errors"]
+    if isinstance(errors, str):  # SQLite's raw JSON text
+        errors = json.loads(errors)
+    if errors and isinstance(errors[0], dict) and errors[0].get("class"):
+        return str(errors[0]["class"])
+    return "timeout" if row["status"] == "timeout" else UNRECORDED_CLASS
+
+
+def _series_night(key: tuple[Any, ...], rows: list[dict[str, Any]], at: datetime) -> SeriesNight:
+    night, *series = key
+    counts = {"succeeded": 0, "partial": 0, "failed": 0, "tester_faults": 0}
+    errors: dict[str, int] = defaultdict(int)
+    for row in rows:
+        error_class = run_error_class(row)
+        status = row["status"]
+        tester_fault = status in FAILED_OR_TIMED_OUT and error_class in TESTER_FAULTS
+        if tester_fault:
+            counts["tester_faults"] += 1
+        elif status in FAILED_OR_TIMED_OUT:
+            counts["failed"] += 1
+        elif status in MEASURED:
+            counts[status] += 1
+        if status in WITH_FAILURES and not tester_fault:
+            errors[error_class] += 1
+    measured = [row for row in rows if row["status"] in MEASURED]
+    metrics = {}
+    for metric in ROLLUP_METRICS:
+        values = [row[metric] for row in measured if row[metric] is not None]
+        if values:
+            metrics[metric] = distribution(values)
+    versions = sorted({row["server_version"] for row in rows if row["server_version"]})
+    return SeriesNight(
+        night=night,
+        **dict(zip(SERIES_FIELDS, series, strict=True)),
+        runs=len(rows),
+        **counts,
+        errors=dict(errors),
+        metrics=metrics,
+        server_versions=versions,
+        updated_at=at,
+    )
+
+
+def distribution(values: Sequence[float]) -> dict[str, float | int]:
+    """{"median", "q1", "q3", "mad", "n"} of `values` (not empty), as percentile_cont gives."""
+    median = percentile_cont(values, 0.5)
+    return {
+        "median": median,
+        "q1": percentile_cont(values, 0.25),
+        "q3": percentile_cont(values, 0.75),
+        "mad": percentile_cont([abs(v - median) for v in values], 0.5),
+        "n": len(values),
+    }
+
+
+def percentile_cont(values: Sequence[float], q: float) -> float:
+    """PostgreSQL's percentile_cont over `values` (not empty): linear interpolation."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
