@@ -23,6 +23,7 @@ from django.db import connection
 from django.db.models import Max
 from django.utils import timezone
 
+from webapp.campaigns.metrics import METRICS
 from webapp.core import sql
 from webapp.sites.models import Downtime, Endpoint
 from webapp.watch import blame, notrun
@@ -44,8 +45,6 @@ State = Regression.State
 FUNCTIONAL_CLASSES = frozenset({"auth", "tls", "not-found", "checksum", "refused", "timeout"})
 # The advisory lock that keeps two passes from running at once ("watch" in ASCII).
 PASS_LOCK = 0x7761746368
-# Which direction is better, by metric, until the metric registry says it.
-HIGHER_IS_BETTER = {"throughput_mbps": True}
 
 
 @dataclass
@@ -296,7 +295,7 @@ def metric_finding(
     ]
     if not points or points[-1].night != history[-1].night:
         return None
-    higher_is_better = HIGHER_IS_BETTER.get(metric, False)
+    higher_is_better = METRICS[metric].higher_is_better
     found = detect(points, higher_is_better=higher_is_better, config=DetectorConfig())
     key = series.key(metric)
     tonight = points[-1].value

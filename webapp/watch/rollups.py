@@ -22,23 +22,14 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from webapp.campaigns.metrics import RUN_METRICS
 from webapp.campaigns.models import Run
 from webapp.core import sql
 from webapp.watch.models import SeriesNight, WatchPass
-from workers.engine.errors import TESTER_FAULT_CLASSES
+from workers.engine.errors import CREDENTIAL_PHASE, TESTER_FAULT_CLASSES
 
-# The run metrics a night's row keeps a distribution of (Run columns).
-ROLLUP_METRICS = (
-    "throughput_mbps",
-    "wall_s",
-    "open_s",
-    "ttfb_s",
-    "latency_p50_us",
-    "latency_p90_us",
-    "latency_p99_us",
-    "cpu_s",
-    "bytes_wire",
-)
+# The run metrics a night's row keeps a distribution of: every one of the registry.
+ROLLUP_METRICS = tuple(m.name for m in RUN_METRICS)
 SERIES_FIELDS = (
     "endpoint_id",
     "vantage_point_id",
@@ -189,7 +180,8 @@ def _upsert_in_database(start: datetime, end: datetime, written_at: datetime) ->
                      CASE WHEN status = 'timeout' THEN 'timeout' ELSE '{UNRECORDED_CLASS}' END)
                 AS error_class,
             (status IN ({_quoted(FAILED_OR_TIMED_OUT)})
-             AND COALESCE(errors -> 0 ->> 'class', '') IN ({_quoted(TESTER_FAULTS)}))
+             AND (COALESCE(errors -> 0 ->> 'class', '') IN ({_quoted(TESTER_FAULTS)})
+                  OR COALESCE(errors -> 0 ->> 'phase', '') = '{CREDENTIAL_PHASE}'))
                 AS tester_fault
         FROM campaigns_run
         WHERE created_at >= %(start)s AND created_at < %(end)s
@@ -265,13 +257,24 @@ def _upsert_in_python(start: datetime, end: datetime, written_at: datetime) -> i
     return len(nights)
 
 
-def run_error_class(row: dict[str, Any]) -> str:
+def _first_error(row: dict[str, Any]) -> dict[str, Any]:
     errors = row["errors"]
     if isinstance(errors, str):  # SQLite's raw JSON text
         errors = json.loads(errors)
-    if errors and isinstance(errors[0], dict) and errors[0].get("class"):
-        return str(errors[0]["class"])
+    return errors[0] if errors and isinstance(errors[0], dict) else {}
+
+
+def run_error_class(row: dict[str, Any]) -> str:
+    first = _first_error(row)
+    if first.get("class"):
+        return str(first["class"])
     return "timeout" if row["status"] == "timeout" else UNRECORDED_CLASS
+
+
+def run_error_phase(row: dict[str, Any]) -> str:
+    """The phase its first error names ("credential": a credential problem found before any
+    request, a tester fault), or ""."""
+    return str(_first_error(row).get("phase") or "")
 
 
 def _series_night(key: tuple[Any, ...], rows: list[dict[str, Any]], at: datetime) -> SeriesNight:
@@ -281,7 +284,9 @@ def _series_night(key: tuple[Any, ...], rows: list[dict[str, Any]], at: datetime
     for row in rows:
         error_class = run_error_class(row)
         status = row["status"]
-        tester_fault = status in FAILED_OR_TIMED_OUT and error_class in TESTER_FAULTS
+        tester_fault = status in FAILED_OR_TIMED_OUT and (
+            error_class in TESTER_FAULTS or run_error_phase(row) == CREDENTIAL_PHASE
+        )
         if tester_fault:
             counts["tester_faults"] += 1
         elif status in FAILED_OR_TIMED_OUT:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import random
 from datetime import date, timedelta
-from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -16,7 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from tests.celery_worker import WorkerProcess, wait_until
-from tests.webapp.sqlite import only_on_postgresql, pytest_on_sqlite, this_file
+from tests.webapp.sqlite import only_on_postgresql
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
 from webapp.celery import app
 from webapp.watch.evaluate import watch_evaluate
@@ -43,6 +42,7 @@ def throughput(of: Series) -> Regression:
     return Regression.objects.get(endpoint=of.endpoint, metric="throughput_mbps")
 
 
+@pytest.mark.sqlite
 def test_step_is_pending_then_a_confirmed_regression_naming_the_new_version() -> None:
     one = series()
     measure(one, range(BEFORE), level=100.0, version="5.6.1")
@@ -94,15 +94,6 @@ def test_watch_task_runs_on_the_control_queue_from_beat() -> None:
     assert WATCH in app.tasks
     assert settings.CELERY_TASK_ROUTES[WATCH] == {"queue": "control"}
     assert settings.CELERY_BEAT_SCHEDULE["watch"]["task"] == WATCH
-
-
-def test_the_pass_on_sqlite(tmp_path: Path) -> None:
-    here = this_file(__file__)
-    pytest_on_sqlite(
-        tmp_path,
-        f"{here}::test_step_is_pending_then_a_confirmed_regression_naming_the_new_version",
-        this_file(__file__).replace("test_metric_series", "test_states"),
-    )
 
 
 @only_on_postgresql

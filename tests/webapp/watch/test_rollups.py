@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import statistics
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
-from tests.webapp.sqlite import pytest_on_sqlite, this_file
 from tests.webapp.watch.nights import NIGHT_ONE, at, run, series
 from webapp.campaigns.models import Run
 from webapp.watch.models import SeriesNight
@@ -35,6 +33,7 @@ def _night_of_runs() -> tuple[list[Run], list[Run]]:
     return runs, others
 
 
+@pytest.mark.sqlite
 def test_night_rollup_equals_direct_computation_over_its_runs() -> None:
     _night_of_runs()
     assert series_nights_roll_up(night=NIGHT_ONE) == 2
@@ -57,6 +56,7 @@ def test_night_rollup_equals_direct_computation_over_its_runs() -> None:
     assert other.metrics["throughput_mbps"]["mad"] == 0
 
 
+@pytest.mark.sqlite
 def test_rolling_a_night_up_again_changes_no_row_and_drops_rows_without_runs() -> None:
     _, others = _night_of_runs()
     series_nights_roll_up(night=NIGHT_ONE)
@@ -84,12 +84,3 @@ def test_refresh_rolls_up_only_the_nights_whose_runs_ended_since_the_last_pass()
     assert rollups_refresh(now=later).nights == [NIGHT_ONE]
     row = SeriesNight.objects.get(night=NIGHT_ONE)
     assert row.runs == 2 and late.throughput_mbps == 20.0
-
-
-def test_rollups_on_sqlite(tmp_path: Path) -> None:
-    pytest_on_sqlite(
-        tmp_path,
-        this_file(__file__) + "::test_night_rollup_equals_direct_computation_over_its_runs",
-        this_file(__file__)
-        + "::test_rolling_a_night_up_again_changes_no_row_and_drops_rows_without_runs",
-    )

@@ -13,7 +13,7 @@ from webapp.sites.models import Downtime
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression, RegressionEvent
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 State = Regression.State
 
 
