@@ -406,6 +406,9 @@ SPECTACULAR_SETTINGS = {
         "MethodEnum": [m.value for m in Method],
         "PatternEnum": [p.value for p in Pattern],
         "CredentialKindEnum": "webapp.sites.credentials.KIND_CHOICES",
+        # Two "severity" fields: a downtime's (GOCDB's) and a regression's.
+        "DowntimeSeverityEnum": "webapp.sites.models.Downtime.Severity",
+        "RegressionSeverityEnum": "webapp.watch.models.Regression.Severity",
     },
 }
 

@@ -37,6 +37,7 @@ from webapp.campaigns.services import campaign_launch, run_claim, runs_reap
 from webapp.campaigns.tasks import launch_due_campaigns, measure_run, reap_runs, resend_runs
 from webapp.celery import app
 from webapp.demo.services import lab_register
+from webapp.notifications.tasks import NOTIFY_PUMP
 from webapp.sites.models import Endpoint, VantagePoint
 
 FINAL = {s.value for s in Run.FINAL}
@@ -95,7 +96,15 @@ def test_control_tasks_go_to_the_control_queue_on_beat_s_schedule() -> None:
         assert OperationalError in task.autoretry_for
         assert task.retry_backoff and task.retry_jitter
     beat = {entry["task"]: entry["schedule"] for entry in app.conf.beat_schedule.values()}
-    assert beat == {REAP_RUNS: 30.0, LAUNCH_DUE_CAMPAIGNS: 60.0, RESEND_RUNS: 60.0}
+    assert {name: beat[name] for name, _ in control_tasks} == {
+        REAP_RUNS: 30.0,
+        LAUNCH_DUE_CAMPAIGNS: 60.0,
+        RESEND_RUNS: 60.0,
+    }
+    # The watch's pass hourly (tests/webapp/watch), notifications on their own queue.
+    assert set(beat) == {*(name for name, _ in control_tasks), "fedprobe.watch", NOTIFY_PUMP}
+    assert app.amqp.router.route({}, NOTIFY_PUMP)["queue"].name == "notify"
+    assert beat[NOTIFY_PUMP] == 15.0
 
 
 def test_scheduled_tasks_are_all_registered() -> None:

@@ -119,7 +119,10 @@ def downtimes_for_page(downtimes: list[Downtime], request: HttpRequest) -> list[
 
 
 class DowntimeCreateView(OperatorRequiredMixin, View):
-    http_method_names = ["post"]
+    """GET: the downtimes page with its form to declare one (operators); POST: declare it."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return _list_page(request, DowntimeForm(auto_id="downtime_%s"))
 
     def post(self, request: HttpRequest) -> HttpResponse:
         form = DowntimeForm(request.POST, auto_id="downtime_%s")
