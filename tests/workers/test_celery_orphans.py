@@ -32,9 +32,9 @@ from tests.webapp.factories import CampaignFactory
 from tests.workers.test_celery import lab_endpoint
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.services import campaign_launch, runs_reap
+from webapp.dashboards.selectors import tester_faults as tester_fault_runs
 from webapp.dashboards.selectors.alerts import alerts_failing
 from webapp.dashboards.selectors.site_summary import site_summary
-from webapp.dashboards.selectors.tester_faults import tester_faults
 from webapp.sites.models import Endpoint, VantagePoint
 from workers.lab.relay import RelayHost, RelaySpec
 
@@ -257,7 +257,7 @@ def assert_tester_fault_only(run: Run) -> None:
     assert all(cell["failed"] == cell["partial"] == 0 for cell in summary["site_days"])
     failing = alerts_failing(since=run.created_at - timedelta(days=1), filters={})
     assert run.pk not in [row["run"] for row in failing]
-    faults = tester_faults(since=run.created_at - timedelta(days=1), filters={})
+    faults = tester_fault_runs.tester_faults(since=run.created_at - timedelta(days=1), filters={})
     assert (run.vantage_point.name, "lost") in [
         (f["vantage_point"], f["error_class"]) for f in faults
     ]
