@@ -262,6 +262,11 @@ def run_claim(*, run_id: int, worker: str) -> Run | None:
             refusal = _claim_refusal(run)
             if refusal:
                 raise RunMustWait(refusal)  # rolls the claim back
+            # It starts now, when its turn was decided, not when it asked (the lock may have
+            # made it wait for the run it followed to end).
+            now = timezone.now()
+            Run.objects.filter(pk=run_id).update(started_at=now)
+            run.started_at = now
             ClientAttempt.objects.bulk_create(
                 [ClientAttempt(run=run, client=i, heartbeat_at=now) for i in range(run.clients)],
                 ignore_conflicts=True,

@@ -29,7 +29,7 @@ def settings_in_a_fresh_process(env: dict[str, str]) -> subprocess.CompletedProc
     code = (
         "import json; from django.conf import settings as s; print(json.dumps(["
         f"[getattr(s, n) for n in {list(NAMES)!r}], "
-        "{e['task']: e['schedule'] for e in s.CELERY_BEAT_SCHEDULE.values()}]))"
+        "{e['task']: e['schedule'] for e in s.CELERY_BEAT_SCHEDULE.values()}], default=str))"
     )
     return subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env=clean, capture_output=True, text=True,
