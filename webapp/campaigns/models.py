@@ -513,10 +513,7 @@ class Run(RunParameters):
     @property
     def is_tester_fault(self) -> bool:
         """It ended by a fault of the tester's, not the endpoint's (as q_tester_fault)."""
-        first = self.errors[0] if self.errors and isinstance(self.errors[0], dict) else {}
-        return (
-            first.get("class") in TESTER_FAULT_CLASS_NAMES or first.get("phase") == CREDENTIAL_PHASE
-        )
+        return errors_are_tester_fault(self.errors)
 
     def cancellable_by(self, user: User | None) -> bool:
         """Its campaign's owner, whoever launched it, or an admin (use with
@@ -529,6 +526,15 @@ class Run(RunParameters):
 
 # The first error's classes that are the tester's own (docs/watch.md "Tester faults").
 TESTER_FAULT_CLASS_NAMES = tuple(sorted(str(c) for c in TESTER_FAULT_CLASSES))
+
+
+def errors_are_tester_fault(errors: object) -> bool:
+    """A run's `errors` (its JSON list) say it ended by a fault of the tester's: its first
+    error is of a tester fault class, or a credential problem found before any request."""
+    first = errors[0] if isinstance(errors, list) and errors else None
+    if not isinstance(first, dict):
+        return False
+    return first.get("class") in TESTER_FAULT_CLASS_NAMES or first.get("phase") == CREDENTIAL_PHASE
 
 
 def q_tester_fault(prefix: str = "") -> Q:

@@ -23,10 +23,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from webapp.campaigns.metrics import RUN_METRICS
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import Run, errors_are_tester_fault, sql_tester_fault
 from webapp.core import sql
 from webapp.watch.models import SeriesNight, WatchPass
-from workers.engine.errors import CREDENTIAL_PHASE, TESTER_FAULT_CLASSES
 
 # The run metrics a night's row keeps a distribution of: every one of the registry.
 ROLLUP_METRICS = tuple(m.name for m in RUN_METRICS)
@@ -43,7 +42,6 @@ ENDED = tuple(str(s) for s in Run.Status.ENDED)
 MEASURED = tuple(str(s) for s in Run.Status.MEASURED)
 WITH_FAILURES = tuple(str(s) for s in Run.Status.WITH_FAILURES)
 FAILED_OR_TIMED_OUT = tuple(str(s) for s in Run.Status.FAILED_OR_TIMED_OUT)
-TESTER_FAULTS = tuple(sorted(str(c) for c in TESTER_FAULT_CLASSES))
 # A failed run that recorded no error: its status says what happened.
 UNRECORDED_CLASS = "unknown"
 # Runs that ended this recently are left to the next pass (their transactions may not have
@@ -180,8 +178,7 @@ def _upsert_in_database(start: datetime, end: datetime, written_at: datetime) ->
                      CASE WHEN status = 'timeout' THEN 'timeout' ELSE '{UNRECORDED_CLASS}' END)
                 AS error_class,
             (status IN ({_quoted(FAILED_OR_TIMED_OUT)})
-             AND (COALESCE(errors -> 0 ->> 'class', '') IN ({_quoted(TESTER_FAULTS)})
-                  OR COALESCE(errors -> 0 ->> 'phase', '') = '{CREDENTIAL_PHASE}'))
+             AND {sql_tester_fault("errors")})
                 AS tester_fault
         FROM campaigns_run
         WHERE created_at >= %(start)s AND created_at < %(end)s
@@ -257,24 +254,17 @@ def _upsert_in_python(start: datetime, end: datetime, written_at: datetime) -> i
     return len(nights)
 
 
-def _first_error(row: dict[str, Any]) -> dict[str, Any]:
+def _errors(row: dict[str, Any]) -> Any:
     errors = row["errors"]
-    if isinstance(errors, str):  # SQLite's raw JSON text
-        errors = json.loads(errors)
-    return errors[0] if errors and isinstance(errors[0], dict) else {}
+    return json.loads(errors) if isinstance(errors, str) else errors  # SQLite's raw JSON text
 
 
 def run_error_class(row: dict[str, Any]) -> str:
-    first = _first_error(row)
+    errors = _errors(row)
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
     if first.get("class"):
         return str(first["class"])
     return "timeout" if row["status"] == "timeout" else UNRECORDED_CLASS
-
-
-def run_error_phase(row: dict[str, Any]) -> str:
-    """The phase its first error names ("credential": a credential problem found before any
-    request, a tester fault), or ""."""
-    return str(_first_error(row).get("phase") or "")
 
 
 def _series_night(key: tuple[Any, ...], rows: list[dict[str, Any]], at: datetime) -> SeriesNight:
@@ -284,9 +274,7 @@ def _series_night(key: tuple[Any, ...], rows: list[dict[str, Any]], at: datetime
     for row in rows:
         error_class = run_error_class(row)
         status = row["status"]
-        tester_fault = status in FAILED_OR_TIMED_OUT and (
-            error_class in TESTER_FAULTS or run_error_phase(row) == CREDENTIAL_PHASE
-        )
+        tester_fault = status in FAILED_OR_TIMED_OUT and errors_are_tester_fault(_errors(row))
         if tester_fault:
             counts["tester_faults"] += 1
         elif status in FAILED_OR_TIMED_OUT:

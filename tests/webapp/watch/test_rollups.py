@@ -12,6 +12,7 @@ from tests.webapp.watch.nights import NIGHT_ONE, at, run, series
 from webapp.campaigns.models import Run
 from webapp.watch.models import SeriesNight
 from webapp.watch.rollups import rollups_refresh, series_nights_roll_up
+from workers.engine.errors import CREDENTIAL_PHASE
 
 pytestmark = pytest.mark.django_db
 
@@ -29,6 +30,11 @@ def _night_of_runs() -> tuple[list[Run], list[Run]]:
         run(first, NIGHT_ONE, status="cancelled"),
         run(first, NIGHT_ONE + timedelta(days=1), throughput_mbps=99.0),
     ]
+    # Our token expired before any request reached the endpoint: a tester fault, not `auth`.
+    expired = run(first, NIGHT_ONE, status="failed", error="auth")
+    expired.errors[0]["phase"] = CREDENTIAL_PHASE
+    expired.save(update_fields=["errors"])
+    runs.append(expired)
     others = [run(second, NIGHT_ONE, throughput_mbps=20.0, server_version="v5.6.2")]
     return runs, others
 
@@ -38,7 +44,7 @@ def test_night_rollup_equals_direct_computation_over_its_runs() -> None:
     _night_of_runs()
     assert series_nights_roll_up(night=NIGHT_ONE) == 2
     row = SeriesNight.objects.get(night=NIGHT_ONE, vantage_point__name="local")
-    assert (row.runs, row.succeeded, row.partial, row.failed, row.tester_faults) == (9, 5, 1, 2, 1)
+    assert (row.runs, row.succeeded, row.partial, row.failed, row.tester_faults) == (10, 5, 1, 2, 2)
     assert row.errors == {"auth": 1, "timeout": 1, "short-read": 1}
     measured = [*THROUGHPUTS, 5.0]
     median = statistics.median(measured)
