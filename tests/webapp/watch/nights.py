@@ -52,9 +52,11 @@ def run(
     status: str = "succeeded",
     error: str = "",
     finished: datetime | None = None,
+    created: datetime | None = None,
     **fields: Any,
 ) -> Run:
-    """One ended run of `of` on `night` (throughput and the like from `fields`)."""
+    """One run of `of` on `night` (throughput and the like from `fields`), ended unless it is
+    queued; created at 02:00 that night unless `created` says when."""
     made = Run.objects.create(
         campaign=of.campaign,
         endpoint=of.endpoint,
@@ -69,11 +71,14 @@ def run(
         errors=[{"class": error, "message": error, "client": 0}] if error else [],
         **fields,
     )
-    created = at(night) + timedelta(seconds=made.pk % 600)
-    Run.objects.filter(pk=made.pk).update(
-        created_at=created,
-        started_at=created,
-        finished_at=finished or created + timedelta(minutes=1),
-    )
+    created = created or at(night) + timedelta(seconds=made.pk % 600)
+    if status == Run.Status.QUEUED:
+        Run.objects.filter(pk=made.pk).update(created_at=created)
+    else:
+        Run.objects.filter(pk=made.pk).update(
+            created_at=created,
+            started_at=created,
+            finished_at=finished or created + timedelta(minutes=1),
+        )
     made.refresh_from_db()
     return made

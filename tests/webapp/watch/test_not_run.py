@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.webapp.watch.nights import NIGHT_ONE, at, series
+from tests.webapp.watch.nights import NIGHT_ONE, at, run, series
 from webapp.campaigns.models import Run
 from webapp.sites.models import WorkerHeartbeat
 from webapp.watch.evaluate import watch_evaluate
@@ -17,21 +17,13 @@ pytestmark = pytest.mark.django_db
 
 
 def queued(vantage_point: str, hours_ago: float) -> Run:
-    of = series(vantage_point=vantage_point)
-    made = Run.objects.create(
-        campaign=of.campaign,
-        endpoint=of.endpoint,
-        test_file=of.test_file,
-        vantage_point=of.vantage_point,
-        method="direct",
-        pattern="random",
-        read_size=65536,
-        fraction=0.1,
-        clients=2,
+    return run(
+        series(vantage_point=vantage_point),
+        NIGHT_ONE,
+        status=Run.Status.QUEUED,
         trigger=Run.Trigger.SCHEDULE,
+        created=NOW - timedelta(hours=hours_ago),
     )
-    Run.objects.filter(pk=made.pk).update(created_at=NOW - timedelta(hours=hours_ago))
-    return made
 
 
 NOW = at(NIGHT_ONE, 6)
