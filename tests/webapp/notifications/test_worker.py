@@ -85,6 +85,7 @@ def test_a_notify_worker_delivers_each_change(
     assert [r.body["event"] for r in http_receiver.received] == ["confirmed", "resolved"]
 
 
+@pytest.mark.faults
 def test_a_worker_killed_mid_send_repeats_only_the_message_in_flight_with_its_key(
     notify_worker: Callable[[], WorkerProcess], http_receiver: HttpReceiver
 ) -> None:
