@@ -1,7 +1,8 @@
-"""API tokens in the admin: whose, which (by prefix), when made and last used; never a key.
+"""API tokens and teams in the admin.
 
-A key is shown once, when made, on the account page or by `manage.py apitoken`; here a
-token can only be revoked (deleted).
+API tokens: whose, which (by prefix), when made and last used; never a key. A key is shown
+once, when made, on the account page or by `manage.py apitoken`; here a token can only be
+revoked (deleted). Teams: their members and managers, changed in place.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from webapp.accounts.models import ApiToken
+from webapp.accounts.models import ApiToken, Team, TeamMembership
 
 
 @admin.register(ApiToken)
@@ -25,3 +26,20 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def has_change_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         return False
+
+
+class TeamMembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+    model = TeamMembership
+    fields = ["user", "manager", "added_at"]
+    readonly_fields = ["added_at"]
+    autocomplete_fields = ["user"]
+    extra = 1
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ["name", "description", "created_at"]
+    search_fields = ["name", "memberships__user__username"]
+    fields = ["name", "description", "created_at"]
+    readonly_fields = ["created_at"]
+    inlines = [TeamMembershipInline]

@@ -62,3 +62,15 @@ class UserCreateForm(forms.Form):
             field = refused.field if refused.field in self.fields else None
             self.add_error(field, refused.message)
             return None
+
+
+class TeamCreateForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="unique, whatever its case")
+    description = forms.CharField(max_length=300, required=False)
+
+
+class TeamMemberForm(forms.Form):
+    username = forms.CharField(max_length=150, label="User name")
+    manager = forms.BooleanField(
+        required=False, help_text="adds and removes members, deletes the team"
+    )

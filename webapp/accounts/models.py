@@ -9,7 +9,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
+
+from webapp.accounts.roles import User, can_view, is_admin
 
 # The key's first characters, stored to tell tokens apart in lists; the 32 hex digits after
 # them (128 bits) are the secret part.
@@ -74,3 +77,63 @@ class SsoIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer}"
+
+
+class Team(models.Model):
+    """A named group of users who share subscriptions (and, later, credentials).
+
+    Not a role: Django's groups are the roles (roles.py). A team gives its members nothing by
+    itself; what is shared with a team (a subscription now) is theirs while they are in it.
+    Its managers (and admins) add and remove members and rename or delete it.
+    """
+
+    name = models.CharField(max_length=100)
+    description = models.CharField(max_length=300, blank=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="TeamMembership", related_name="teams"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(Lower("name"), name="team_name_unique")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def has_member(self, user: User | None) -> bool:
+        """Whether `user` (anonymous included: no) is in the team."""
+        if user is None or not user.is_authenticated:
+            return False
+        return self.memberships.filter(user_id=user.pk).exists()
+
+    def managed_by(self, user: User | None) -> bool:
+        """Whether `user` may change the team: one of its managers (an active account with a
+        role), or an admin."""
+        if is_admin(user):
+            return True
+        if user is None or user.pk is None or not can_view(user):
+            return False
+        return self.memberships.filter(user_id=user.pk, manager=True).exists()
+
+
+class TeamMembership(models.Model):
+    """One user in one team, and whether they manage it."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships"
+    )
+    manager = models.BooleanField(
+        default=False, help_text="adds and removes members, renames or deletes the team"
+    )
+    added_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["team", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="team_membership_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team}{' (manager)' if self.manager else ''}"

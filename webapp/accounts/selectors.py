@@ -1,4 +1,4 @@
-"""Reads for the users page."""
+"""Reads for the users and teams pages."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser
-from django.db.models import Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 
-from webapp.accounts.models import ApiToken, SsoIdentity
+from webapp.accounts.models import ApiToken, SsoIdentity, Team, TeamMembership
 from webapp.accounts.roles import ADMIN, ROLES
 
 
@@ -54,3 +54,24 @@ def user_list() -> list[UserRow]:
         UserRow(user=user, role=_role(user), has_token=user.has_token, has_sso=user.has_sso)
         for user in users
     ]
+
+
+def team_list() -> QuerySet[Team]:
+    """Every team with `member_count` and `manager_names` (a list), by name: two queries."""
+    return Team.objects.annotate(member_count=Count("memberships")).prefetch_related(
+        Prefetch(
+            "memberships",
+            queryset=TeamMembership.objects.filter(manager=True).select_related("user"),
+            to_attr="manager_memberships",
+        )
+    )
+
+
+def team_members(*, team: Team) -> QuerySet[TeamMembership]:
+    """The team's memberships with their users, managers first, then by user name."""
+    return team.memberships.select_related("user").order_by("-manager", "user__username")
+
+
+def teams_of(*, user: AbstractUser) -> QuerySet[Team]:
+    """The teams `user` is a member of (what is shared with them is theirs)."""
+    return Team.objects.filter(memberships__user=user.pk)

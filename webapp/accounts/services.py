@@ -6,19 +6,21 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.validators import UnicodeUsernameValidator
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from webapp.accounts.models import (
     PREFIX_LENGTH,
     ApiToken,
     SsoIdentity,
+    Team,
+    TeamMembership,
     api_key_digest,
     new_api_key,
 )
-from webapp.accounts.roles import ADMIN, ROLES
+from webapp.accounts.roles import ADMIN, ROLES, can_operate, can_view
 
 
 def user_set_role(*, user: User, role: str) -> None:
@@ -222,3 +224,123 @@ def api_token_rotate(*, user: User) -> str:
     with transaction.atomic():
         api_token_revoke(user=user)
         return api_token_create(user=user)
+
+
+# Teams: made by operators and admins (who then manage them); changed by their managers and
+# admins. PermissionDenied says who may; UserInputError names the bad field.
+
+
+def _check_team_name(name: str, *, team: Team | None = None) -> str:
+    name = name.strip()
+    if not name:
+        raise UserInputError("name", "give the team a name")
+    if len(name) > 100:
+        raise UserInputError("name", "at most 100 characters")
+    taken = Team.objects.filter(name__iexact=name)
+    if team is not None:
+        taken = taken.exclude(pk=team.pk)
+    if taken.exists():
+        raise UserInputError("name", f"a team named {name!r} exists already")
+    return name
+
+
+def _check_description(description: str) -> str:
+    if len(description) > 300:
+        raise UserInputError("description", "at most 300 characters")
+    return description.strip()
+
+
+def _refuse_unless_manager(*, team: Team, by: User, doing: str) -> None:
+    if not team.managed_by(by):
+        raise PermissionDenied(f"{doing} needs a manager of team {team.name} or an admin")
+
+
+def team_create(*, name: str, description: str = "", by: User) -> Team:
+    """A new team, managed by `by` (an operator or admin), its first member."""
+    if not can_operate(by):
+        raise PermissionDenied("creating teams needs the operator role")
+    name = _check_team_name(name)
+    description = _check_description(description)
+    try:
+        with transaction.atomic():
+            team = Team.objects.create(name=name, description=description)
+            TeamMembership.objects.create(team=team, user=by, manager=True)
+    except IntegrityError:  # made by someone else meanwhile
+        raise UserInputError("name", f"a team named {name!r} exists already") from None
+    return team
+
+
+def team_change(
+    *, team: Team, by: User, name: str | None = None, description: str | None = None
+) -> Team:
+    """Rename the team or change its description (None: kept)."""
+    _refuse_unless_manager(team=team, by=by, doing="changing a team")
+    if name is not None:
+        team.name = _check_team_name(name, team=team)
+    if description is not None:
+        team.description = _check_description(description)
+    try:
+        with transaction.atomic():
+            team.save(update_fields=["name", "description"])
+    except IntegrityError:
+        raise UserInputError("name", f"a team named {team.name!r} exists already") from None
+    return team
+
+
+def team_delete(*, team: Team, by: User) -> None:
+    """Delete the team, and with it what was shared with it (its subscriptions)."""
+    _refuse_unless_manager(team=team, by=by, doing="deleting a team")
+    team.delete()
+
+
+def team_member_add(
+    *, team: Team, by: User, username: str, manager: bool = False
+) -> TeamMembership:
+    """Put the user named `username` in the team, as a manager or not; a member already in it
+    is made (or no longer) a manager."""
+    _refuse_unless_manager(team=team, by=by, doing="changing a team's members")
+    user = get_user_model().objects.filter(username__iexact=username.strip()).first()
+    if user is None:
+        raise UserInputError("username", f"no user is named {username.strip()!r}")
+    if not user.is_active:
+        raise UserInputError("username", f"{user.get_username()} is deactivated")
+    with transaction.atomic():
+        rows = _locked_memberships(team)
+        membership = rows.filter(user=user).first()
+        if membership is None:
+            return TeamMembership.objects.create(team=team, user=user, manager=manager)
+        if membership.manager and not manager:
+            _refuse_last_manager(rows, user=user, field="manager")
+        membership.manager = manager
+        membership.save(update_fields=["manager"])
+    return membership
+
+
+def team_member_remove(*, team: Team, by: User, user: User) -> None:
+    """Take `user` out of the team (a manager or admin does; any member may leave): what the
+    team is subscribed to is no longer sent to them, from this moment."""
+    if by.pk != user.pk or not can_view(by):
+        _refuse_unless_manager(team=team, by=by, doing="changing a team's members")
+    with transaction.atomic():
+        rows = _locked_memberships(team)
+        membership = rows.filter(user=user).first()
+        if membership is None:
+            raise UserInputError("username", f"{user.get_username()} is not in team {team.name}")
+        if membership.manager:
+            _refuse_last_manager(rows, user=user, field="username")
+        membership.delete()
+
+
+def _locked_memberships(team: Team) -> QuerySet[TeamMembership]:
+    """The team's memberships, locked (with the team row) until the transaction ends: two
+    managers removing each other at once cannot both succeed."""
+    Team.objects.select_for_update().get(pk=team.pk)
+    return TeamMembership.objects.filter(team=team)
+
+
+def _refuse_last_manager(rows: QuerySet[TeamMembership], *, user: User, field: str) -> None:
+    if not rows.filter(manager=True, user__is_active=True).exclude(user=user).exists():
+        raise UserInputError(
+            field,
+            f"{user.get_username()} is the team's last manager: make another member manager first",
+        )

@@ -5,6 +5,10 @@ from webapp.accounts.oidc import SsoAuthenticateView, SsoCallbackView
 from webapp.accounts.views import (
     AccountView,
     LoginView,
+    TeamDeleteView,
+    TeamDetailView,
+    TeamListView,
+    TeamMemberRemoveView,
     UserChangeView,
     UserCreateView,
     UserListView,
@@ -18,6 +22,14 @@ urlpatterns = [
     path("users/new/", UserCreateView.as_view(), name="user-create"),
     path("users/<int:pk>/role/", UserChangeView.as_view(change="role"), name="user-role"),
     path("users/<int:pk>/active/", UserChangeView.as_view(change="active"), name="user-active"),
+    path("teams/", TeamListView.as_view(), name="teams"),
+    path("teams/<int:pk>/", TeamDetailView.as_view(), name="team"),
+    path("teams/<int:pk>/delete/", TeamDeleteView.as_view(), name="team-delete"),
+    path(
+        "teams/<int:pk>/members/<int:user_pk>/remove/",
+        TeamMemberRemoveView.as_view(),
+        name="team-member-remove",
+    ),
     # Register https://HOST/accounts/oidc/callback/ as the redirect URI at the provider.
     path("oidc/authenticate/", SsoAuthenticateView.as_view(), name="oidc-authenticate"),
     path("oidc/callback/", SsoCallbackView.as_view(), name="oidc-callback"),

@@ -1,4 +1,4 @@
-"""Login, logout, the account page and the users page."""
+"""Login, logout, the account page, the users page and the teams pages."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.generic import FormView, TemplateView, View
 
 from webapp.accounts.access import AdminRequiredMixin, ViewerRequiredMixin
-from webapp.accounts.forms import UserCreateForm
+from webapp.accounts.forms import TeamCreateForm, TeamMemberForm, UserCreateForm
+from webapp.accounts.models import Team
 from webapp.accounts.oidc import sso_enabled
-from webapp.accounts.roles import ROLES
-from webapp.accounts.selectors import user_list
+from webapp.accounts.roles import ROLES, can_operate
+from webapp.accounts.selectors import team_list, team_members, teams_of, user_list
 from webapp.accounts.services import (
     ApiTokenExists,
     UserInputError,
@@ -25,6 +26,10 @@ from webapp.accounts.services import (
     api_token_exists,
     api_token_revoke,
     api_token_rotate,
+    team_create,
+    team_delete,
+    team_member_add,
+    team_member_remove,
     user_change_role,
     user_set_active,
 )
@@ -165,3 +170,102 @@ class UserChangeView(AdminRequiredMixin, View):
         else:
             messages.success(request, done)
         return redirect("users")
+
+
+def _signed_in(request: HttpRequest) -> User:
+    assert isinstance(request.user, User)  # ViewerRequiredMixin let only signed-in users in
+    return request.user
+
+
+class TeamListView(ViewerRequiredMixin, View):
+    """Every team with its managers and size, yours marked; operators and admins make one
+    (and manage it)."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return self._page(request, TeamCreateForm())
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        form = TeamCreateForm(request.POST)
+        if form.is_valid():
+            try:
+                team = team_create(by=_signed_in(request), **form.cleaned_data)
+            except UserInputError as refused:
+                form.add_error(refused.field, refused.message)
+            else:
+                messages.success(request, f"Team {team.name} was created: you manage it.")
+                return redirect("team", pk=team.pk)
+        return self._page(request, form, status=400)
+
+    def _page(self, request: HttpRequest, form: TeamCreateForm, status: int = 200) -> HttpResponse:
+        user = _signed_in(request)
+        context = {
+            "teams": team_list(),
+            "mine": set(teams_of(user=user).values_list("pk", flat=True)),
+            "form": form if can_operate(user) else None,
+            "section": "teams",
+        }
+        return render(request, "accounts/team_list.html", context, status=status)
+
+
+class TeamDetailView(ViewerRequiredMixin, View):
+    """A team's members; its managers (and admins) add and remove them, or delete the team;
+    a member may leave."""
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        team = get_object_or_404(Team, pk=pk)
+        return self._page(request, team, TeamMemberForm())
+
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """Add a member (or make one a manager, or no longer one)."""
+        team = get_object_or_404(Team, pk=pk)
+        form = TeamMemberForm(request.POST)
+        if form.is_valid():
+            try:
+                member = team_member_add(team=team, by=_signed_in(request), **form.cleaned_data)
+            except UserInputError as refused:
+                form.add_error(refused.field, refused.message)
+            else:
+                role = "a manager" if member.manager else "a member"
+                messages.success(request, f"{member.user.get_username()} is {role} of {team.name}.")
+                return redirect("team", pk=team.pk)
+        return self._page(request, team, form, status=400)
+
+    def _page(
+        self, request: HttpRequest, team: Team, form: TeamMemberForm, status: int = 200
+    ) -> HttpResponse:
+        context = {
+            "team": team,
+            "members": team_members(team=team),
+            "manages": team.managed_by(_signed_in(request)),
+            "form": form,
+            "section": "teams",
+        }
+        return render(request, "accounts/team_detail.html", context, status=status)
+
+
+class TeamMemberRemoveView(ViewerRequiredMixin, View):
+    """`POST teams/{id}/members/{user id}/remove/`: a manager takes a member out, or a member
+    leaves; the refusal (the last manager) as a message on the team page."""
+
+    def post(self, request: HttpRequest, pk: int, user_pk: int) -> HttpResponse:
+        team = get_object_or_404(Team, pk=pk)
+        member = get_object_or_404(get_user_model(), pk=user_pk)
+        by = _signed_in(request)
+        try:
+            team_member_remove(team=team, by=by, user=member)
+        except UserInputError as refused:
+            messages.error(request, str(refused))
+            return redirect("team", pk=team.pk)
+        if member.pk == by.pk:
+            messages.success(request, f"You left {team.name}.")
+            return redirect("teams")
+        messages.success(request, f"{member.get_username()} is no longer in {team.name}.")
+        return redirect("team", pk=team.pk)
+
+
+class TeamDeleteView(ViewerRequiredMixin, View):
+    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
+        team = get_object_or_404(Team, pk=pk)
+        team_delete(team=team, by=_signed_in(request))
+        messages.success(request, f"Team {team.name} was deleted, with its subscriptions.")
+        return redirect("teams")

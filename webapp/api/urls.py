@@ -5,6 +5,7 @@ from webapp.api import views
 from webapp.api.availability import AvailabilityAPIView
 from webapp.api.downtimes import DowntimeViewSet
 from webapp.api.regressions import RegressionViewSet
+from webapp.api.teams import TeamViewSet
 from webapp.dashboards.api import (
     AlertsAPIView,
     CampaignResultsAPIView,
@@ -25,6 +26,7 @@ router.register("runs", views.RunViewSet, basename="run")
 router.register("subscriptions", SubscriptionViewSet)
 router.register("regressions", RegressionViewSet, basename="regression")
 router.register("downtimes", DowntimeViewSet, basename="downtime")
+router.register("teams", TeamViewSet, basename="team")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),

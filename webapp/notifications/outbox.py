@@ -2,8 +2,10 @@
 
 Each step is safe to run twice, or in two workers at once:
 - fan-out: an event's deliveries and its `EventFanOut` mark are written in one transaction,
-  events locked with SKIP LOCKED, deliveries unique per (event, subscription);
-- digests: unique per (subscription, day);
+  events locked with SKIP LOCKED, deliveries unique per (event, subscription) and, for a
+  team's email, per (event, subscription, member); one email address is told an event once,
+  however many of its subscriptions (its own, its teams') match;
+- digests: unique per (subscription, day) and, for a team's email, per member too;
 - sending: a delivery is claimed by a conditional update (pending, or sending with an ended
   lease -> sending with a new lease) before it is sent, and marked sent after. A worker that
   dies between sending and marking leaves it `sending` until its lease ends; then it is sent
@@ -14,7 +16,7 @@ Each step is safe to run twice, or in two workers at once:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -22,6 +24,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
+from webapp.accounts.models import TeamMembership
 from webapp.accounts.roles import ROLES
 from webapp.notifications.channels import DeliveryError, Message, email_send, webhook_post
 from webapp.notifications.messages import Digest, digest_message, event_kind, event_message
@@ -48,6 +51,7 @@ class PumpOutcome:
     sent: list[int] = field(default_factory=list)
     retrying: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
+    dropped: list[int] = field(default_factory=list)
 
 
 def notifications_pump(*, clock: Callable[[], datetime]) -> PumpOutcome:
@@ -66,14 +70,18 @@ def notifications_pump(*, clock: Callable[[], datetime]) -> PumpOutcome:
             outcome.retrying.append(delivery_id)
         elif status == Status.FAILED:
             outcome.failed.append(delivery_id)
+        elif status == Status.DROPPED:
+            outcome.dropped.append(delivery_id)
     return outcome
 
 
 def events_fan_out(*, now: datetime) -> int:
     """Turn events not yet fanned out into deliveries: one per per-change subscription that
-    matches. Not told: a state not notified, a silenced regression, a member of a blamed group
-    (its group's regression is told), an event older than FEDPROBE_NOTIFY_MAX_AGE_S."""
+    matches (a team's email: one per member). Not told: a state not notified, a silenced
+    regression, a member of a blamed group (its group's regression is told), an event older
+    than FEDPROBE_NOTIFY_MAX_AGE_S."""
     subscriptions = list(_subscriptions(digest=False))
+    recipients = _team_recipients(subscriptions)
     made = 0
     with transaction.atomic():
         done = EventFanOut.objects.filter(event=OuterRef("pk"))
@@ -84,26 +92,58 @@ def events_fan_out(*, now: datetime) -> int:
             .order_by("id")[:FAN_OUT_BATCH]
         )
         for event in events:
-            made += _fan_out(event, subscriptions, now=now)
+            made += _fan_out(event, subscriptions, recipients, now=now)
     return made
 
 
+Recipients = dict[int, list[tuple[int, str]]]  # team id: (user id, email address) of members
+
+
 def _fan_out(
-    event: RegressionEvent, subscriptions: Iterable[Subscription], *, now: datetime
+    event: RegressionEvent,
+    subscriptions: Iterable[Subscription],
+    recipients: Recipients,
+    *,
+    now: datetime,
 ) -> int:
     skipped = _not_told(event, now=now)
-    rows = (
-        []
-        if skipped
-        else [
-            Delivery(subscription=s, event=event, created_at=now, next_attempt_at=now)
-            for s in subscriptions
-            if s.matches(event.regression)
-        ]
-    )
+    matching = [] if skipped else [s for s in subscriptions if s.matches(event.regression)]
+    rows = [
+        Delivery(
+            subscription=s, recipient_id=member, event=event, created_at=now, next_attempt_at=now
+        )
+        for s, member in _destinations(matching, recipients)
+    ]
     Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     EventFanOut.objects.create(event=event, at=now, deliveries=len(rows), skipped=skipped)
     return len(rows)
+
+
+def _destinations(
+    subscriptions: Iterable[Subscription], recipients: Recipients
+) -> Iterator[tuple[Subscription, int | None]]:
+    """(subscription, member or None) for each message of one event: a team's email once per
+    member, anything else once; each email address once (users' own subscriptions come first,
+    so a member's own address is told by their own subscription)."""
+    told: set[str] = set()
+    for subscription in subscriptions:
+        if subscription.channel != Subscription.Channel.EMAIL:
+            yield subscription, None
+        elif subscription.team_id is None:
+            if _first_time(subscription.email, told):
+                yield subscription, None
+        else:
+            for member, address in recipients.get(subscription.team_id, []):
+                if _first_time(address, told):
+                    yield subscription, member
+
+
+def _first_time(address: str, told: set[str]) -> bool:
+    key = address.strip().lower()
+    if key in told:
+        return False
+    told.add(key)
+    return True
 
 
 def _not_told(event: RegressionEvent, *, now: datetime) -> str:
@@ -121,24 +161,71 @@ def _not_told(event: RegressionEvent, *, now: datetime) -> str:
 
 def digests_make(*, now: datetime) -> int:
     """At FEDPROBE_DIGEST_HOUR (UTC) and after, each digest subscription's delivery of the
-    previous UTC day, once (unique per subscription and day)."""
+    previous UTC day (a team's email: one per member), once (unique per subscription, day
+    and member)."""
     if now.astimezone(UTC).hour < settings.FEDPROBE_DIGEST_HOUR:
         return 0
     day = now.astimezone(UTC).date() - timedelta(days=1)
-    waiting = _subscriptions(digest=True).exclude(deliveries__digest_day=day)
+    subscriptions = list(_subscriptions(digest=True))
+    recipients = _team_recipients(subscriptions)
+    made = set(
+        Delivery.objects.filter(digest_day=day).values_list("subscription_id", "recipient_id")
+    )
     rows = [
-        Delivery(subscription=s, digest_day=day, created_at=now, next_attempt_at=now)
-        for s in waiting
+        Delivery(
+            subscription=s, recipient_id=member, digest_day=day, created_at=now, next_attempt_at=now
+        )
+        for s in subscriptions
+        for member in _digest_recipients(s, recipients)
+        if (s.pk, member) not in made
     ]
-    return len(Delivery.objects.bulk_create(rows, ignore_conflicts=True))
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(rows)
+
+
+def _digest_recipients(subscription: Subscription, recipients: Recipients) -> list[int | None]:
+    if subscription.team_id is None or subscription.channel != Subscription.Channel.EMAIL:
+        return [None]
+    return [member for member, _ in recipients.get(subscription.team_id, [])]
 
 
 def _subscriptions(*, digest: bool) -> QuerySet[Subscription]:
     """Active subscriptions of the kind, of users who may still read regressions (an active
-    account with a role: one whose role was taken away is told nothing more)."""
+    account with a role: one whose role was taken away is told nothing more), or of teams
+    with at least one such member; users' own first."""
     may_read = Q(owner__is_superuser=True) | Q(owner__groups__name__in=ROLES)
-    rows = Subscription.objects.filter(may_read, active=True, digest=digest, owner__is_active=True)
-    return rows.distinct()
+    users = Q(may_read, owner__is_active=True)
+    teams = Q(Exists(_readers().filter(team=OuterRef("team"))), team__isnull=False)
+    rows = Subscription.objects.filter(users | teams, active=True, digest=digest)
+    return rows.distinct().order_by(F("team_id").asc(nulls_first=True), "id")
+
+
+def _readers() -> QuerySet[TeamMembership]:
+    """Memberships of users who may read regressions (active, with a role)."""
+    may_read = Q(user__is_superuser=True) | Q(user__groups__name__in=ROLES)
+    return TeamMembership.objects.filter(may_read, user__is_active=True)
+
+
+def _team_recipients(subscriptions: Iterable[Subscription]) -> Recipients:
+    """For the teams of the email subscriptions among `subscriptions`: their members who may
+    read regressions and have an address, by user id."""
+    team_ids = {
+        s.team_id
+        for s in subscriptions
+        if s.team_id is not None and s.channel == Subscription.Channel.EMAIL
+    }
+    rows = (
+        _readers()
+        .filter(team_id__in=team_ids)
+        .exclude(user__email="")
+        .values_list("team_id", "user_id", "user__email")
+        .distinct()
+        .order_by("team_id", "user_id")
+    )
+    recipients: Recipients = {}
+    for team_id, user_id, address in rows:
+        recipients.setdefault(team_id, []).append((user_id, address))
+    return recipients
 
 
 def deliveries_due(*, now: datetime) -> list[int]:
@@ -166,9 +253,15 @@ def delivery_send(*, delivery_id: int, now: datetime) -> str | None:
     )
     if not claimed:
         return None
-    delivery = Delivery.objects.select_related("subscription", "event__regression").get(
-        pk=delivery_id
-    )
+    delivery = Delivery.objects.select_related(
+        "subscription__team", "recipient", "event__regression"
+    ).get(pk=delivery_id)
+    gone = _recipient_gone(delivery)
+    if gone:
+        Delivery.objects.filter(pk=delivery_id, status=Status.SENDING).update(
+            status=Status.DROPPED, lease_until=None, last_error=f"not sent: {gone}"
+        )
+        return Status.DROPPED
     try:
         _send(delivery)
     except DeliveryError as exc:
@@ -182,11 +275,26 @@ def delivery_send(*, delivery_id: int, now: datetime) -> str | None:
     return Status.SENT
 
 
+def _recipient_gone(delivery: Delivery) -> str:
+    """Why a team member's delivery is no longer theirs ("": it is): they left the team
+    since the fan-out, lost their role, or their address."""
+    member = delivery.recipient
+    team = delivery.subscription.team
+    if member is None or team is None:
+        return ""
+    if not _readers().filter(team=team, user=member).exists():
+        return f"{member.get_username()} is no longer in team {team.name} (or has no role)"
+    if not member.email:
+        return f"{member.get_username()} has no email address any more"
+    return ""
+
+
 def _send(delivery: Delivery) -> None:
     message = delivery_message(delivery)
     subscription = delivery.subscription
     if subscription.channel == Subscription.Channel.EMAIL:
-        email_send(to=subscription.email, message=message, key=delivery.idempotency_key)
+        to = delivery.recipient.email if delivery.recipient is not None else subscription.email
+        email_send(to=to, message=message, key=delivery.idempotency_key)
         return
     body = message.body
     if subscription.format == Subscription.Format.SLACK:

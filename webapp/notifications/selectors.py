@@ -1,10 +1,14 @@
-"""Reads of the notifications' pages: a user's subscriptions, the deliveries admins watch."""
+"""Reads of the notifications' pages: a user's subscriptions (their own and their teams'),
+the deliveries admins watch."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
+from webapp.accounts.models import Team
+from webapp.accounts.roles import is_admin
+from webapp.accounts.selectors import teams_of
 from webapp.notifications.models import Delivery, Subscription
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
@@ -12,14 +16,26 @@ TROUBLED = (Delivery.Status.PENDING, Delivery.Status.SENDING, Delivery.Status.FA
 
 
 def subscriptions_of(*, user: User) -> QuerySet[Subscription]:
-    return Subscription.objects.filter(owner=user).order_by("id")
+    """The user's own subscriptions and those of the teams they are in."""
+    mine = Q(owner=user.pk) | Q(team__memberships__user=user.pk)
+    return Subscription.objects.filter(mine).select_related("team").distinct().order_by("id")
+
+
+def subscriptions_managed_by(*, user: User) -> QuerySet[Subscription]:
+    """Those the user may change or delete: theirs and their teams' (an admin: all)."""
+    return Subscription.objects.all() if is_admin(user) else subscriptions_of(user=user)
+
+
+def teams_for_subscribing(*, user: User) -> QuerySet[Team]:
+    """The teams the user may subscribe: theirs (an admin: every team)."""
+    return Team.objects.all() if is_admin(user) else teams_of(user=user)
 
 
 def deliveries_troubled(*, limit: int = 200) -> QuerySet[Delivery]:
     """Deliveries not (yet) sent, failed ones first, with who they were for and the error."""
     return (
         Delivery.objects.filter(status__in=TROUBLED)
-        .select_related("subscription__owner", "event")
+        .select_related("subscription__owner", "subscription__team", "recipient", "event")
         .order_by("status", "next_attempt_at")[:limit]
     )
 

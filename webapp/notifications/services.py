@@ -1,4 +1,9 @@
-"""Subscriptions: checked and saved the same way by the API and the page."""
+"""Subscriptions: checked and saved the same way by the API and the page.
+
+A subscription is its maker's, or a team's (`team` given, by one of its members or an
+admin): a team's email goes to each member's own address, so it has no `email` of its own.
+Who it is for never changes (delete it and subscribe again). The webhook's `url` and `secret`
+are write-only: left out (None) of a change, they are kept."""
 
 from __future__ import annotations
 
@@ -8,10 +13,12 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
+from webapp.accounts.models import Team
+from webapp.accounts.roles import is_admin
 from webapp.notifications.models import Subscription
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.egress import EgressPolicy, literal_refusal
@@ -28,6 +35,7 @@ TARGET_MODELS: dict[str, Any] = {
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}")
 # Fields a subscription is made of, as the API and the form name them.
 FIELDS = (
+    "team",
     "channel",
     "format",
     "target",
@@ -42,24 +50,47 @@ FIELDS = (
 
 
 def subscription_save(
-    *, owner: User, values: dict[str, Any], subscription: Subscription | None = None
+    *, by: User, values: dict[str, Any], subscription: Subscription | None = None
 ) -> Subscription:
-    """Create (or change) a subscription; ValidationError names each bad field and nothing
-    is saved then. A webhook URL must be one workers may connect to (the egress policy)."""
-    row = subscription or Subscription(owner=owner)
+    """Create (or change) a subscription as `by`; ValidationError names each bad field and
+    nothing is saved then; PermissionDenied when `by` may not (not the owner, not a member
+    of the team, not an admin). A webhook URL must be one workers may connect to (the egress
+    policy)."""
+    if subscription is not None and not subscription.managed_by(by):
+        raise PermissionDenied(
+            "a subscription is changed by its owner, its team's members or an admin"
+        )
+    row = subscription or Subscription(owner=by)
     for name, value in values.items():
         if name not in FIELDS:
             raise ValidationError({name: "not a field of a subscription"})
-        if name in ("url", "secret") and subscription is not None and value is None:
+        if name == "team":
+            _set_team(row, value, by=by, new=subscription is None)
+        elif name in ("url", "secret") and subscription is not None and value is None:
             continue  # write-only: left out means kept
-        setattr(row, name, value)
-    _check(row, owner=row.owner if subscription else owner)
+        else:
+            setattr(row, name, value)
+    _check(row)
     with transaction.atomic():
         row.save()
     return row
 
 
-def _check(row: Subscription, *, owner: User) -> None:
+def _set_team(row: Subscription, team: Team | None, *, by: User, new: bool) -> None:
+    if not new:
+        if team != row.team:
+            raise ValidationError(
+                {"team": "who a subscription is for does not change: subscribe anew instead"}
+            )
+        return
+    if team is None:
+        return  # the maker's own
+    if not (team.has_member(by) or is_admin(by)):
+        raise PermissionDenied(f"subscribing team {team.name} needs a member of it or an admin")
+    row.owner, row.team = None, team
+
+
+def _check(row: Subscription) -> None:
     errors: dict[str, str] = {}
     if row.channel not in Channel.values:
         errors["channel"] = f"one of {', '.join(Channel.values)}"
@@ -67,7 +98,7 @@ def _check(row: Subscription, *, owner: User) -> None:
         errors["format"] = f"one of {', '.join(Subscription.Format.values)}"
     errors.update(_target_errors(row))
     if row.channel == Channel.EMAIL:
-        errors.update(_email_errors(row, owner=owner))
+        errors.update(_email_errors(row))
     elif row.channel == Channel.WEBHOOK:
         errors.update(_webhook_errors(row))
     if errors:
@@ -88,9 +119,13 @@ def _target_errors(row: Subscription) -> dict[str, str]:
     return {}
 
 
-def _email_errors(row: Subscription, *, owner: User) -> dict[str, str]:
+def _email_errors(row: Subscription) -> dict[str, str]:
     row.url = row.url_shown = row.secret_header = row.secret = ""
-    row.email = (row.email or owner.email or "").strip()
+    if row.team is not None:
+        if row.email:
+            return {"email": "a team's email goes to each member's own address: give none"}
+        return {}
+    row.email = (row.email or getattr(row.owner, "email", "") or "").strip()
     if not row.email:
         return {"email": "an address to send to (your account has none)"}
     try:
