@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 
 import factory
@@ -16,7 +17,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from webapp.accounts.services import user_set_role
+from webapp.accounts.models import Team
+from webapp.accounts.services import team_create, team_member_add, user_set_role
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from webapp.watch.models import Regression, SeriesNight
@@ -217,6 +219,22 @@ def user(name: str, role: str = "operator") -> User:
     """A user named `name` with `role` (viewer, operator, admin)."""
     made = User.objects.create_user(name)
     user_set_role(user=made, role=role)
+    return made
+
+
+def member(name: str, role: str = "viewer", *, email: str = "") -> User:
+    """A user of `role` with an email address (NAME@example.org unless given)."""
+    made = user(name, role=role)
+    made.email = email or f"{name}@example.org"
+    made.save(update_fields=["email"])
+    return made
+
+
+def team(name: str, *, manager: User, members: Iterable[User] = ()) -> Team:
+    """A team made by `manager` (an operator: its first manager), with `members` added."""
+    made = team_create(name=name, by=manager)
+    for each in members:
+        team_member_add(team=made, by=manager, username=each.get_username())
     return made
 
 
