@@ -43,7 +43,7 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
-from webapp.accounts.services import api_token_create
+from webapp.accounts.services import api_token_create, team_create
 from webapp.accounts.throttles import WriteRateThrottle
 from webapp.campaigns.models import Run
 from webapp.notifications.models import Subscription
@@ -61,6 +61,7 @@ DELETE_ORDER = (
     "campaigns",
     "matrix",
     "subscriptions",
+    "teams",
 )
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
 # Operations whose answers differ from their schema, checked for server errors only until
@@ -99,6 +100,7 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
             owner=operator, channel="email", email="fuzzer@example.org"
         ).pk,
         "regressions": regression.pk,
+        "teams": team_create(name="fuzz-team", by=operator).pk,
     }
     return operator, ids
 
