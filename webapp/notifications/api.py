@@ -35,9 +35,8 @@ class SubscriptionSerializer(serializers.ModelSerializer[Subscription]):
         allow_null=True,
         help_text="a team you are in: its subscription (null or left out: yours); fixed once made",
     )
-    team_name = serializers.CharField(
-        source="team.name", read_only=True, default=None, allow_null=True
-    )
+    # No default: a default is skipped in a PATCH's answer (DRF), null is not.
+    team_name = serializers.CharField(source="team.name", read_only=True, allow_null=True)
     url = CredentialField(required=False, allow_blank=True, max_length=2000)
     secret = CredentialField(required=False, allow_blank=True, max_length=2000)
     destination = serializers.CharField(read_only=True)

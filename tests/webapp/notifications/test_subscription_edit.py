@@ -50,6 +50,11 @@ def test_a_patch_changes_the_filter_channel_and_active_and_keeps_the_rest() -> N
     )
     assert answer.status_code == 200, answer.json()
     assert (answer.json()["target"], answer.json()["target_id"]) == ("site", site.pk)
+    assert (answer.json()["owner"], answer.json()["team"], answer.json()["team_name"]) == (
+        "olga",
+        None,
+        None,
+    )
     changed = Subscription.objects.get()
     assert (changed.target_id, changed.active) == (site.pk, False)
     assert (changed.url, changed.secret, changed.format) == (URL, SECRET, "slack")
