@@ -2,7 +2,7 @@
 address once per change (a member removed gets nothing, also of what was made for them
 before), its webhook once; an address subscribed twice (its own and its team's) is told once;
 the digest reaches each member once a day. Who may subscribe a team, see and change its
-subscriptions."""
+subscriptions. The outbox's tests run on SQLite too (bin/run's database)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def _base_url(settings: Any) -> None:
     settings.FEDPROBE_BASE_URL = "http://testserver.example"
 
 
+@pytest.mark.sqlite  # the fan-out's SQL (NULLS FIRST, partial unique keys)
 def test_a_team_email_reaches_each_member_once_and_a_removed_member_gets_none(
     smtp_receiver: SmtpReceiver,
 ) -> None:
@@ -61,6 +62,7 @@ def test_a_team_email_reaches_each_member_once_and_a_removed_member_gets_none(
     assert f"/regressions/{row.pk}/" in smtp_receiver.messages[0].get_payload()
 
 
+@pytest.mark.sqlite  # the fan-out's SQL (NULLS FIRST, partial unique keys)
 def test_a_member_removed_after_the_fan_out_is_not_sent_what_was_made_for_them(
     smtp_receiver: SmtpReceiver,
 ) -> None:
@@ -102,6 +104,7 @@ def test_a_team_webhook_is_posted_once_not_once_per_member(
     assert Delivery.objects.filter(recipient__isnull=False).count() == 0
 
 
+@pytest.mark.sqlite  # the fan-out's SQL (NULLS FIRST, partial unique keys)
 def test_an_address_subscribed_by_itself_and_by_its_team_is_told_once(
     smtp_receiver: SmtpReceiver,
 ) -> None:
@@ -136,6 +139,7 @@ def test_a_member_without_a_role_or_an_address_gets_nothing(smtp_receiver: SmtpR
     assert recipients(smtp_receiver) == ["lead@example.org"]
 
 
+@pytest.mark.sqlite  # the fan-out's SQL (NULLS FIRST, partial unique keys)
 def test_the_digest_reaches_each_member_once_a_day(
     smtp_receiver: SmtpReceiver, settings: Any
 ) -> None:
