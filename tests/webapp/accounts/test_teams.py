@@ -154,6 +154,9 @@ def test_the_team_pages_list_teams_and_let_a_manager_add_and_remove_members() ->
     viewer_html = page_for(member("vic")).get(f"/accounts/teams/{made.pk}/").content.decode()
     assert "Add a member" not in viewer_html and "Remove" not in viewer_html
     assert "New team" not in page_for(member("vic2")).get("/accounts/teams/").content.decode()
+    assert page_for(member("vic3")).post(f"/accounts/teams/{made.pk}/delete/").status_code == 403
+    assert page.post(f"/accounts/teams/{made.pk}/delete/").status_code == 302
+    assert not Team.objects.exists()
 
 
 def test_the_admin_lists_teams_and_their_members() -> None:

@@ -14,7 +14,7 @@ import pytest
 from tests.webapp.factories import api_for, member, team, user
 from tests.webapp.notifications.conftest import T0, HttpReceiver, SmtpReceiver, move, regression
 from webapp.accounts.services import team_member_remove
-from webapp.notifications.models import Delivery, Subscription
+from webapp.notifications.models import Delivery, EventFanOut, Subscription
 from webapp.notifications.outbox import events_fan_out, notifications_pump
 from webapp.watch.models import Regression
 
@@ -206,3 +206,20 @@ def test_members_see_and_change_their_teams_subscriptions_and_others_do_not() ->
     team_member_remove(team=ops, by=lead, user=ana)
     assert api_for(ana).delete(f"/api/v1/subscriptions/{made.pk}/").status_code == 404
     assert Subscription.objects.get().active and Subscription.objects.get().digest
+
+
+@pytest.mark.sqlite  # the partial unique keys on both databases
+def test_an_event_fanned_out_again_makes_no_second_delivery_to_a_member(
+    smtp_receiver: SmtpReceiver,
+) -> None:
+    lead = member("lead", role="operator")
+    ops = team("ops", manager=lead, members=[member("ana")])
+    Subscription.objects.create(team=ops, channel="email")
+    move(regression(), State.OPEN)
+    pump(T0 + timedelta(seconds=1))
+    EventFanOut.objects.all().delete()  # as if the mark were lost: the keys still hold
+    pump(T0 + timedelta(seconds=2))
+    pump(T0 + timedelta(seconds=3))
+
+    assert recipients(smtp_receiver) == ["ana@example.org", "lead@example.org"]
+    assert Delivery.objects.count() == 2
