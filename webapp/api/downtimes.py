@@ -35,8 +35,9 @@ class DowntimeSerializer(serializers.ModelSerializer[Downtime]):
         queryset=Endpoint.objects.all(), required=False, allow_null=True, help_text="an endpoint"
     )
     scheduled = serializers.BooleanField(help_text="declared ahead of time (GOCDB's SCHEDULED)")
+    # allow_null, not default=None: a read-only default is skipped in a PATCH's answer
     created_by = serializers.CharField(
-        source="created_by.username", read_only=True, default=None, allow_null=True
+        source="created_by.username", read_only=True, allow_null=True
     )
     active = serializers.SerializerMethodField(help_text="it covers now")
 
