@@ -29,6 +29,7 @@ from webapp.sites.models import Downtime, Endpoint
 from webapp.watch import blame, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
 from webapp.watch.episodes import Finding, regression_advance, regression_no_data
+from webapp.watch.error_series import error_findings
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
 from webapp.watch.rollups import night_bounds, rollups_refresh
 from webapp.watch.series import (
@@ -213,6 +214,10 @@ def _evaluate_series(
     tonight = history[-1]
     availability = availability_finding(series, tonight, subject=subject)
     _advance(availability, live, tonight.night, now, may_open)
+    for found in error_findings(
+        series, history, availability=availability, live=live, subject=subject
+    ):
+        _advance(found, live, tonight.night, now, may_open)
     for metric in settings.FEDPROBE_WATCH_METRICS:
         live_one = live.get(series.key(metric))
         finding = metric_finding(series, history, metric, live_one, subject=subject)
