@@ -313,7 +313,11 @@ def _recover_quiet_groups(
     found = {g.key for g in groups}
     measured = _measured_subjects(verdicts, endpoints)
     for key, regression in list(live.items()):
-        if not key.startswith(GROUP_PREFIXES) or key in found or key.endswith(":not-run"):
+        if (
+            not key.startswith(GROUP_PREFIXES)
+            or key in found
+            or key.endswith((":not-run", ":no-data"))
+        ):
             continue
         if key.rsplit(":", 1)[0] not in measured:
             continue

@@ -28,12 +28,12 @@ from webapp.core import sql
 from webapp.sites.models import Downtime, Endpoint
 from webapp.watch import blame, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
-from webapp.watch.episodes import Finding, regression_advance, regression_no_data
+from webapp.watch.episodes import Finding, regression_advance
 from webapp.watch.error_series import error_findings
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
+from webapp.watch.nodata import series_no_data
 from webapp.watch.rollups import night_bounds, rollups_refresh
 from webapp.watch.series import (
-    Histories,
     NightRow,
     SeriesId,
     series_nights_read,
@@ -164,8 +164,8 @@ def _evaluate_night(night: date, now: datetime) -> int:
                     series, history, live=live, now=now, may_open=may_open, subject=subject
                 )
             )
-        _series_no_data(rows, measuring, night, live, now)
     blame.groups_blame(night=night, verdicts=verdicts, live=live, at=now)
+    series_no_data(night=night, now=now, live=live, measuring=measuring, downtime=context.downtime)
     return len(verdicts)
 
 
@@ -357,26 +357,3 @@ def _metric_regression(
 
 def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
-
-
-def _series_no_data(
-    rows: Histories,
-    measuring: dict[int, list[date]],
-    night: date,
-    live: dict[str, Regression],
-    now: datetime,
-) -> None:
-    """Series with live regressions not measured for FEDPROBE_WATCH_NO_DATA_NIGHTS nights on
-    which their vantage point measured others go to no-data."""
-    needed = settings.FEDPROBE_WATCH_NO_DATA_NIGHTS
-    stopped = set()
-    for series, history in rows.items():
-        last = history[-1].night
-        missed = [n for n in measuring.get(series.vantage_point_id, []) if n > last]
-        if len(missed) >= needed:
-            stopped.add(series.key(""))
-    if not stopped:
-        return
-    for key, regression in list(live.items()):
-        if key.rsplit(":", 1)[0] + ":" in stopped:
-            regression_no_data(regression=regression, night=night, at=now)
