@@ -26,7 +26,7 @@ from django.utils import timezone
 from webapp.campaigns.metrics import METRICS
 from webapp.core import sql
 from webapp.sites.models import Downtime, Endpoint
-from webapp.watch import blame, notrun
+from webapp.watch import blame, launches, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
 from webapp.watch.episodes import Finding, regression_advance
 from webapp.watch.error_series import error_findings
@@ -104,6 +104,7 @@ def _pass(now: datetime) -> PassOutcome:
         outcome.evaluated.append(night)
         outcome.series += _evaluate_night(night, now)
     notrun.vantage_points_not_running(now=now)
+    launches.campaign_launches_failed(now=now)
     outcome.changes = _changes_since(events_before)
     WatchPass.objects.create(
         now=now,
