@@ -6,6 +6,7 @@ once the campaign no longer launches by schedule (paused, unscheduled, deleted)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -60,7 +61,7 @@ def campaign_launches_failed(*, now: datetime) -> list[Regression]:
 
 
 def _failed(
-    regression: Regression | None, launch: dict[str, Any], now: datetime
+    regression: Regression | None, launch: Mapping[str, Any], now: datetime
 ) -> list[Regression]:
     summary = (
         f"campaign {launch['name']}: the slot {launch['slot']:%Y-%m-%d %H:%M} UTC launched "
@@ -82,7 +83,9 @@ def _failed(
     return []
 
 
-def _open(launch: dict[str, Any], summary: str, blame: dict[str, Any], now: datetime) -> Regression:
+def _open(
+    launch: Mapping[str, Any], summary: str, blame: dict[str, Any], now: datetime
+) -> Regression:
     finding = Finding(
         key=launch_key(launch["pk"]),
         metric="availability",
@@ -97,7 +100,7 @@ def _open(launch: dict[str, Any], summary: str, blame: dict[str, Any], now: date
     return regression_open(finding=finding, state=State.TESTER_FAULT, night=now.date(), at=now)
 
 
-def _launched_note(launch: dict[str, Any]) -> str:
+def _launched_note(launch: Mapping[str, Any]) -> str:
     return f"the slot {launch['slot']:%Y-%m-%d %H:%M} UTC launched {launch['run_count']} runs"
 
 
