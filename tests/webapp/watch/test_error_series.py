@@ -5,12 +5,13 @@ that one alert; tester faults never count; the page's API plots the class's shar
 
 from __future__ import annotations
 
+import json
 from datetime import date, timedelta
 
 import pytest
 from django.test import override_settings
 
-from tests.webapp.factories import api_for, user
+from tests.webapp.factories import api_for, page_for, user
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression
@@ -171,3 +172,16 @@ def test_a_class_of_series_blamed_on_their_site_is_a_member_of_the_sites_group()
         ("error:server-error", "vp-a"),
         ("error:server-error", "vp-b"),
     ]
+
+
+def test_the_detail_page_plots_the_class_share_with_its_band_and_windows() -> None:
+    one = series()
+    quiet_nights(one, range(5), "ok", "ok", "ok", "ok")
+    quiet_nights(one, range(5, 7), "ok", "ok", "ok", "short-read", "short-read")
+    regression = Regression.objects.get(metric="error:short-read")
+    html = page_for(user("v", "viewer")).get(f"/regressions/{regression.pk}/").content.decode()
+    assert "error-share" in html and "error class short-read: 2 of 5 runs (40%)" in html
+    plot = json.loads(html.split('id="regression-data" type="application/json">')[1].split("<")[0])
+    assert [n["value"] for n in plot["nights"]] == [0, 0, 0, 0, 0, 0.4, 0.4]
+    assert plot["change_night"] == night(5).isoformat()
+    assert (plot["band"]["median"], plot["band"]["k"]) == (0, 4.0)

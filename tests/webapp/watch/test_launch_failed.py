@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
@@ -16,7 +17,7 @@ from webapp.campaigns.models import Campaign
 from webapp.campaigns.schedules import campaign_schedule_pause, campaigns_launch_due
 from webapp.sites.models import Endpoint
 from webapp.watch.evaluate import watch_evaluate
-from webapp.watch.launches import launch_key
+from webapp.watch.launches import campaign_launches_failed, launch_key
 from webapp.watch.models import Regression
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
@@ -134,3 +135,15 @@ def test_a_slot_that_launched_raises_nothing() -> None:
     assert launch.run_count == 1
     watch_evaluate(now=at("2026-03-10 02:45"))
     assert not Regression.objects.exists()
+
+
+def test_the_launches_are_read_in_two_queries_whatever_their_number(
+    django_assert_max_num_queries: Any,
+) -> None:
+    campaigns = [nightly() for _ in range(5)]
+    for campaign in campaigns:
+        disable(campaign.endpoints.get())
+    campaigns_launch_due(now=at("2026-03-10 02:00:30"))
+    assert len(campaign_launches_failed(now=at("2026-03-10 02:45"))) == 5
+    with django_assert_max_num_queries(2):
+        assert campaign_launches_failed(now=at("2026-03-10 03:45")) == []
