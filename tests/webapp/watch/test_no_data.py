@@ -189,3 +189,23 @@ def test_the_reads_do_not_grow_with_the_stopped_series(
             downtime=frozenset(),
         )
     assert RegressionEvent.objects.count() == events
+
+
+def test_a_stopped_series_live_regressions_go_to_no_data_its_error_classes_too() -> None:
+    one, other = series(), series()
+    for n in range(2):
+        for outcome in ("ok", "ok", "server-error", "server-error"):
+            if outcome == "ok":
+                run(one, night(n), throughput_mbps=10.0)
+            else:
+                run(one, night(n), status="failed", error=outcome)
+        nights([n], other)
+    assert {r.metric: r.state for r in of(one)} == {
+        "availability": State.PENDING,
+        "error:server-error": State.OPEN,
+    }
+    nights(range(2, 4), other)
+    assert {r.metric: r.state for r in of(one)} == {
+        "availability": State.NO_DATA,
+        "error:server-error": State.NO_DATA,
+    }
