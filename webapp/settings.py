@@ -584,8 +584,8 @@ if not 0 <= FEDPROBE_DIGEST_HOUR <= 23:
     raise ImproperlyConfigured("FEDPROBE_DIGEST_HOUR must be an hour, 0 to 23 (UTC)")
 
 # The nightly watch (webapp/watch; docs/watch.md). A regression recovering this many good
-# nights in a row is resolved; a series with a live regression not measured for this many
-# nights on which its vantage point measured others has no data.
+# nights in a row is resolved; a series not measured for this many nights on which its
+# vantage point measured others has no data (docs/watch.md#no-data).
 FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS = env_int("FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS", 3)
 FEDPROBE_WATCH_NO_DATA_NIGHTS = env_int("FEDPROBE_WATCH_NO_DATA_NIGHTS", 2)
 # The nights of a series the detector reads, and the missed nights a late pass replays.
