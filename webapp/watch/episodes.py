@@ -86,7 +86,6 @@ def _described(finding: Finding) -> dict[str, Any]:
         "severity": finding.severity,
         "summary": finding.summary,
         "detector": finding.detector,
-        "blame": finding.blame,
         "change_night": finding.change_night,
         "baseline": finding.baseline,
         "current": finding.current,
@@ -94,6 +93,9 @@ def _described(finding: Finding) -> dict[str, Any]:
     }
     if finding.versions:
         described["versions"] = finding.versions
+    if finding.blame:
+        # A series' own findings blame nothing: the group that claimed it keeps its word.
+        described["blame"] = finding.blame
     return described
 
 

@@ -172,6 +172,8 @@ def test_a_class_of_series_blamed_on_their_site_is_a_member_of_the_sites_group()
         ("error:server-error", "vp-a"),
         ("error:server-error", "vp-b"),
     ]
+    # Still the group's word after a second bad night of the series (not wiped by it).
+    assert {m.blame.get("group") for m in members} == {group.key}
 
 
 def test_the_detail_page_plots_the_class_share_with_its_band_and_windows() -> None:
