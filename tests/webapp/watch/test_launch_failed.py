@@ -12,7 +12,13 @@ import pytest
 from cryptography.fernet import Fernet
 from django.db import connection
 
-from tests.webapp.factories import CampaignFactory, TestFileFactory, VantagePointFactory
+from tests.webapp.factories import (
+    CampaignFactory,
+    TestFileFactory,
+    VantagePointFactory,
+    page_for,
+    user,
+)
 from webapp.campaigns.models import Campaign
 from webapp.campaigns.schedules import campaign_schedule_pause, campaigns_launch_due
 from webapp.sites.models import Endpoint
@@ -121,6 +127,9 @@ def test_a_later_failed_slot_updates_the_regression_and_a_pause_resolves_it() ->
     assert regression.state == State.TESTER_FAULT
     assert "slot 2026-03-11 02:00 UTC" in regression.summary
     assert regression.events.count() == 1
+    home = page_for(user("v", "viewer")).get("/").content.decode()
+    tester_faults = home.split('id="home-tester-faults"')[1]
+    assert "campaign nightly-reads</a>" in tester_faults
 
     campaign_schedule_pause(campaign=campaign)
     watch_evaluate(now=at("2026-03-11 03:45"))
