@@ -20,6 +20,7 @@ it. The stopped series are found by one grouped query over the lookback window.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -99,8 +100,8 @@ def _stopped(night: date, measuring: dict[int, list[date]]) -> list[Stopped]:
     for row in rows:
         series = SeriesId(*row[: len(SERIES_FIELDS)])
         first_night, last, nights = row[len(SERIES_FIELDS) :]
-        points = measuring.get(series.vantage_point_id, [])
-        missed = sum(1 for n in points if n > last)
+        points = measuring.get(series.vantage_point_id, [])  # in night order
+        missed = len(points) - bisect_right(points, last)
         found.append(Stopped(series, first_night, last, nights, missed))
     return found
 
