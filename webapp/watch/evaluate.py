@@ -4,11 +4,12 @@ regressions along (docs/watch.md).
 
 For each series (endpoint x vantage point x parameter set) measured on the evaluated night,
 its last FEDPROBE_WATCH_LOOKBACK_NIGHTS rollup rows are read once; availability is judged by
-rule (functional failures go straight to an open regression), each watched metric by
-detect.detect over the nights' medians. Nights in an outage of the endpoint (its own or its
-site's) are not evaluated; during any downtime nothing opens. A pass run twice for the same
-`now` changes nothing: the runs' watermark finds no new night, and a regression is never
-advanced twice by one night.
+rule (functional failures go straight to an open regression), each error class by its share
+against its own band (error_series), each watched metric by detect.detect over the nights'
+medians; series that stopped being measured go to no-data (nodata). Nights in an outage of
+the endpoint (its own or its site's) are not evaluated; during any downtime nothing opens.
+A pass run twice for the same `now` changes nothing: the runs' watermark finds no new
+night, and a regression is never advanced twice by one night.
 """
 
 from __future__ import annotations
