@@ -154,7 +154,9 @@ def _next(regression: Regression, finding: Finding, may_open: bool) -> tuple[str
             return state, 0
         if state == State.PENDING:
             return (State.OPEN if finding.confirmed else State.PENDING), 0
-        if state in (State.RECOVERING, State.NO_DATA, State.TESTER_FAULT):
+        if state == State.RECOVERING:
+            return State.OPEN, 0  # it was confirmed: bad again is open again
+        if state in (State.NO_DATA, State.TESTER_FAULT):
             return (State.OPEN if finding.confirmed else State.PENDING), 0
         return state, 0
     if state in (State.PENDING, State.NO_DATA, State.TESTER_FAULT):
