@@ -584,8 +584,8 @@ if not 0 <= FEDPROBE_DIGEST_HOUR <= 23:
     raise ImproperlyConfigured("FEDPROBE_DIGEST_HOUR must be an hour, 0 to 23 (UTC)")
 
 # The nightly watch (webapp/watch; docs/watch.md). A regression recovering this many good
-# nights in a row is resolved; a series with a live regression not measured for this many
-# nights on which its vantage point measured others has no data.
+# nights in a row is resolved; a series not measured for this many nights on which its
+# vantage point measured others has no data (docs/watch.md#no-data).
 FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS = env_int("FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS", 3)
 FEDPROBE_WATCH_NO_DATA_NIGHTS = env_int("FEDPROBE_WATCH_NO_DATA_NIGHTS", 2)
 # The nights of a series the detector reads, and the missed nights a late pass replays.
@@ -599,6 +599,14 @@ FEDPROBE_WATCH_METRICS = env_list(
 )
 # A metric's regression is good again on a night within this many percent of its baseline.
 FEDPROBE_WATCH_RECOVERED_PCT = env_int("FEDPROBE_WATCH_RECOVERED_PCT", 10)
+# An error class's series (docs/watch.md#error-classes) is bad on a night when at least this
+# many runs failed with it and its share of the runs rose this many percentage points above
+# its usual band.
+FEDPROBE_WATCH_ERROR_MIN_RUNS = env_int("FEDPROBE_WATCH_ERROR_MIN_RUNS", 2)
+FEDPROBE_WATCH_ERROR_MIN_SHARE_PCT = env_int("FEDPROBE_WATCH_ERROR_MIN_SHARE_PCT", 10)
+# A series without a live regression has no data once it stopped (above) after being
+# measured on at least this many nights of the lookback window.
+FEDPROBE_WATCH_NO_DATA_MIN_NIGHTS = env_int("FEDPROBE_WATCH_NO_DATA_MIN_NIGHTS", 3)
 # Blame (docs/watch.md#whose-fault-it-is): a vantage point, credential or protocol is blamed
 # when bad at this many sites and this share (percent) of what it measured; a site when bad
 # from every vantage point that measured it, if at least this many did.
@@ -622,6 +630,9 @@ for _name in (
     "FEDPROBE_WATCH_BLAME_MIN_SITES",
     "FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS",
     "FEDPROBE_WATCH_NOT_RUN_AFTER_S",
+    "FEDPROBE_WATCH_ERROR_MIN_RUNS",
+    "FEDPROBE_WATCH_ERROR_MIN_SHARE_PCT",
+    "FEDPROBE_WATCH_NO_DATA_MIN_NIGHTS",
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")

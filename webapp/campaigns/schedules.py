@@ -7,6 +7,10 @@ counts, and only if that lies within the catch-up window
 for a night launches the missed slot once, not once per missed slot. A slot is claimed by
 inserting its ScheduledLaunch row (unique per campaign and slot) in the transaction that
 creates the runs, so two beats, or a beat restarted within the minute, launch it once.
+A launch that fails records why on its slot (`ScheduledLaunch.error`; the watch raises a
+tester fault from it): a refusal, an exception, or the database refusing the runs; only a
+database that went away (OperationalError, InterfaceError) leaves the slot unclaimed for the
+next pass to try again.
 
 A paused campaign (`campaign_schedule_pause`) keeps its cron and launches nothing; resuming
 (`campaign_schedule_resume`) starts from the next slot: the slots that passed while it was
@@ -21,7 +25,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    transaction,
+)
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -75,7 +85,15 @@ def campaigns_launch_due(*, now: datetime) -> list[ScheduledLaunch]:
         slot = campaign_due_slot(campaign=campaign, now=now)
         if slot is None or ScheduledLaunch.objects.filter(campaign=campaign, slot=slot).exists():
             continue
-        launch = _slot_launch(campaign, slot, now)
+        try:
+            launch = _slot_launch(campaign, slot, now)
+        except (OperationalError, InterfaceError):
+            raise  # the database went away: the task tries again, and the slot with it
+        except DatabaseError as exc:
+            # The database refused the launch itself (a constraint, a trigger, bad data):
+            # trying each minute would repeat it, and the campaigns after this one would
+            # never launch. The claim rolled back with the runs: claim the slot with why.
+            launch = _slot_refused(campaign, slot, now, exc)
         if launch is not None:
             claimed.append(launch)
     return claimed
@@ -100,7 +118,7 @@ def _slot_launch(campaign: Campaign, slot: datetime, now: datetime) -> Scheduled
             with transaction.atomic():
                 runs = campaign_launch(campaign=campaign, trigger=Run.Trigger.SCHEDULE)
         except DatabaseError:
-            raise  # the claim rolls back with it: the next pass tries the slot again
+            raise  # the claim rolls back with it (campaigns_launch_due says what next)
         except Exception as exc:
             # Retrying a refused launch each minute would only repeat the refusal.
             launch.error = _error_text(exc)
@@ -119,6 +137,21 @@ def _slot_launch(campaign: Campaign, slot: datetime, now: datetime) -> Scheduled
         launch.save(update_fields=["run_count"])
     log.info("campaign %s: slot %s launched %d runs", campaign.pk, slot, len(runs))
     return launch
+
+
+def _slot_refused(
+    campaign: Campaign, slot: datetime, now: datetime, exc: DatabaseError
+) -> ScheduledLaunch | None:
+    """Claim the slot with the database's refusal as its error; None if another caller
+    holds it."""
+    log.error("campaign %s: slot %s launched nothing", campaign.pk, slot, exc_info=exc)
+    try:
+        with transaction.atomic():
+            return ScheduledLaunch.objects.create(
+                campaign=campaign, slot=slot, launched_at=now, error=_error_text(exc)
+            )
+    except IntegrityError:
+        return None
 
 
 def _error_text(exc: Exception) -> str:

@@ -281,6 +281,7 @@ def _finding(group: Group) -> Finding:
 def _attach(parent: Regression, group: Group, live: dict[str, Regression]) -> None:
     """Make the group's series' live regressions members of `parent` (notified with it)."""
     member_keys = [m.series_key for m in group.members]
+    member_keys += _error_keys(member_keys, live)
     blamed = {"target": group.target, "rule": group.rule, "group": group.key}
     Regression.objects.filter(key__in=member_keys, state__in=Regression.LIVE).exclude(
         parent=parent
@@ -289,6 +290,13 @@ def _attach(parent: Regression, group: Group, live: dict[str, Regression]) -> No
         if key in live:
             live[key].parent = parent
             live[key].blame = blamed
+
+
+def _error_keys(availability_keys: list[str], live: dict[str, Regression]) -> list[str]:
+    """The live error-class regressions of the series whose availability keys are given:
+    members of the group with them."""
+    series = {key.removesuffix("availability") for key in availability_keys}
+    return [key for key in live if ":error:" in key and key[: key.index(":error:") + 1] in series]
 
 
 def _recover_quiet_groups(
@@ -305,7 +313,11 @@ def _recover_quiet_groups(
     found = {g.key for g in groups}
     measured = _measured_subjects(verdicts, endpoints)
     for key, regression in list(live.items()):
-        if not key.startswith(GROUP_PREFIXES) or key in found or key.endswith(":not-run"):
+        if (
+            not key.startswith(GROUP_PREFIXES)
+            or key in found
+            or key.endswith((":not-run", ":no-data"))
+        ):
             continue
         if key.rsplit(":", 1)[0] not in measured:
             continue

@@ -86,7 +86,6 @@ def _described(finding: Finding) -> dict[str, Any]:
         "severity": finding.severity,
         "summary": finding.summary,
         "detector": finding.detector,
-        "blame": finding.blame,
         "change_night": finding.change_night,
         "baseline": finding.baseline,
         "current": finding.current,
@@ -94,6 +93,9 @@ def _described(finding: Finding) -> dict[str, Any]:
     }
     if finding.versions:
         described["versions"] = finding.versions
+    if finding.blame:
+        # A series' own findings blame nothing: the group that claimed it keeps its word.
+        described["blame"] = finding.blame
     return described
 
 
@@ -152,7 +154,9 @@ def _next(regression: Regression, finding: Finding, may_open: bool) -> tuple[str
             return state, 0
         if state == State.PENDING:
             return (State.OPEN if finding.confirmed else State.PENDING), 0
-        if state in (State.RECOVERING, State.NO_DATA, State.TESTER_FAULT):
+        if state == State.RECOVERING:
+            return State.OPEN, 0  # it was confirmed: bad again is open again
+        if state in (State.NO_DATA, State.TESTER_FAULT):
             return (State.OPEN if finding.confirmed else State.PENDING), 0
         return state, 0
     if state in (State.PENDING, State.NO_DATA, State.TESTER_FAULT):

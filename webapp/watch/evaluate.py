@@ -4,11 +4,12 @@ regressions along (docs/watch.md).
 
 For each series (endpoint x vantage point x parameter set) measured on the evaluated night,
 its last FEDPROBE_WATCH_LOOKBACK_NIGHTS rollup rows are read once; availability is judged by
-rule (functional failures go straight to an open regression), each watched metric by
-detect.detect over the nights' medians. Nights in an outage of the endpoint (its own or its
-site's) are not evaluated; during any downtime nothing opens. A pass run twice for the same
-`now` changes nothing: the runs' watermark finds no new night, and a regression is never
-advanced twice by one night.
+rule (functional failures go straight to an open regression), each error class by its share
+against its own band (error_series), each watched metric by detect.detect over the nights'
+medians; series that stopped being measured go to no-data (nodata). Nights in an outage of
+the endpoint (its own or its site's) are not evaluated; during any downtime nothing opens.
+A pass run twice for the same `now` changes nothing: the runs' watermark finds no new
+night, and a regression is never advanced twice by one night.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ from django.utils import timezone
 from webapp.campaigns.metrics import METRICS
 from webapp.core import sql
 from webapp.sites.models import Downtime, Endpoint
-from webapp.watch import blame, notrun
+from webapp.watch import blame, launches, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
-from webapp.watch.episodes import Finding, regression_advance, regression_no_data
+from webapp.watch.episodes import Finding, regression_advance
+from webapp.watch.error_series import error_findings
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
+from webapp.watch.nodata import series_no_data
 from webapp.watch.rollups import night_bounds, rollups_refresh
 from webapp.watch.series import (
-    Histories,
     NightRow,
     SeriesId,
     series_nights_read,
@@ -103,6 +105,7 @@ def _pass(now: datetime) -> PassOutcome:
         outcome.evaluated.append(night)
         outcome.series += _evaluate_night(night, now)
     notrun.vantage_points_not_running(now=now)
+    launches.campaign_launches_failed(now=now)
     outcome.changes = _changes_since(events_before)
     WatchPass.objects.create(
         now=now,
@@ -163,8 +166,8 @@ def _evaluate_night(night: date, now: datetime) -> int:
                     series, history, live=live, now=now, may_open=may_open, subject=subject
                 )
             )
-        _series_no_data(rows, measuring, night, live, now)
     blame.groups_blame(night=night, verdicts=verdicts, live=live, at=now)
+    series_no_data(night=night, now=now, live=live, measuring=measuring, downtime=context.downtime)
     return len(verdicts)
 
 
@@ -213,6 +216,10 @@ def _evaluate_series(
     tonight = history[-1]
     availability = availability_finding(series, tonight, subject=subject)
     _advance(availability, live, tonight.night, now, may_open)
+    for found in error_findings(
+        series, history, availability=availability, live=live, subject=subject
+    ):
+        _advance(found, live, tonight.night, now, may_open)
     for metric in settings.FEDPROBE_WATCH_METRICS:
         live_one = live.get(series.key(metric))
         finding = metric_finding(series, history, metric, live_one, subject=subject)
@@ -352,26 +359,3 @@ def _metric_regression(
 
 def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
-
-
-def _series_no_data(
-    rows: Histories,
-    measuring: dict[int, list[date]],
-    night: date,
-    live: dict[str, Regression],
-    now: datetime,
-) -> None:
-    """Series with live regressions not measured for FEDPROBE_WATCH_NO_DATA_NIGHTS nights on
-    which their vantage point measured others go to no-data."""
-    needed = settings.FEDPROBE_WATCH_NO_DATA_NIGHTS
-    stopped = set()
-    for series, history in rows.items():
-        last = history[-1].night
-        missed = [n for n in measuring.get(series.vantage_point_id, []) if n > last]
-        if len(missed) >= needed:
-            stopped.add(series.key(""))
-    if not stopped:
-        return
-    for key, regression in list(live.items()):
-        if key.rsplit(":", 1)[0] + ":" in stopped:
-            regression_no_data(regression=regression, night=night, at=now)

@@ -106,6 +106,17 @@ def test_recovering_opens_again_on_a_bad_night() -> None:
     assert regression.good_nights == 0
 
 
+def test_recovering_opens_again_on_a_merely_suspicious_night_too() -> None:
+    one = series()
+    measure(one, 0, "timeout")
+    watch(0)
+    measure(one, 1, "ok")
+    watch(1)
+    measure(one, 2, "ok", "server-error")  # not confirmed by itself: it was, before
+    watch(2)
+    assert states(availability(one)) == ["open", "recovering", "open"]
+
+
 @override_settings(FEDPROBE_WATCH_NO_DATA_NIGHTS=2)
 def test_series_not_measured_while_its_vantage_point_measures_others_has_no_data() -> None:
     one, other = series(), series()

@@ -27,6 +27,8 @@ def blamed_on(regression: Regression) -> str:
     if target == Blame.CREDENTIAL:
         credential = (regression.blame or {}).get("credential", "")
         return f"a credential ({credential})" if credential else "a credential"
+    if target == "campaign":  # a scheduled slot that launched nothing
+        return f"campaign {(regression.blame or {}).get('campaign', '')}".strip()
     return str(target)
 
 
