@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/fedprobe_partition \\
         .venv/bin/python benches/partitioned_month.py [--hours 720] [--month 2026-11] \\
-        [--rollup-nights 2] [--keep]
+        [--rollup-nights 2] [--rollup-month] [--keep] [--reuse]
 
 Hourly probes of 500 endpoints x 10 parameter sets x 3 vantage points are 15,000 runs an
 hour, 10.8M a 30-day month, 130M a year. In its own database this benchmark:
@@ -17,12 +17,18 @@ hour, 10.8M a 30-day month, 130M a year. In its own database this benchmark:
    through the parent (as the app inserts, every index and foreign key maintained); the
    month after the next is created empty, as `runs_partitions_create` does ahead of time;
 4. runs the application's own code on it, unchanged (the model's table is now the
-   partitioned one): the watch's rollup of a few nights of the month (`series_nights_roll_up`,
-   extrapolated to the month), the watermark's pass with nothing new (`rollups_refresh`),
-   compare over 90 days for one endpoint (`compare_data`), a run by id, the newest page;
-   each query's EXPLAIN says which partitions it read;
-5. prints the month's table and index sizes and times detaching a month;
-6. puts the ordinary table back (unless --keep).
+   partitioned one): the watch's rollup of a few nights of the month
+   (`series_nights_roll_up`, extrapolated to the month; with --rollup-month the whole
+   month, as a first pass does), the watermark's pass with nothing new
+   (`rollups_refresh`), compare over 90 days for one endpoint (`compare_data`), the default
+   matrix, a site's summary, a run by id, the run list's first page; each query's EXPLAIN
+   ANALYZE says which partitions it read (nodes "never executed" left out);
+5. prints the month's table and index sizes, times detaching two months
+   (`runs_partition_detach`) and attaching the hourly one back (an archived month restored);
+6. puts the ordinary table back (unless --keep; --reuse then measures again without
+   rebuilding).
+
+Figures: docs/benchmarks.md, "A month of hourly runs in a partitioned runs table".
 """
 
 from __future__ import annotations
@@ -248,9 +254,26 @@ def measure_rollup(month: date, nights: int) -> None:
         rows = series_nights_roll_up(night=night)
         took.append(time.perf_counter() - began)
         log(f"rollup of {night} (series_nights_roll_up): {took[-1]:.1f} s, {rows:,} rows")
+    if not took:
+        return
     per_night = sum(took) / len(took)
     days = (month_bounds(month)[1] - start).days
     log(f"rollup of the month, extrapolated: {per_night * days / 60:.1f} min ({days} nights)")
+
+
+def measure_month_rollup(month: date) -> None:
+    """The whole month rolled up as the watch's first pass does: NIGHTS_PER_STATEMENT nights
+    a statement (series_nights_roll_up_range)."""
+    from webapp.watch.rollups import NIGHTS_PER_STATEMENT, series_nights_roll_up_range
+
+    start, end = month_bounds(month)
+    nights = [(start + timedelta(days=n)).date() for n in range((end - start).days)]
+    began = time.perf_counter()
+    for first in range(0, len(nights), NIGHTS_PER_STATEMENT):
+        chunk = nights[first : first + NIGHTS_PER_STATEMENT]
+        with timed(f"rollup of {chunk[0]} to {chunk[-1]} (series_nights_roll_up_range)"):
+            series_nights_roll_up_range(first=chunk[0], last=chunk[-1])
+    log(f"rollup of the month: {(time.perf_counter() - began) / 60:.1f} min")
 
 
 def measure_watermark() -> None:
@@ -385,6 +408,9 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=720, help="hours of the month filled")
     parser.add_argument("--month", default="2026-11", help="YYYY-MM (30 days for 720 hours)")
     parser.add_argument("--rollup-nights", type=int, default=2)
+    parser.add_argument(
+        "--rollup-month", action="store_true", help="also roll up the whole month (slow)"
+    )
     parser.add_argument("--endpoints", type=int, default=500)
     parser.add_argument("--parameter-sets", type=int, default=10)
     parser.add_argument("--vantage-points", type=int, default=3)
@@ -411,6 +437,8 @@ def main() -> None:
     try:
         sizes(month)
         measure_rollup(month, args.rollup_nights)
+        if args.rollup_month:
+            measure_month_rollup(month)
         measure_reads(month)
         measure_watermark()
         detach(month)
