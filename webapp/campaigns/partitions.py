@@ -81,11 +81,15 @@ def runs_partition_create(*, month: date, table: str = RUNS_TABLE) -> Partition 
     if name in runs_partitions(table=table):
         return None
     with transaction.atomic(), connection.cursor() as cursor:
-        # Creating a partition locks the parent (every insert of a run) for an instant, but
-        # waits behind whatever reads it: give up rather than hold the inserts queued.
+        # CREATE TABLE ... PARTITION OF would lock the parent ACCESS EXCLUSIVE (every read and
+        # insert of a run waits); an empty table attached takes SHARE UPDATE EXCLUSIVE, which
+        # they pass. It still waits for DDL on the parent: give up rather than wait long.
         cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'")
         cursor.execute(
-            f'CREATE TABLE "{name}" PARTITION OF "{table}" FOR VALUES FROM (%s) TO (%s)',
+            f'CREATE TABLE "{name}" (LIKE "{table}" INCLUDING DEFAULTS INCLUDING CONSTRAINTS)'
+        )
+        cursor.execute(
+            f'ALTER TABLE "{table}" ATTACH PARTITION "{name}" FOR VALUES FROM (%s) TO (%s)',
             [_midnight(month), _midnight(months_after(month, 1))],
         )
     return Partition(name, month)

@@ -46,6 +46,11 @@ def test_this_month_and_the_next_ones_are_created_once(by_month: str) -> None:
     assert [p.name for p in created] == names
     assert partitions.runs_partitions(table=by_month) == names
     assert partitions.runs_partitions_create(now=NOW, ahead=2, table=by_month) == []
+    with connection.cursor() as cursor:  # the parent's key, on each month
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE tablename = %s", [names[0]])
+        assert [row[0].split(" USING ")[1] for row in cursor.fetchall()] == [
+            "btree (id, created_at)"
+        ]
 
 
 @pytest.mark.django_db
