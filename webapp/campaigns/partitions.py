@@ -1,10 +1,10 @@
 """Monthly partitions of the runs table, for a deployment whose runs table is partitioned by
 month on created_at (docs/deployment.md, "Hourly probes: the runs table by month").
 
-Nothing here converts the table: on a runs table that is not partitioned (the default, and
-every test database) `runs_partitions_create` raises NotPartitioned. A partition holds the
-runs created from the first of its month (UTC) to the first of the next, and is named
-`<table>_yYYYYmMM`.
+Nothing here converts the table: on a runs table that is not partitioned (the default, every
+test database, and always on SQLite) `runs_partitions_create` raises NotPartitioned. A
+partition holds the runs created from the first of its month (UTC) to the first of the next,
+and is named `<table>_yYYYYmMM`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from django.db import connection, transaction
 
 from webapp.campaigns.models import Run
+from webapp.core import sql
 
 RUNS_TABLE = Run._meta.db_table
 # Months created ahead of the current one: a run created in a month with no partition is
@@ -53,6 +54,9 @@ def partition_name(month: date, *, table: str = RUNS_TABLE) -> str:
 
 
 def is_partitioned(table: str = RUNS_TABLE) -> bool:
+    """Whether `table` is partitioned (never on SQLite, which has no partitions)."""
+    if not sql.is_postgresql():
+        return False
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_partitioned_table p JOIN pg_class c "
@@ -65,6 +69,8 @@ def is_partitioned(table: str = RUNS_TABLE) -> bool:
 
 def runs_partitions(*, table: str = RUNS_TABLE) -> list[str]:
     """The names of the table's attached partitions, oldest first."""
+    if not sql.is_postgresql():
+        return []
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "

@@ -1,7 +1,8 @@
 """Monthly partitions of a runs table partitioned on created_at (docs/deployment.md, "Hourly
 probes: the runs table by month"): this month's and the next ones are created once, a run
 of a month without a partition is refused, a detached month leaves the parent, and on the
-ordinary (unpartitioned) runs table the command says so and changes nothing."""
+ordinary (unpartitioned) runs table, on PostgreSQL or SQLite, the command says so and changes
+nothing."""
 
 from __future__ import annotations
 
@@ -85,6 +86,7 @@ def test_a_detached_month_is_a_table_of_its_own_and_its_runs_leave_the_parent(
         partitions.runs_partition_detach(month=date(2026, 11, 1), table=by_month)
 
 
+@pytest.mark.sqlite
 @pytest.mark.django_db
 def test_the_command_on_the_ordinary_runs_table_says_it_is_not_partitioned() -> None:
     with pytest.raises(CommandError, match="campaigns_run is not partitioned: nothing to do"):
