@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
@@ -27,6 +28,24 @@ from workers.lab.ports import free_base_port
 TEST_FILE_SIZES = (1 * MiB, 4 * MiB, 16 * MiB)
 _PORT_TRIES = 3
 _BROWSER_TESTS = Path(__file__).parent / "browser"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The live server (pytest-django's live_server: Django's LiveServerThread) sends without
+    Nagle's delay, as gunicorn does in production. Django's server writes an answer's
+    headers and body separately, and the second write waited for the client's delayed
+    acknowledgement of the first: about 45 ms an answer on a kept-alive connection (a
+    browser's, a requests.Session's), 14 ms instead of 59 ms a page at load 11."""
+    from django.core.servers.basehttp import ThreadedWSGIServer
+    from django.test.testcases import LiveServerThread
+
+    class NoDelayServer(ThreadedWSGIServer):
+        def get_request(self) -> tuple[socket.socket, object]:
+            connection, address = super().get_request()
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return connection, address
+
+    LiveServerThread.server_class = NoDelayServer
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -15,4 +15,16 @@ os.environ["FEDPROBE_BROKER_URL"] = os.environ.get(
     "FEDPROBE_TEST_BROKER_URL", "redis://127.0.0.1:6379/13"
 )
 
+from django.conf import global_settings
+
 from webapp.settings import *  # noqa: F403
+
+# Django's fast hasher first in the test process (Django's own advice for test suites): the
+# production default (PBKDF2, a million rounds, ~0.3 s of CPU a password) would hash every
+# test user's password again, and hashing is no part of what those tests check. The
+# production hashers stay listed, so hashes made by subprocesses on webapp.settings still
+# verify; tests/webapp/accounts/test_login.py signs in with the production list itself.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    *global_settings.PASSWORD_HASHERS,
+]

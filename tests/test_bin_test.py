@@ -69,6 +69,8 @@ def test_every_stage_runs_after_a_failed_one_and_the_failure_fails_the_whole(
     }
     # The sqlite test ran in the quick stage and again with the embedded database's empty URL.
     assert (tmp_path / "seen.log").read_text().splitlines() == ["'postgres://outer'", "''"]
+    # Each stage that ran tests says which were slowest (bin/test's CI log shows where time goes).
+    assert done.stdout.count("slowest 25 durations") == 3, done.stdout
 
 
 def test_with_arguments_a_stage_may_select_nothing(tmp_path: Path) -> None:

@@ -24,26 +24,62 @@ from webapp.accounts.services import user_set_role
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 900}
+_BROWSER_TESTS = Path(__file__).parent
 
 
-# Per module, not per session: while Playwright's sync API is started, this thread has a
-# running event loop, and tests after the browser tests that call asyncio.run would fail.
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
+class _Chromium:
+    """One Chromium for a run of browser tests in a row (a launch and Playwright's start cost
+    seconds), stopped as soon as the next test is not a browser test: while Playwright's sync
+    API is started, this thread has a running event loop, and tests that call asyncio.run
+    would fail (pytest_runtest_teardown below)."""
 
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"Chromium is not installed at {CHROMIUM}: run bin/setup")
-    # Playwright's sync API keeps an event loop in this thread; Django's ORM calls in the
-    # tests are still synchronous (Playwright's own documentation for Django tests).
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
-        )
-        yield browser
-        browser.close()
-    os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._browser: Any = None
+
+    def browser(self) -> Any:
+        if self._browser is None:
+            from playwright.sync_api import sync_playwright
+
+            if not os.path.exists(CHROMIUM):
+                pytest.fail(f"Chromium is not installed at {CHROMIUM}: run bin/setup")
+            # Playwright's sync API keeps an event loop in this thread; Django's ORM calls in
+            # the tests are still synchronous (Playwright's own documentation for Django tests).
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
+            )
+        return self._browser
+
+    def stop(self) -> None:
+        if self._playwright is None:
+            return
+        try:
+            if self._browser is not None:
+                self._browser.close()
+        finally:
+            self._playwright.stop()
+            self._playwright = self._browser = None
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+_CHROMIUM = _Chromium()
+
+
+@pytest.fixture
+def chromium() -> Any:
+    """Headless Chromium, shared by consecutive browser tests (_Chromium)."""
+    return _CHROMIUM.browser()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a browser test's own teardown, stop Chromium unless the next test is one too
+    (pytest calls this conftest's runtest hooks for tests under tests/browser only)."""
+    yield
+    if nextitem is None or not nextitem.path.is_relative_to(_BROWSER_TESTS):
+        _CHROMIUM.stop()
 
 
 class PageWatch:

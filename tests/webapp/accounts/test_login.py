@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.conf import global_settings
 from django.contrib.auth.models import User
 from django.test import Client
 from pytest_django.fixtures import Settings
@@ -32,6 +33,24 @@ def test_login_with_the_right_password_signs_in_and_redirects(client: Client, al
     )
     assert (response.status_code, response.headers["Location"]) == (302, "/")
     assert client.session["_auth_user_id"] == str(alice.pk)
+
+
+def test_login_with_the_production_hasher_signs_in(client: Client, settings: Settings) -> None:
+    """The test settings hash with MD5 first (tests/settings.py): here the production list
+    (webapp.settings sets none: Django's, PBKDF2 first) hashes, checks and signs in."""
+    import webapp.settings as production
+
+    assert not hasattr(production, "PASSWORD_HASHERS")
+    settings.PASSWORD_HASHERS = global_settings.PASSWORD_HASHERS
+    bob = User.objects.create_user("bob", password="correct horse battery staple")
+    assert bob.password.startswith("pbkdf2_sha256$")
+    response = client.post(
+        "/accounts/login/", {"username": "bob", "password": "correct horse battery staple"}
+    )
+    assert (response.status_code, response.headers["Location"]) == (302, "/")
+    assert client.session["_auth_user_id"] == str(bob.pk)
+    bob.refresh_from_db()
+    assert bob.password.startswith("pbkdf2_sha256$")  # not rehashed to another
 
 
 def test_login_with_a_wrong_password_says_so(client: Client, alice: User) -> None:
