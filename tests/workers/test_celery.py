@@ -108,6 +108,9 @@ def test_control_tasks_go_to_the_control_queue_on_beat_s_schedule() -> None:
 
 
 def test_scheduled_tasks_are_all_registered() -> None:
+    # What a worker or beat does as it starts: import the app's `include` modules (without
+    # this, the test depended on another test module having imported them first).
+    app.loader.import_default_modules()
     scheduled = {entry["task"] for entry in app.conf.beat_schedule.values()}
     assert scheduled | set(app.conf.task_routes) <= set(app.tasks)
 
