@@ -132,21 +132,16 @@ def detect(
 
 
 def _without_weekdays(window: Sequence[NightPoint]) -> list[NightPoint]:
-    """The nights divided by their weekday's usual level, once there are three weeks of
-    them: a busy Monday is then no drop. A weekday's level is the median, over its nights,
-    of each night against the median of the week around it (its own and three nights each
-    side), so a change of level inside the window does not tilt it. Multiplicative, as
-    load is; left as they are where a level is 0."""
-    if len(window) < WEEKLY_MIN_NIGHTS:
+    """The nights divided by their weekday's usual level (the median of that weekday's
+    nights over the overall median), once there are three weeks of them: a busy Monday is
+    then no drop. Multiplicative, as load is; left as they are where the level is 0."""
+    level = statistics.median(p.value for p in window)
+    if level <= 0 or len(window) < WEEKLY_MIN_NIGHTS:
         return list(window)
-    values = [p.value for p in window]
     by_weekday: dict[int, list[float]] = {}
-    for i, point in enumerate(window):
-        week = statistics.median(values[max(0, i - 3) : i + 4])
-        if week <= 0:
-            return list(window)
-        by_weekday.setdefault(point.night.weekday(), []).append(point.value / week)
-    factor = {day: statistics.median(v) for day, v in by_weekday.items() if len(v) >= 3}
+    for p in window:
+        by_weekday.setdefault(p.night.weekday(), []).append(p.value)
+    factor = {day: statistics.median(v) / level for day, v in by_weekday.items() if len(v) >= 3}
     return [_scaled(p, factor.get(p.night.weekday(), 1.0)) for p in window]
 
 
