@@ -30,7 +30,7 @@ from typing import Any
 
 from otava.analysis import compute_change_points
 
-DETECTOR_NAME = "fedprobe-band+otava-edivisive-ttest"
+DETECTOR_NAME = "fedprobe-band+otava-edivisive-ttest+ar1-level-z"
 LIBRARY = f"apache-otava {version('apache-otava')}"
 MAD_TO_SIGMA = 1.4826  # MAD of a normal sample x this = its standard deviation
 CLIP_SIGMAS = 3.0  # a night further than this from its side's median counts as this far
