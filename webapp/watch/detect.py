@@ -7,15 +7,19 @@ state from the `Detection`. Two tiers:
 - breakage, the same night: tonight far outside the robust band (median and MAD) of the
   recent nights, by a robust z *and* a minimum relative magnitude -> suspicious;
 - shift: a persistent change of level, found by E-Divisive means with a Student's t-test
-  (Apache Otava's `compute_change_points`), at least a minimum magnitude, confirmed once
+  (Apache Otava's `compute_change_points`), at least a minimum magnitude, and a new level
+  that stands out of the series' own weather: its mean lies `shift_z` standard errors from
+  the band's, the errors widened for the nights' autocorrelation (bad nights come in runs, so
+  a week of them is one bad spell, not seven bad nights); confirmed once at least
   `confirm_nights` nights sit on the new level -> regression; before that suspicious.
 
 The change-point search only runs where a cheap pre-test (the last nights' median against
-the band's) hints at a change, so that 120,000 series are evaluated in one pass.
+the nights' before them) hints at a change, so that 120,000 series are evaluated in one pass.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -26,9 +30,11 @@ from typing import Any
 
 from otava.analysis import compute_change_points
 
-DETECTOR_NAME = "fedprobe-band+otava-edivisive-ttest"
+DETECTOR_NAME = "fedprobe-band+otava-edivisive-ttest+ar1-level-z"
 LIBRARY = f"apache-otava {version('apache-otava')}"
 MAD_TO_SIGMA = 1.4826  # MAD of a normal sample x this = its standard deviation
+CLIP_SIGMAS = 3.0  # a night further than this from its side's median counts as this far
+RHO_MAX = 0.9  # the nights' lag-1 autocorrelation, at most (a trend is not weather)
 WEEKLY_MIN_NIGHTS = 21
 
 REGRESSION = "regression"
@@ -60,7 +66,7 @@ class DetectorConfig:
     breakage_z: float = 4.0  # robust z of tonight against the band
     breakage_min_pct: float = 20.0  # ... and its relative distance from the band's median
     shift_min_pct: float = 15.0  # a shift smaller than this is no change
-    shift_z: float = 4.0  # ... and so is one within this x the band's robust sigma
+    shift_z: float = 9.0  # ... and one whose level z (autocorrelation counted) is below
     pretest_fraction: float = 0.6  # search change points if the tail moved this x min
     max_pvalue: float = 0.001  # the t-test's significance of a change point
     cp_window: int = 30  # Otava's sliding window (nights)
@@ -174,17 +180,19 @@ def _breakage(window: Sequence[NightPoint], config: DetectorConfig) -> _Finding 
 
 
 def _pretest(values: Sequence[float], config: DetectorConfig) -> bool:
-    """Cheap: did the last nights' median move from the band's by enough to search?"""
+    """Cheap: did the last nights' median move from the window's by enough to search?"""
     tail_start = len(values) - config.confirm_nights
-    first, last = _band(tail_start, config)
-    reference = statistics.median(values[first : last + 1])
+    # All the nights before, not only the band: a shift waits for its z for weeks, while
+    # the band fills with nights of the new level.
+    reference = statistics.median(values[:tail_start])
     moved = abs(statistics.median(values[tail_start:]) - reference)
     return _relative(moved, reference) * 100 >= config.shift_min_pct * config.pretest_fraction
 
 
 def _shift(values: Sequence[float], config: DetectorConfig) -> _Finding | None:
-    """The latest significant change point whose level moved by the minimum magnitude,
-    measured robustly: medians of the band before it and of the nights since."""
+    """The latest significant change point whose level moved by the minimum magnitude
+    (medians of the band before it and of the nights since) and by `shift_z` standard
+    errors of the weather (`level_z`)."""
     change_points, _weak = compute_change_points(
         list(values),
         window_len=config.cp_window,
@@ -195,14 +203,13 @@ def _shift(values: Sequence[float], config: DetectorConfig) -> _Finding | None:
         at = int(change_point.index)
         first, last = _band(at, config)
         band = values[first : last + 1]
-        baseline, sigma = _median_sigma(band)
+        baseline = statistics.median(band)
         after = values[at:]
         current = statistics.median(after)
         moved = abs(current - baseline)
-        if (
-            _relative(moved, baseline) * 100 < config.shift_min_pct
-            or moved <= config.shift_z * sigma
-        ):
+        if _relative(moved, baseline) * 100 < config.shift_min_pct:
+            continue
+        if level_z(values[first:], at=at - first) < config.shift_z:
             continue
         confirmed = _on_new_level(after, baseline=baseline, current=current, config=config)
         return _Finding(SHIFT, at, baseline, current, (first, last), confirmed)
@@ -218,6 +225,48 @@ def _on_new_level(
         return False
     recent = after[-config.confirm_nights :]
     return all(abs(v - current) < abs(v - baseline) for v in recent)
+
+
+def level_z(values: Sequence[float], *, at: int) -> float:
+    """How many standard errors the mean level of values[at:] lies from that of
+    values[:at]: on logarithms (relative changes, as load acts) where all are positive,
+    each side's nights clipped at CLIP_SIGMAS robust sigmas of it (one odd night moves
+    nothing), and the standard error of each mean widened for the nights' lag-1
+    autocorrelation, as an AR(1) process's is: k nights in a run of bad weather weigh as
+    fewer independent nights."""
+    if all(v > 0 for v in values):
+        values = [math.log(v) for v in values]
+    before, after = _clipped(values[:at]), _clipped(values[at:])
+    if len(before) < 2 or len(after) < 2:
+        return 0.0
+    mean_before, mean_after = statistics.fmean(before), statistics.fmean(after)
+    residuals = [v - mean_before for v in before], [v - mean_after for v in after]
+    squares = sum(r * r for side in residuals for r in side)
+    lagged = sum(x * y for side in residuals for x, y in itertools.pairwise(side))
+    if squares == 0:
+        return 0.0 if mean_after == mean_before else math.inf
+    variance = squares / (len(values) - 2)
+    rho = min(RHO_MAX, max(0.0, lagged / squares))
+    error = variance * (_ar1_factor(len(before), rho) / len(before))
+    error += variance * (_ar1_factor(len(after), rho) / len(after))
+    return abs(mean_after - mean_before) / math.sqrt(error)
+
+
+def _clipped(values: Sequence[float]) -> list[float]:
+    if not values:
+        return []
+    median, sigma = _median_sigma(values)
+    low, high = median - CLIP_SIGMAS * sigma, median + CLIP_SIGMAS * sigma
+    return [min(max(v, low), high) for v in values]
+
+
+def _ar1_factor(k: int, rho: float) -> float:
+    """The variance of the mean of k nights of an AR(1) process with lag-1 correlation
+    `rho`, over that of k independent nights: 1 for rho 0, (1 + rho) / (1 - rho) for k
+    large."""
+    if rho <= 0:
+        return 1.0
+    return (1 + rho) / (1 - rho) - 2 * rho * (1 - rho**k) / (k * (1 - rho) ** 2)
 
 
 def _median_sigma(values: Sequence[float]) -> tuple[float, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import replace
@@ -15,6 +16,7 @@ from webapp.watch.models import Regression
 
 FIRST = date(2026, 9, 1)
 CONFIG = DetectorConfig()
+WEATHER_SEED = 8  # weather whose week of bad nights a lasting step of 30% outgrows
 
 
 def nights(values: Sequence[float], *, first: date = FIRST) -> list[NightPoint]:
@@ -167,11 +169,46 @@ def test_a_night_whose_runs_spread_widely_is_not_a_breakage(spread: float) -> No
     assert verdict == ("suspicious" if spread == 0 else "no-change")
 
 
-def test_a_shift_within_the_noise_of_a_noisy_series_is_no_change() -> None:
-    values = noise(40, sd=0.08, seed=6) + noise(6, level=80.0, sd=0.08, seed=7)
-    assert detect(nights(values), higher_is_better=True).verdict == "no-change"
-    lenient = DetectorConfig(shift_z=1.0)
-    assert detect(nights(values), higher_is_better=True, config=lenient).verdict == "regression"
+def weather(count: int, *, seed: int) -> list[float]:
+    """Nights of weather as `history synthesize` draws it: an AR(1) process on the
+    logarithm (lag-1 correlation 0.7, 6% a night), so bad nights come in runs."""
+    rng = random.Random(seed)
+    log_level, values = 0.0, []
+    for _ in range(count):
+        log_level = 0.7 * log_level + rng.gauss(0, 0.06)
+        values.append(100.0 * math.exp(log_level))
+    return values
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_nights_in_runs_weigh_as_fewer_than_the_same_nights_shuffled(seed: int) -> None:
+    values = weather(40, seed=seed)
+    values[28:] = [v * 0.85 for v in values[28:]]
+    before, after = values[:28], values[28:]
+    rng = random.Random(seed)
+    rng.shuffle(before)
+    rng.shuffle(after)
+    in_runs = detect_module.level_z(values, at=28)
+    assert in_runs < 0.8 * detect_module.level_z(before + after, at=28)
+
+
+def test_a_week_of_bad_weather_is_no_regression_but_the_same_drop_in_steady_noise_is() -> None:
+    stormy = weather(47, seed=WEATHER_SEED)
+    stormy[40:] = [v * 0.78 for v in stormy[40:]]
+    for end in range(41, 48):
+        assert detect(nights(stormy[:end]), higher_is_better=True).verdict != "regression", end
+    lenient = DetectorConfig(shift_z=2.0)
+    assert detect(nights(stormy), higher_is_better=True, config=lenient).verdict == "regression"
+    steady = stepped(40, 7, factor=0.78)
+    assert detect(nights(steady), higher_is_better=True).verdict == "regression"
+
+
+def test_a_lasting_step_in_bad_weather_is_a_regression_once_its_level_stands_out() -> None:
+    values = weather(70, seed=WEATHER_SEED)
+    values[40:] = [v * 0.7 for v in values[40:]]
+    result = detect(nights(values), higher_is_better=True)
+    assert result.verdict == "regression" and result.worse
+    assert result.change_night == FIRST + timedelta(days=40)
 
 
 def test_a_weekday_pattern_is_no_change_once_weeks_are_known() -> None:
