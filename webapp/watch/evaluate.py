@@ -29,6 +29,7 @@ from webapp.sites.models import Downtime, Endpoint
 from webapp.watch import blame, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
 from webapp.watch.episodes import Finding, regression_advance, regression_no_data
+from webapp.watch.latest import series_latest_refresh
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
 from webapp.watch.rollups import night_bounds, rollups_refresh
 from webapp.watch.series import (
@@ -97,6 +98,7 @@ def _only_pass() -> Iterator[bool]:
 def _pass(now: datetime) -> PassOutcome:
     started = timezone.now()
     refreshed = rollups_refresh(now=now)
+    series_latest_refresh(nights=refreshed.nights)
     outcome = PassOutcome(nights=refreshed.nights)
     events_before = _event_count()
     for night in _nights_to_evaluate(refreshed.nights, first_pass=refreshed.first_pass):
