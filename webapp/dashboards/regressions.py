@@ -34,6 +34,7 @@ from webapp.watch.selectors import (
     regression_get,
     regression_list,
     regression_rows,
+    regression_sites,
 )
 
 PAGE_SIZE = 50
@@ -53,7 +54,7 @@ class RegressionListView(ViewerRequiredMixin, View):
         query.pop("page", None)
         if not query:
             query.setlist("state", LIVE_STATES)
-        form = RegressionFilterForm(query)
+        form = _light(RegressionFilterForm(query))
         if not form.is_valid():
             return render(request, self.template_name, {"form": form, "page": None}, status=400)
         keys = regression_list(filters=form.cleaned_data)
@@ -61,6 +62,21 @@ class RegressionListView(ViewerRequiredMixin, View):
         rows = regression_rows(keys=[row.pk for row in page.object_list])
         context = {"form": form, "page": page, "rows": rows, "query": query.urlencode()}
         return render(request, self.template_name, context)
+
+
+def _light(form: RegressionFilterForm) -> RegressionFilterForm:
+    """The page's filters without a list of every endpoint and site (hundreds of options on
+    each request): the endpoint is an id (each row links to its filter), the sites listed are
+    those with regressions (any site id is still accepted, as by the API)."""
+    endpoint = form.fields["endpoint"]
+    endpoint.widget = forms.NumberInput(attrs={"min": 1, "placeholder": "any: an endpoint's id"})
+    endpoint.help_text = "an endpoint's id (the endpoint link of a row filters by it)"
+    sites: list[tuple[int | str, str]] = [*regression_sites()]
+    chosen = str(form.data.get("site") or "")
+    if chosen and chosen not in {str(pk) for pk, _ in sites}:
+        sites.append((chosen, f"site {chosen}"))  # chosen, without regressions: still shown
+    form.fields["site"].widget.choices = [("", "all sites"), *sites]
+    return form
 
 
 class RegressionDetailView(ViewerRequiredMixin, View):
