@@ -259,7 +259,8 @@ def assert_tester_fault_only(run: Run) -> None:
     watch_pass()  # the alerts read what the watch stored of the night
     failing = alerts_failing(since=(run.created_at - timedelta(days=1)).date(), filters={})
     assert run.pk not in [row["run"] for row in failing]
-    faults = tester_fault_runs.tester_faults(since=run.created_at - timedelta(days=1), filters={})
+    since = (run.created_at - timedelta(days=1)).date()
+    faults = tester_fault_runs.tester_faults(since=since, filters={})
     assert (run.vantage_point.name, "lost") in [
         (f["vantage_point"], f["error_class"]) for f in faults
     ]

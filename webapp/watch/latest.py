@@ -19,14 +19,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from django.db import transaction
 from django.db.models import FloatField, Q
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from webapp.campaigns.metrics import RUN_METRICS
-from webapp.campaigns.models import Run, q_not_tester_fault
+from webapp.campaigns.metrics import METRICS, RUN_METRICS
+from webapp.campaigns.models import Run, q_not_tester_fault, q_tester_fault
 from webapp.core import sql
-from webapp.watch.models import SeriesLatest, SeriesNight
+from webapp.watch.models import SeriesLatest, SeriesNight, SeriesTesterFault
 from webapp.watch.rollups import SERIES_FIELDS, night_bounds
 
 # The metrics whose latest night is kept against the nights before (speeds, not costs).
@@ -34,6 +35,7 @@ SPEED_METRICS = tuple(m.name for m in RUN_METRICS if m.speed)
 BASELINE_NIGHTS = 7
 ENDPOINTS_PER_CHUNK = 25
 ERROR_MESSAGE_CHARS = 300
+WORST = 1e9  # the factor of a speed that fell to 0
 COUNTS = ("night", "runs", "succeeded", "partial", "failed", "tester_faults")
 
 Series = tuple[Any, ...]  # the SERIES_FIELDS values
@@ -53,6 +55,7 @@ class State:
     measured_run: int | None = None
     baseline_runs: int = 0
     metrics: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    worst_factor: float | None = None
 
 
 def series_latest_refresh(*, nights: Sequence[date]) -> int:
@@ -67,7 +70,41 @@ def series_latest_refresh(*, nights: Sequence[date]) -> int:
         .values_list("endpoint_id", flat=True)
         .distinct()
     )
-    return sum(_refresh_chunk(chunk, first) for chunk in _chunks(endpoints))
+    written = sum(_refresh_chunk(chunk, first) for chunk in _chunks(endpoints))
+    series_tester_faults_refresh(nights=nights)
+    return written
+
+
+def series_tester_faults_refresh(*, nights: Sequence[date]) -> None:
+    """The SeriesTesterFault rows of `nights`, from their runs (tester faults are few: the
+    runs of those nights are read once, by their creation time)."""
+    nights = sorted(set(nights))
+    faults = (
+        Run.objects.filter(_ranges(nights), q_tester_fault(), status__in=Run.Status.ENDED)
+        .annotate(error_class=KT("errors__0__class"), phase=KT("errors__0__phase"))
+        .order_by("created_at", "id")
+        .values_list(*SERIES_FIELDS, "error_class", "phase", "created_at", "id")
+    )
+    rows: dict[tuple[Any, ...], SeriesTesterFault] = {}
+    for *series, error_class, phase, created_at, run_id in faults.iterator(10000):
+        at = _aware(created_at)
+        key = (at.date(), *series, error_class or "", phase or "")
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = SeriesTesterFault(
+                night=key[0],
+                **dict(zip(SERIES_FIELDS, series, strict=True)),
+                error_class=key[-2],
+                phase=key[-1],
+                runs=0,
+                latest_at=at,
+                run=run_id,
+            )
+        row.runs += 1
+        row.latest_at, row.run = at, max(row.run, run_id)
+    with transaction.atomic():
+        SeriesTesterFault.objects.filter(night__in=nights).delete()
+        SeriesTesterFault.objects.bulk_create(rows.values(), batch_size=2000)
 
 
 def _chunks(ids: list[int]) -> Iterator[list[int]]:
@@ -187,17 +224,28 @@ def _compare(state: State, rows: list[tuple[Any, ...]]) -> None:
     measured_night = state.measured_night
     assert measured_night is not None
     start = measured_night - timedelta(days=BASELINE_NIGHTS)
-    baseline = [r for r in rows if start <= r[0] < measured_night]
+    nights_before = [r for r in rows if start <= r[0] < measured_night]
     tonight = [r for r in rows if r[0] == measured_night]
-    state.baseline_runs = sum(r[1] + r[2] for r in baseline)
+    state.baseline_runs = sum(r[1] + r[2] for r in nights_before)
     for i, metric in enumerate(SPEED_METRICS):
         latest = tonight[0][3 + i] if tonight else None
-        before = [r[3 + i] for r in baseline if r[3 + i] is not None]
+        before = [r[3 + i] for r in nights_before if r[3 + i] is not None]
         if latest is not None:
-            state.metrics[metric] = {
-                "latest": latest,
-                "baseline": statistics.median(before) if before else None,
-            }
+            baseline = statistics.median(before) if before else None
+            state.metrics[metric] = {"latest": latest, "baseline": baseline}
+            factor = worse_factor(metric, latest, baseline)
+            if factor is not None:
+                state.worst_factor = max(factor, state.worst_factor or 0.0)
+
+
+def worse_factor(metric: str, latest: float, baseline: float | None) -> float | None:
+    """How many times worse than `baseline` `latest` is (below 1: better); None without a
+    baseline. A speed that fell to nothing is WORST times worse."""
+    if baseline is None or baseline <= 0:
+        return None
+    if METRICS[metric].higher_is_better:
+        return baseline / latest if latest > 0 else WORST
+    return latest / baseline
 
 
 def _add_failed_runs(endpoints: list[int], states: dict[Series, State]) -> None:

@@ -314,6 +314,12 @@ class SeriesLatest(models.Model):
         help_text='{metric: {"latest", "baseline"}}: measured_night\'s median and the median '
         "of the medians of the nights before it",
     )
+    worst_factor = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="how many times worse than its baseline its worst speed metric is (an index "
+        "finds the few series beyond a threshold)",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -337,8 +343,35 @@ class SeriesLatest(models.Model):
                 condition=models.Q(failing=True),
                 name="series_latest_failing_idx",
             ),
-            models.Index(fields=["measured_night"], name="series_latest_measured_idx"),
+            models.Index(fields=["worst_factor"], name="series_latest_worst_idx"),
         ]
 
     def __str__(self) -> str:
         return f"{self.endpoint_id}/{self.vantage_point_id} {self.method} as of {self.site_night}"
+
+
+class SeriesTesterFault(models.Model):
+    """The tester's own faults of one series on one night, by first error class and phase
+    (a worker that died, the harness, the egress policy, a credential found bad before any
+    request): kept by the watch's pass for the alerts' "Tester faults", never counted
+    against the site."""
+
+    night = models.DateField()
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
+    vantage_point = models.ForeignKey(VantagePoint, on_delete=models.CASCADE, related_name="+")
+    method = models.CharField(max_length=10)
+    pattern = models.CharField(max_length=12)
+    read_size = models.PositiveBigIntegerField()
+    fraction = models.FloatField()
+    clients = models.PositiveIntegerField()
+    error_class = models.CharField(max_length=40, blank=True)
+    phase = models.CharField(max_length=40, blank=True)
+    runs = models.PositiveIntegerField()
+    latest_at = models.DateTimeField(help_text="when the latest of them was created")
+    run = models.BigIntegerField(help_text="the latest of them")
+
+    class Meta:
+        indexes = [models.Index(fields=["night"], name="series_tester_fault_night_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id}/{self.vantage_point_id} {self.error_class} {self.night}"

@@ -31,6 +31,7 @@ from webapp.dashboards.selectors.parameter_sets import (
     higher_is_better,
 )
 from webapp.dashboards.selectors.tester_faults import TesterFaultRow, tester_faults
+from webapp.watch.latest import WORST
 from webapp.watch.models import SeriesLatest
 from webapp.watch.selectors import WatchAsOf, watch_as_of
 
@@ -126,7 +127,7 @@ def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> Alerts
     days = query.get("days") or DEFAULT_DAYS
     filters = alerts_filters(query)
     failing = alerts_failing(since=(now - timedelta(days=days)).date(), filters=filters)
-    faults = tester_faults(since=now - timedelta(days=days), filters=filters)
+    faults = tester_faults(since=(now - timedelta(days=days)).date(), filters=filters)
     slower = alerts_slower(
         since=(now - timedelta(days=min(days, SLOWER_MAX_DAYS))).date(),
         filters=filters,
@@ -254,8 +255,12 @@ def alerts_slower(
         bound = F(f"baseline_{i}") * Value(factors[m])
         worse = {f"latest_{i}__lte" if higher_is_better(m) else f"latest_{i}__gte": bound}
         crossed |= Q(**{f"baseline_{i}__gt": 0}, **worse)
+    # No metric of a series crosses its threshold unless its worst one does: the index on
+    # worst_factor finds the few candidates, their figures decide.
+    least = min(_times_worse(m, factors[m]) for m in metrics) * (1 - 1e-9)
     rows = (
         _series(filters)
+        .filter(worst_factor__gte=least)
         .filter(measured_night__gte=since, baseline_runs__gte=MIN_BASELINE_RUNS)
         .annotate(**figures)
         .filter(crossed)
@@ -264,6 +269,13 @@ def alerts_slower(
     )
     found = [out for row in rows for out in _slower_rows(row, metrics, factors)]
     return sorted(found, key=lambda r: (-r["factor"], r["endpoint_name"], r["vantage_point"]))
+
+
+def _times_worse(metric: str, factor: float) -> float:
+    """A threshold (latest against baseline x factor) as how many times worse it is."""
+    if not higher_is_better(metric):
+        return factor
+    return 1 / factor if factor > 0 else WORST
 
 
 def _slower_rows(
