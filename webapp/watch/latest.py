@@ -33,6 +33,8 @@ from webapp.watch.rollups import SERIES_FIELDS, night_bounds
 # The metrics whose latest night is kept against the nights before (speeds, not costs).
 SPEED_METRICS = tuple(m.name for m in RUN_METRICS if m.speed)
 BASELINE_NIGHTS = 7
+# The nights read for a state; a streak or a last good night further back is read on demand.
+WINDOW_NIGHTS = 60
 ENDPOINTS_PER_CHUNK = 25
 ERROR_MESSAGE_CHARS = 300
 WORST = 1e9  # the factor of a speed that fell to 0
@@ -64,14 +66,16 @@ def series_latest_refresh(*, nights: Sequence[date]) -> int:
     if not nights:
         return 0
     first = min(nights) - timedelta(days=BASELINE_NIGHTS + 1)
+    start = max(first, max(nights) - timedelta(days=WINDOW_NIGHTS))
     endpoints = sorted(
-        SeriesNight.objects.filter(night__in=sorted(set(nights)))
+        SeriesNight.objects.filter(_night_ranges(nights, 0))
         .order_by()
         .values_list("endpoint_id", flat=True)
         .distinct()
     )
-    written = sum(_refresh_chunk(chunk, first) for chunk in _chunks(endpoints))
-    series_tester_faults_refresh(nights=nights)
+    with transaction.atomic():  # the pages see a pass's states whole, or the previous ones
+        written = sum(_refresh_chunk(chunk, first, start) for chunk in _chunks(endpoints))
+        series_tester_faults_refresh(nights=nights)
     return written
 
 
@@ -112,17 +116,48 @@ def _chunks(ids: list[int]) -> Iterator[list[int]]:
         yield ids[start : start + ENDPOINTS_PER_CHUNK]
 
 
-def _refresh_chunk(endpoints: list[int], first: date) -> int:
-    nights: dict[Series, list[tuple[Any, ...]]] = defaultdict(list)
-    rows = SeriesNight.objects.filter(endpoint_id__in=endpoints, night__gte=first)
-    for row in rows.order_by("night").values_list(*SERIES_FIELDS, *COUNTS).iterator(10000):
-        nights[row[: len(SERIES_FIELDS)]].append(row[len(SERIES_FIELDS) :])
+def _refresh_chunk(endpoints: list[int], first: date, start: date) -> int:
+    """The states of `endpoints`' series from their nights since `start`, read further back
+    (down to `first`) only for the series whose streak or last good night reaches past it
+    (after a history's first pass, a few)."""
+    nights = _counts(endpoints, start, None)
     previous = _previous(endpoints)
+    while start > first:
+        short = [s for s, rows in nights.items() if _needs_more(rows, previous.get(s))]
+        if not short:
+            break
+        end, start = start, max(first, start - timedelta(days=4 * WINDOW_NIGHTS))
+        older = _counts(sorted({s[0] for s in short}), start, end)
+        for series in short:
+            nights[series] = older.get(series, []) + nights[series]
     states = {series: _state(rows, previous.get(series)) for series, rows in nights.items()}
     _add_metrics(endpoints, states)
     _add_failed_runs(endpoints, states)
     _add_measured_runs(endpoints, states)
     return _write(states)
+
+
+def _counts(
+    endpoints: list[int], start: date, end: date | None
+) -> dict[Series, list[tuple[Any, ...]]]:
+    """Each series' nights from `start` (to before `end`) as COUNTS tuples, in night order."""
+    rows = SeriesNight.objects.filter(endpoint_id__in=endpoints, night__gte=start)
+    if end is not None:
+        rows = rows.filter(night__lt=end)
+    nights: dict[Series, list[tuple[Any, ...]]] = defaultdict(list)
+    for row in rows.order_by("night").values_list(*SERIES_FIELDS, *COUNTS).iterator(10000):
+        nights[row[: len(SERIES_FIELDS)]].append(row[len(SERIES_FIELDS) :])
+    return nights
+
+
+def _needs_more(rows: list[tuple[Any, ...]], previous: SeriesLatest | None) -> bool:
+    """Whether the nights read do not settle the series' state: every night of the site's
+    failed (since when?), or none succeeded or measured, and no previous state says."""
+    site = [r for r in rows if r[1] - r[5] > 0]
+    if previous is not None:
+        return bool(site) and all(r[2] + r[3] == 0 for r in site) and not previous.failing
+    measured = [r for r in rows if r[2] + r[3] > 0]
+    return not site or not measured or not any(r[2] for r in rows)
 
 
 def _previous(endpoints: list[int]) -> dict[Series, SeriesLatest]:
@@ -180,20 +215,31 @@ def _carry_streak(state: State, streak: list[tuple[date, int]], previous: Series
         state.failures = previous.failures + later
 
 
-def _ranges(nights: Iterable[date], before: int = 0) -> Q:
-    """Runs or rollups of these nights (each with `before` nights before it)."""
-    query = Q(pk__in=[])
+def _spans(nights: Iterable[date], before: int) -> list[tuple[date, date]]:
+    """The nights (each with `before` nights before it) as spans of consecutive nights."""
+    spans: list[tuple[date, date]] = []
     for night in sorted(set(nights)):
-        start, _ = night_bounds(night - timedelta(days=before))
-        _, end = night_bounds(night)
-        query |= Q(created_at__gte=start, created_at__lt=end)
+        first = night - timedelta(days=before)
+        if spans and first <= spans[-1][1] + timedelta(days=1):
+            spans[-1] = (spans[-1][0], max(spans[-1][1], night))
+        else:
+            spans.append((first, night))
+    return spans
+
+
+def _ranges(nights: Iterable[date], before: int = 0) -> Q:
+    """Runs created on these nights (each with `before` nights before it)."""
+    query = Q(pk__in=[])
+    for first, last in _spans(nights, before):
+        query |= Q(created_at__gte=night_bounds(first)[0], created_at__lt=night_bounds(last)[1])
     return query
 
 
 def _night_ranges(nights: Iterable[date], before: int) -> Q:
+    """Rollups of these nights (each with `before` nights before it)."""
     query = Q(pk__in=[])
-    for night in sorted(set(nights)):
-        query |= Q(night__gte=night - timedelta(days=before), night__lte=night)
+    for first, last in _spans(nights, before):
+        query |= Q(night__gte=first, night__lte=last)
     return query
 
 
