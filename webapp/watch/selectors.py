@@ -9,7 +9,18 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, TypedDict
 
-from django.db.models import Case, IntegerField, Max, Min, Q, QuerySet, Value, When
+from django.db.models import (
+    Case,
+    Exists,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 from django.utils import timezone
 
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
@@ -97,10 +108,10 @@ def _list_query(filters: dict[str, Any]) -> Q:
 
 def regression_sites() -> list[tuple[int, str]]:
     """(id, name) of the sites with regressions (their own or their endpoints'), by name."""
-    with_regressions = Q(pk__in=Regression.objects.values("site")) | Q(
-        pk__in=Regression.objects.values("endpoint__site")
-    )
-    return list(Site.objects.filter(with_regressions).order_by("name").values_list("pk", "name"))
+    own = Regression.objects.filter(site=OuterRef("pk"))
+    endpoints = Regression.objects.filter(endpoint__site=OuterRef("pk"))
+    sites = Site.objects.filter(Exists(own) | Exists(endpoints)).order_by("name")
+    return list(sites.values_list("pk", "name"))
 
 
 def regression_needing_attention(*, limit: int) -> tuple[list[Regression], int]:

@@ -65,6 +65,27 @@ def test_the_list_filters_as_the_api_does_and_names_a_bad_filter() -> None:
     assert "blame:" in bad.content.decode()
 
 
+def test_the_filter_lists_only_sites_with_regressions_and_takes_the_endpoint_as_an_id() -> None:
+    with_one = RegressionFactory(endpoint=EndpointFactory(site=SiteFactory(name="T2_Listed")))
+    quiet = SiteFactory(name="T2_Quiet")
+    EndpointFactory.create_batch(5, site=quiet)
+    viewer = page_for(user("v", "viewer"))
+    html = viewer.get("/regressions/").content.decode()
+    site_select = html.split('name="site"')[1].split("</select>")[0]
+    assert "T2_Listed" in site_select and "T2_Quiet" not in site_select
+    assert 'type="number" name="endpoint"' in html
+    assert f'href="?endpoint={with_one.endpoint_id}"' in html  # the row's own filter
+    # A site without regressions may still be asked for: the page keeps it chosen.
+    chosen = viewer.get(f"/regressions/?site={quiet.pk}").content.decode()
+    assert f'<option value="{quiet.pk}" selected>' in chosen
+    assert _row_ids(chosen) == []
+    assert _row_ids(
+        viewer.get(f"/regressions/?endpoint={with_one.endpoint_id}").content.decode()
+    ) == [with_one.pk]
+    bad = viewer.get("/regressions/?endpoint=999999")
+    assert bad.status_code == 400 and "endpoint:" in bad.content.decode()
+
+
 def test_names_are_shown_as_text_never_as_html() -> None:
     site = SiteFactory(name="<img src=x onerror=alert(1)>")
     RegressionFactory(endpoint=EndpointFactory(site=site, name="<b>door</b>"))
