@@ -106,6 +106,25 @@ def _list_query(filters: dict[str, Any]) -> Q:
     return query
 
 
+class LiveRegression(TypedDict):
+    """A live regression as another page links to it."""
+
+    id: int
+    state: str
+    severity: str
+
+
+def regressions_live(*, keys: Sequence[str]) -> dict[str, LiveRegression]:
+    """The live regressions of these keys (at most one each), by key: one query."""
+    if not keys:
+        return {}
+    rows = Regression.objects.filter(key__in=set(keys), state__in=Regression.LIVE)
+    return {
+        key: {"id": pk, "state": state, "severity": severity}
+        for key, pk, state, severity in rows.values_list("key", "pk", "state", "severity")
+    }
+
+
 def regression_sites() -> list[tuple[int, str]]:
     """(id, name) of the sites with regressions (their own or their endpoints'), by name."""
     own = Regression.objects.filter(site=OuterRef("pk"))

@@ -161,12 +161,13 @@ def test_a_metric_named_twice_is_checked_once(client: Client, nightly: dict[str,
     assert slower == [("dropped", "throughput_mbps")]
 
 
-def test_alerts_take_six_queries(
+def test_alerts_take_seven_queries(
     failing: dict[str, Any], nightly: dict[str, Any], django_assert_num_queries: Any
 ) -> None:
     watch_pass()
-    # The last pass, the nights rolled up, the newest run; failing, slower, tester faults.
-    with django_assert_num_queries(6):
+    # The last pass, the nights rolled up, the newest run; failing, slower, tester faults;
+    # the rows' live regressions.
+    with django_assert_num_queries(7):
         data = alerts_data(query={})
     assert data["failing"] and data["slower"]
 
@@ -215,6 +216,11 @@ def test_home_shows_the_regression_the_pass_opened_beside_what_fails(
     regressions, _, rest = html.partition('id="failing-title"')
     assert f'href="/regressions/{regression.pk}/"' in regressions
     assert f'href="/runs/{failing["broken_3"].pk}/"' in rest
+    # The failing row links to the same regression.
+    assert f'href="/regressions/{regression.pk}/">regression (open)' in rest
+    rows = client.get("/api/v1/alerts/").json()["failing"]
+    broken = next(r for r in rows if r["run"] == failing["broken_3"].pk)
+    assert (broken["regression"]["id"], broken["regression"]["state"]) == (regression.pk, "open")
 
 
 def login(client: Client, role: str | None) -> None:
@@ -275,8 +281,9 @@ def test_home_shows_failing_slower_and_running(
     # Alerts, the running runs and the queue, their progress, and the vantage points'
     # worker health (issue 11), the regressions, tester faults and expiring credentials
     # (issue 16), the watch's last pass the alerts come from: a constant, whatever the history.
-    # 13, 2 for the Regressions, 4 tester faults and credentials, 3 for the pass (as of).
-    with django_assert_max_num_queries(22):
+    # 13, 2 for the Regressions, 4 tester faults and credentials, 3 for the pass (as of), 1
+    # for the rows' regressions.
+    with django_assert_max_num_queries(23):
         html = client.get("/").content.decode()
     assert 'id="failing"' in html and f'href="/runs/{failing["broken_3"].pk}/"' in html
     assert "-40%" in html

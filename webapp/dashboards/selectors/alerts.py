@@ -33,7 +33,8 @@ from webapp.dashboards.selectors.parameter_sets import (
 from webapp.dashboards.selectors.tester_faults import TesterFaultRow, tester_faults
 from webapp.watch.latest import WORST
 from webapp.watch.models import SeriesLatest
-from webapp.watch.selectors import WatchAsOf, watch_as_of
+from webapp.watch.selectors import LiveRegression, WatchAsOf, regressions_live, watch_as_of
+from webapp.watch.series import SeriesId
 
 # Metrics where "slower" means something (bytes moved is not speed), and those checked when
 # none is chosen: the registry's RunMetric.speed and .alert_default.
@@ -48,10 +49,15 @@ SLOWER_MAX_DAYS = 31
 MAX_ROWS = 500  # per list: the page and the API say when there were more
 
 
+class LinkedRegression(LiveRegression):
+    url: str
+
+
 class GroupRow(TypedDict):
     """A group: where (vantage point, endpoint) and how (a parameter set)."""
 
     vantage_point: str
+    vantage_point_id: int
     endpoint: int
     endpoint_name: str
     site: int
@@ -64,6 +70,9 @@ class GroupRow(TypedDict):
     clients: int
     parameter_set: str  # its label
     compare_url: str
+    # The watch's live regression of this series (availability for failing, the metric for
+    # slower), if it has one: what home's Regressions list shows of it.
+    regression: LinkedRegression | None
 
 
 class FailingRow(GroupRow):
@@ -122,7 +131,8 @@ def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
 
 
 def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> AlertsData:
-    """The lists for an AlertsForm's cleaned data, as of the watch's last pass: six queries."""
+    """The lists for an AlertsForm's cleaned data, as of the watch's last pass: seven
+    queries."""
     now = now or timezone.now()
     days = query.get("days") or DEFAULT_DAYS
     filters = alerts_filters(query)
@@ -135,16 +145,43 @@ def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> Alerts
         drop_pct=query.get("drop_pct") or DEFAULT_DROP_PCT,
         rise_pct=query.get("rise_pct") or DEFAULT_RISE_PCT,
     )
+    failing_shown, slower_shown = failing[:MAX_ROWS], slower[:MAX_ROWS]
+    _link_regressions(failing_shown, slower_shown)
     return {
         "days": days,
         "slower_days": min(days, SLOWER_MAX_DAYS),
         "as_of": watch_as_of(),
         "failing_total": len(failing),
-        "failing": failing[:MAX_ROWS],
+        "failing": failing_shown,
         "slower_total": len(slower),
-        "slower": slower[:MAX_ROWS],
+        "slower": slower_shown,
         "tester_faults": faults[:MAX_ROWS],
     }
+
+
+def _link_regressions(failing: list[FailingRow], slower: list[SlowerRow]) -> None:
+    """Each row's live regression, if the watch has one for its series: one query."""
+    keys = {id(row): _key(row, "availability") for row in failing}
+    keys.update({id(row): _key(row, row["metric"]) for row in slower})
+    live = regressions_live(keys=list(keys.values()))
+    for row in (*failing, *slower):
+        found = live.get(keys[id(row)])
+        if found is not None:
+            url = reverse("dashboards:regression-detail", args=[found["id"]])
+            row["regression"] = {**found, "url": url}
+
+
+def _key(row: GroupRow, metric: str) -> str:
+    series = SeriesId(
+        row["endpoint"],
+        row["vantage_point_id"],
+        row["method"],
+        row["pattern"],
+        row["read_size"],
+        row["fraction"],
+        row["clients"],
+    )
+    return series.key(metric)
 
 
 def _series(filters: dict[str, Any]) -> QuerySet[SeriesLatest]:
@@ -153,6 +190,7 @@ def _series(filters: dict[str, Any]) -> QuerySet[SeriesLatest]:
 
 GROUP_VALUES = (
     *PARAMETER_SET_FIELDS,
+    "vantage_point_id",
     "vantage_point__name",
     "endpoint",
     "endpoint__name",
@@ -183,6 +221,7 @@ def _group_row(row: dict[str, Any]) -> GroupRow:
     pair = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
     return {
         "vantage_point": row["vantage_point"],
+        "vantage_point_id": row["vantage_point_id"],
         "endpoint": row["endpoint"],
         "endpoint_name": row["endpoint_name"],
         "site": row["site"],
@@ -195,6 +234,7 @@ def _group_row(row: dict[str, Any]) -> GroupRow:
         "clients": parameter_set.clients,
         "parameter_set": parameter_set.label,
         "compare_url": compare_url(pair, row.get("metric", "throughput_mbps"), parameter_set),
+        "regression": None,
     }
 
 
