@@ -14,6 +14,7 @@ by drop_pct, the others rising by rise_pct).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, TypedDict
 
@@ -130,22 +131,26 @@ def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> AlertsData:
-    """The lists for an AlertsForm's cleaned data, as of the watch's last pass: seven
-    queries."""
+def alerts_data(
+    *, query: dict[str, Any], now: datetime | None = None, limit: int = MAX_ROWS
+) -> AlertsData:
+    """The lists for an AlertsForm's cleaned data, as of the watch's last pass, the first
+    `limit` rows of each (home shows a few) and their totals: seven queries."""
     now = now or timezone.now()
     days = query.get("days") or DEFAULT_DAYS
     filters = alerts_filters(query)
-    failing = alerts_failing(since=(now - timedelta(days=days)).date(), filters=filters)
+    limit = min(limit, MAX_ROWS)
+    failing = _failing((now - timedelta(days=days)).date(), filters)
     faults = tester_faults(since=(now - timedelta(days=days)).date(), filters=filters)
-    slower = alerts_slower(
+    slower = _slower_query(
         since=(now - timedelta(days=min(days, SLOWER_MAX_DAYS))).date(),
         filters=filters,
         metrics=query.get("metric") or DEFAULT_SLOWER_METRICS,
         drop_pct=query.get("drop_pct") or DEFAULT_DROP_PCT,
         rise_pct=query.get("rise_pct") or DEFAULT_RISE_PCT,
     )
-    failing_shown, slower_shown = failing[:MAX_ROWS], slower[:MAX_ROWS]
+    failing_shown = [_failing_row(row) for row in failing[:limit]]
+    slower_shown = [_slower_row(row, metric) for row, metric in slower[:limit]]
     _link_regressions(failing_shown, slower_shown)
     return {
         "days": days,
@@ -203,13 +208,17 @@ GROUP_VALUES = (
 def alerts_failing(*, since: date, filters: dict[str, Any]) -> list[FailingRow]:
     """Groups whose latest night (on or after `since`) failed, as of the last watch pass, the
     newest breakage first. One query over the failing series' rows."""
+    return [_failing_row(row) for row in _failing(since, filters)]
+
+
+def _failing(since: date, filters: dict[str, Any]) -> list[dict[str, Any]]:
     rows = (
         _series(filters)
         .filter(failing=True, site_night__gte=since)
         .values(*GROUP_VALUES, "failing_since", "failures", "last_good", "failed_run", "site_night")
         .order_by("-failing_since", "endpoint__name", "vantage_point__name", *PARAMETER_SET_FIELDS)
     )
-    return [_failing_row(row) for row in rows]
+    return list(rows)
 
 
 def _night_start(night: date | None) -> datetime | None:
@@ -279,6 +288,20 @@ def alerts_slower(
     """(group, metric) pairs whose latest measured night (on or after `since`) is slower than
     the median of the seven nights before by the thresholds, the worst first, as of the last
     watch pass. One query: the series' stored figures, compared in the database."""
+    found = _slower_query(
+        since=since, filters=filters, metrics=metrics, drop_pct=drop_pct, rise_pct=rise_pct
+    )
+    return [_slower_row(row, metric) for row, metric in found]
+
+
+def _slower_query(
+    *,
+    since: date,
+    filters: dict[str, Any],
+    metrics: list[str],
+    drop_pct: float,
+    rise_pct: float,
+) -> list[tuple[dict[str, Any], str]]:
     if not set(metrics) <= set(SPEED_METRICS) or not metrics:
         raise ValueError(f"metrics must be some of {SPEED_METRICS}")
     metrics = list(dict.fromkeys(metrics))  # ?metric=wall_s&metric=wall_s asks once
@@ -307,8 +330,16 @@ def alerts_slower(
         .values(*GROUP_VALUES, "measured_night", "measured_run", "baseline_runs", *figures)
         .order_by()
     )
-    found = [out for row in rows for out in _slower_rows(row, metrics, factors)]
-    return sorted(found, key=lambda r: (-r["factor"], r["endpoint_name"], r["vantage_point"]))
+    return _slower(rows, metrics, factors)
+
+
+def _slower(
+    rows: Iterable[dict[str, Any]], metrics: list[str], factors: dict[str, float]
+) -> list[tuple[dict[str, Any], str]]:
+    """(row, metric) of each metric that crossed its threshold, the worst first."""
+    found = [(row, m, f) for row in rows for m, f in _crossings(row, metrics, factors)]
+    found.sort(key=lambda c: (-c[2], c[0]["endpoint_name"], c[0]["vantage_point"]))
+    return [(row, metric) for row, metric, _ in found]
 
 
 def _times_worse(metric: str, factor: float) -> float:
@@ -318,13 +349,12 @@ def _times_worse(metric: str, factor: float) -> float:
     return 1 / factor if factor > 0 else WORST
 
 
-def _slower_rows(
+def _crossings(
     row: dict[str, Any], metrics: list[str], factors: dict[str, float]
-) -> list[SlowerRow]:
-    """One row per metric of the group that crossed its threshold."""
+) -> list[tuple[str, float]]:
+    """(metric, how many times worse) of each metric of the group beyond its threshold."""
     _rename(row)
-    night, run = row["measured_night"], row["measured_run"]
-    out: list[SlowerRow] = []
+    out = []
     for i, metric in enumerate(metrics):
         latest, baseline = row[f"latest_{i}"], row[f"baseline_{i}"]
         if latest is None or baseline is None or baseline <= 0:
@@ -332,19 +362,31 @@ def _slower_rows(
         up = higher_is_better(metric)
         if (latest > baseline * factors[metric]) if up else (latest < baseline * factors[metric]):
             continue
-        out.append(
-            {
-                **_group_row({**row, "metric": metric}),
-                "metric": metric,
-                "unit": METRICS[metric].unit,
-                "night": night.isoformat(),
-                "latest": latest,
-                "baseline": baseline,
-                "baseline_runs": row["baseline_runs"],
-                "change": latest / baseline - 1,
-                "factor": baseline / latest if up else latest / baseline,
-                "run": run,
-                "run_url": reverse("campaigns:run-detail", args=[run]) if run else "",
-            }
-        )
+        row[metric] = (latest, baseline)
+        out.append((metric, _factor(metric, latest, baseline)))
     return out
+
+
+def _factor(metric: str, latest: float, baseline: float) -> float:
+    """How many times worse `latest` is than `baseline` (> 0)."""
+    if higher_is_better(metric):
+        return baseline / latest if latest > 0 else WORST
+    return latest / baseline
+
+
+def _slower_row(row: dict[str, Any], metric: str) -> SlowerRow:
+    latest, baseline = row[metric]
+    run = row["measured_run"]
+    return {
+        **_group_row({**row, "metric": metric}),
+        "metric": metric,
+        "unit": METRICS[metric].unit,
+        "night": row["measured_night"].isoformat(),
+        "latest": latest,
+        "baseline": baseline,
+        "baseline_runs": row["baseline_runs"],
+        "change": latest / baseline - 1,
+        "factor": _factor(metric, latest, baseline),
+        "run": run,
+        "run_url": reverse("campaigns:run-detail", args=[run]) if run else "",
+    }
