@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.webapp.dashboards.status_runs import RunMaker, night
+from tests.webapp.dashboards.status_runs import RunMaker, night, watch_pass
 from tests.webapp.factories import CampaignFactory, SiteFactory, TestFileFactory
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch, run_execute
@@ -46,7 +46,7 @@ def measure(endpoint: Endpoint) -> Run:
 
 def alerts_history(lab: Any) -> dict[str, Run]:
     """A lab run that succeeds, one refused by a closed port on a hostile site, a week of
-    nights then a slow night on another endpoint, and a running run."""
+    nights then a slow night on another endpoint, and a running run; then the watch's pass."""
     lab_register(lab=lab)
     ok = measure(Endpoint.objects.get(name="local-root"))
     assert ok.status == Run.Status.SUCCEEDED, ok.errors
@@ -64,6 +64,7 @@ def alerts_history(lab: Any) -> dict[str, Run]:
         make.add(slow, local, Run.Status.SUCCEEDED, night(days_ago), throughput_mbps=100)
     slower = make.add(slow, local, Run.Status.SUCCEEDED, night(1), throughput_mbps=40)
     running = make.add(slow, local, Run.Status.RUNNING, night(0))
+    watch_pass()  # the alerts read what the watch stored
     return {"ok": ok, "refused": refused, "slower": slower, "running": running}
 
 

@@ -28,6 +28,7 @@ from tests.celery_worker import (
     session_members,
     wait_until,
 )
+from tests.webapp.dashboards.status_runs import watch_pass
 from tests.webapp.factories import CampaignFactory
 from tests.workers.test_celery import lab_endpoint
 from webapp.campaigns.models import ClientAttempt, Run
@@ -255,9 +256,11 @@ def assert_tester_fault_only(run: Run) -> None:
     summary = site_summary(site=run.endpoint.site)
     assert run.pk not in [failure["run"] for failure in summary["recent_failures"]]
     assert all(cell["failed"] == cell["partial"] == 0 for cell in summary["site_days"])
-    failing = alerts_failing(since=run.created_at - timedelta(days=1), filters={})
+    watch_pass()  # the alerts read what the watch stored of the night
+    failing = alerts_failing(since=(run.created_at - timedelta(days=1)).date(), filters={})
     assert run.pk not in [row["run"] for row in failing]
-    faults = tester_fault_runs.tester_faults(since=run.created_at - timedelta(days=1), filters={})
+    since = (run.created_at - timedelta(days=1)).date()
+    faults = tester_fault_runs.tester_faults(since=since, filters={})
     assert (run.vantage_point.name, "lost") in [
         (f["vantage_point"], f["error_class"]) for f in faults
     ]

@@ -13,9 +13,12 @@ from django.contrib import messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
+from django.forms.utils import flatatt
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.views import View
 
 from webapp.accounts.access import ViewerRequiredMixin
@@ -34,6 +37,7 @@ from webapp.watch.selectors import (
     regression_get,
     regression_list,
     regression_rows,
+    regression_sites,
 )
 
 PAGE_SIZE = 50
@@ -53,7 +57,7 @@ class RegressionListView(ViewerRequiredMixin, View):
         query.pop("page", None)
         if not query:
             query.setlist("state", LIVE_STATES)
-        form = RegressionFilterForm(query)
+        form = _light(RegressionFilterForm(query))
         if not form.is_valid():
             return render(request, self.template_name, {"form": form, "page": None}, status=400)
         keys = regression_list(filters=form.cleaned_data)
@@ -61,6 +65,42 @@ class RegressionListView(ViewerRequiredMixin, View):
         rows = regression_rows(keys=[row.pk for row in page.object_list])
         context = {"form": form, "page": page, "rows": rows, "query": query.urlencode()}
         return render(request, self.template_name, context)
+
+
+def _light(form: RegressionFilterForm) -> RegressionFilterForm:
+    """The page's filters without a list of every endpoint and site (hundreds of options on
+    each request): the endpoint is an id (each row links to its filter), the sites listed are
+    those with regressions (any site id is still accepted, as by the API)."""
+    endpoint = form.fields["endpoint"]
+    endpoint.widget = forms.NumberInput(attrs={"min": 1, "placeholder": "any: an endpoint's id"})
+    endpoint.help_text = "an endpoint's id (the endpoint link of a row filters by it)"
+    sites: list[tuple[int | str, str]] = [*regression_sites()]
+    chosen = str(form.data.get("site") or "")
+    if chosen and chosen not in {str(pk) for pk, _ in sites}:
+        sites.append((chosen, f"site {chosen}"))  # chosen, without regressions: still shown
+    form.fields["site"].widget = LightSelect(choices=[("", "all sites"), *sites])
+    return form
+
+
+class LightSelect(forms.Select):
+    """A select drawn in Python: Django's draws each option with a template of its own (a
+    hundred sites cost tens of milliseconds a request)."""
+
+    def render(
+        self,
+        name: str,
+        value: Any,
+        attrs: dict[str, Any] | None = None,
+        renderer: Any = None,
+    ) -> SafeString:
+        chosen = "" if value in (None, "") else str(value)
+        options = format_html_join(
+            "",
+            '<option value="{}"{}>{}</option>',
+            ((v, " selected" if str(v) == chosen else "", label) for v, label in self.choices),
+        )
+        attributes = flatatt(self.build_attrs(self.attrs, attrs))
+        return format_html('<select name="{}"{}>{}</select>', name, attributes, options)
 
 
 class RegressionDetailView(ViewerRequiredMixin, View):

@@ -172,7 +172,7 @@ class HomeView(ViewerRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        alerts = alerts_data(query={})
+        alerts = alerts_data(query={}, limit=TOP)
         context.update(
             alerts=alerts,
             failing=alerts["failing"][:TOP],

@@ -31,6 +31,7 @@ from webapp.watch import blame, launches, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
 from webapp.watch.episodes import Finding, regression_advance
 from webapp.watch.error_series import error_findings
+from webapp.watch.latest import series_latest_refresh
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
 from webapp.watch.nodata import series_no_data
 from webapp.watch.rollups import night_bounds, rollups_refresh
@@ -99,6 +100,7 @@ def _only_pass() -> Iterator[bool]:
 def _pass(now: datetime) -> PassOutcome:
     started = timezone.now()
     refreshed = rollups_refresh(now=now)
+    series_latest_refresh(nights=refreshed.nights)
     outcome = PassOutcome(nights=refreshed.nights)
     events_before = _event_count()
     for night in _nights_to_evaluate(refreshed.nights, first_pass=refreshed.first_pass):

@@ -265,3 +265,113 @@ class WatchPass(models.Model):
 
     def __str__(self) -> str:
         return f"watch pass at {self.now:%Y-%m-%d %H:%M}"
+
+
+class SeriesLatest(models.Model):
+    """One series' latest state as of the last watch pass: whether its latest night failed
+    (and since when), and its latest measured night against the nights before it, kept by
+    the pass from the rollups so that the alerts never read raw runs on a request."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
+    vantage_point = models.ForeignKey(VantagePoint, on_delete=models.CASCADE, related_name="+")
+    method = models.CharField(max_length=10)
+    pattern = models.CharField(max_length=12)
+    read_size = models.PositiveBigIntegerField()
+    fraction = models.FloatField()
+    clients = models.PositiveIntegerField()
+
+    site_night = models.DateField(
+        null=True, blank=True, help_text="the latest night with runs of the site's (not ours)"
+    )
+    failing = models.BooleanField(
+        default=False, help_text="every run of the site's on site_night failed or timed out"
+    )
+    failing_since = models.DateField(
+        null=True, blank=True, help_text="the first night of the failing nights in a row"
+    )
+    failures = models.PositiveIntegerField(default=0, help_text="failed runs of those nights")
+    last_good = models.DateField(
+        null=True, blank=True, help_text="the latest night with a succeeded run"
+    )
+    failed_run = models.JSONField(
+        null=True,
+        blank=True,
+        help_text='the latest failed run of site_night: {"id", "status", "created_at", '
+        '"error_class", "error_message"}',
+    )
+    measured_night = models.DateField(
+        null=True, blank=True, help_text="the latest night with measured runs"
+    )
+    measured_run = models.BigIntegerField(
+        null=True, blank=True, help_text="the latest measured run of measured_night"
+    )
+    baseline_runs = models.PositiveIntegerField(
+        default=0, help_text="measured runs of the nights before measured_night (the baseline)"
+    )
+    metrics = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='{metric: {"latest", "baseline"}}: measured_night\'s median and the median '
+        "of the medians of the nights before it",
+    )
+    worst_factor = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="how many times worse than its baseline its worst speed metric is (an index "
+        "finds the few series beyond a threshold)",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=[
+                    "endpoint",
+                    "vantage_point",
+                    "method",
+                    "pattern",
+                    "read_size",
+                    "fraction",
+                    "clients",
+                ],
+                name="series_latest_unique",
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["site_night"],
+                condition=models.Q(failing=True),
+                name="series_latest_failing_idx",
+            ),
+            models.Index(fields=["worst_factor"], name="series_latest_worst_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id}/{self.vantage_point_id} {self.method} as of {self.site_night}"
+
+
+class SeriesTesterFault(models.Model):
+    """The tester's own faults of one series on one night, by first error class and phase
+    (a worker that died, the harness, the egress policy, a credential found bad before any
+    request): kept by the watch's pass for the alerts' "Tester faults", never counted
+    against the site."""
+
+    night = models.DateField()
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
+    vantage_point = models.ForeignKey(VantagePoint, on_delete=models.CASCADE, related_name="+")
+    method = models.CharField(max_length=10)
+    pattern = models.CharField(max_length=12)
+    read_size = models.PositiveBigIntegerField()
+    fraction = models.FloatField()
+    clients = models.PositiveIntegerField()
+    error_class = models.CharField(max_length=40, blank=True)
+    phase = models.CharField(max_length=40, blank=True)
+    runs = models.PositiveIntegerField()
+    latest_at = models.DateTimeField(help_text="when the latest of them was created")
+    run = models.BigIntegerField(help_text="the latest of them")
+
+    class Meta:
+        indexes = [models.Index(fields=["night"], name="series_tester_fault_night_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id}/{self.vantage_point_id} {self.error_class} {self.night}"

@@ -6,15 +6,27 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, TypedDict
 
-from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
+from django.db.models import (
+    Case,
+    Exists,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
 from django.utils import timezone
 
-from webapp.campaigns.models import PARAMETER_SET_FIELDS
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.selectors import SERIES_METRICS
-from webapp.watch.models import Regression, RegressionEvent, SeriesNight
+from webapp.sites.models import Site
+from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
 
 State = Regression.State
 Severity = Regression.Severity
@@ -92,6 +104,33 @@ def _list_query(filters: dict[str, Any]) -> Q:
         now_silenced = Q(silenced_until__gt=timezone.now())
         query &= now_silenced if silenced else ~now_silenced
     return query
+
+
+class LiveRegression(TypedDict):
+    """A live regression as another page links to it."""
+
+    id: int
+    state: str
+    severity: str
+
+
+def regressions_live(*, keys: Sequence[str]) -> dict[str, LiveRegression]:
+    """The live regressions of these keys (at most one each), by key: one query."""
+    if not keys:
+        return {}
+    rows = Regression.objects.filter(key__in=set(keys), state__in=Regression.LIVE)
+    return {
+        key: {"id": pk, "state": state, "severity": severity}
+        for key, pk, state, severity in rows.values_list("key", "pk", "state", "severity")
+    }
+
+
+def regression_sites() -> list[tuple[int, str]]:
+    """(id, name) of the sites with regressions (their own or their endpoints'), by name."""
+    own = Regression.objects.filter(site=OuterRef("pk"))
+    endpoints = Regression.objects.filter(endpoint__site=OuterRef("pk"))
+    sites = Site.objects.filter(Exists(own) | Exists(endpoints)).order_by("name")
+    return list(sites.values_list("pk", "name"))
 
 
 def regression_needing_attention(*, limit: int) -> tuple[list[Regression], int]:
@@ -324,3 +363,32 @@ def band_k(detector: dict[str, Any]) -> float:
             if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
                 return float(value)
     return BAND_K
+
+
+class WatchAsOf(TypedDict):
+    """Which pass of the watch the stored figures come from, and what it has not seen."""
+
+    pass_at: datetime | None  # when the last pass finished (None: the watch never ran)
+    watermark: datetime | None  # runs that ended up to then are rolled up
+    first_night: date | None  # the nights rolled up, first and last
+    last_night: date | None
+    newest_run_at: datetime | None  # the newest run's creation
+    newer_runs: bool  # runs created after the watermark: not in the figures until a pass
+
+
+def watch_as_of() -> WatchAsOf:
+    """The last pass, the nights its rollups span and whether newer runs wait: three queries,
+    each an index probe."""
+    last = WatchPass.objects.exclude(finished_at=None).order_by("-finished_at", "-id").first()
+    span = SeriesNight.objects.aggregate(first=Min("night"), last=Max("night"))
+    newest = Run.objects.order_by("-created_at", "-id").values_list("created_at", flat=True)
+    newest_at = newest.first()
+    watermark = last.watermark if last else None
+    return {
+        "pass_at": last.finished_at if last else None,
+        "watermark": watermark,
+        "first_night": span["first"],
+        "last_night": span["last"],
+        "newest_run_at": newest_at,
+        "newer_runs": newest_at is not None and (watermark is None or newest_at > watermark),
+    }

@@ -10,6 +10,7 @@ from django.utils import timezone
 from tests.webapp.factories import CampaignFactory, TestFileFactory
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
+from webapp.watch.evaluate import watch_evaluate
 
 P = {"method": "direct", "pattern": "random", "read_size": 65536, "fraction": 0.1, "clients": 2}
 Q = {"method": "copy", "pattern": "sequential", "read_size": 1 << 20, "fraction": 1.0, "clients": 1}
@@ -60,9 +61,17 @@ class RunMaker:
             **params,
             **figures,
         )
-        Run.objects.filter(pk=run.pk).update(created_at=at)
-        run.created_at = at
+        # An ended run ended a minute after it began: the watch rolls it up by its end.
+        finished = at + timedelta(minutes=1) if status in Run.Status.ENDED else None
+        Run.objects.filter(pk=run.pk).update(created_at=at, finished_at=finished)
+        run.created_at, run.finished_at = at, finished
         return run
+
+
+def watch_pass(now: datetime | None = None) -> None:
+    """The watch's pass, late enough that every run made above has settled: the alerts read
+    what it stores."""
+    watch_evaluate(now=(now or timezone.now()) + timedelta(hours=1))
 
 
 def _url(protocol: str) -> str:

@@ -1,19 +1,23 @@
-"""Failing now and slower than the week before, against PostgreSQL with known runs; the
-alerts API and page, and the home page that shows the top of both lists."""
+"""Failing now and slower than the week before, against PostgreSQL with known runs rolled up
+by the watch's pass (the alerts read what it stored, never raw runs); the alerts API and
+page, and the home page that shows the top of both lists."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
-from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night
+from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night, watch_pass
 from tests.webapp.factories import SiteFactory, VantagePointFactory
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
 from webapp.dashboards.selectors.alerts import alerts_data
+from webapp.watch.models import Regression
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
@@ -51,7 +55,12 @@ def failing() -> dict[str, Any]:
     return runs
 
 
-def test_failing_now_is_the_groups_whose_latest_ended_run_failed(failing: dict[str, Any]) -> None:
+def night_start(run: Run) -> datetime:
+    return datetime.combine(run.created_at.astimezone(UTC).date(), time(), tzinfo=UTC)
+
+
+def test_failing_now_is_the_groups_whose_latest_night_failed(failing: dict[str, Any]) -> None:
+    watch_pass()
     rows = alerts_data(query={})["failing"]
     assert [(r["endpoint_name"], r["clients"]) for r in rows] == [("flaky", 1), ("broken", 2)]
     broken = rows[1]
@@ -61,16 +70,18 @@ def test_failing_now_is_the_groups_whose_latest_ended_run_failed(failing: dict[s
         "auth",
         "denied",
     )
-    # Failing since the first failure after the last run that measured (the partial one).
-    assert broken["failing_since"] == failing["broken_1"].created_at
+    assert broken["last_at"] == failing["broken_3"].created_at
+    # Failing since the first failing night after the last one that measured (partial).
+    assert broken["failing_since"] == night_start(failing["broken_1"])
     assert broken["failures"] == 3
-    assert broken["last_good_at"] == failing["broken_ok"].created_at
+    assert broken["last_good_at"] == night_start(failing["broken_ok"])
     assert broken["site_name"] == HOSTILE
     flaky_q = rows[0]
     assert (flaky_q["failures"], flaky_q["last_good_at"]) == (1, None)
 
 
 def test_failing_window_and_filters(failing: dict[str, Any]) -> None:
+    watch_pass()
     assert len(alerts_data(query={"days": 60})["failing"]) == 3  # the stale group too
     assert [r["endpoint_name"] for r in alerts_data(query={"method": "direct"})["failing"]] == [
         "broken"
@@ -118,6 +129,7 @@ def nightly() -> dict[str, Any]:
 def test_slower_is_the_latest_night_against_the_median_of_the_week_before(
     nightly: dict[str, Any],
 ) -> None:
+    watch_pass()
     rows = alerts_data(query={})["slower"]
     found = {(r["endpoint_name"], r["metric"]): r for r in rows}
     assert set(found) == {("dropped", "throughput_mbps"), ("laggy", "latency_p50_us")}
@@ -130,6 +142,7 @@ def test_slower_is_the_latest_night_against_the_median_of_the_week_before(
 
 
 def test_slower_thresholds_and_metrics_are_the_operators(nightly: dict[str, Any]) -> None:
+    watch_pass()
     rows = alerts_data(query={"drop_pct": 15.0, "metric": ["throughput_mbps"]})["slower"]
     assert {r["endpoint_name"] for r in rows} == {"dropped", "dipped"}
     rows = alerts_data(query={"rise_pct": 70.0, "metric": ["latency_p50_us"]})["slower"]
@@ -139,6 +152,7 @@ def test_slower_thresholds_and_metrics_are_the_operators(nightly: dict[str, Any]
 def test_a_metric_named_twice_is_checked_once(client: Client, nightly: dict[str, Any]) -> None:
     """The schema fuzzer's find: a repeated metric made the SQL's column list disagree with
     its query (500)."""
+    watch_pass()
     login(client, "viewer")
     twice = "metric=throughput_mbps&metric=wall_s&metric=throughput_mbps"
     response = client.get(f"/api/v1/alerts/?{twice}")
@@ -147,12 +161,66 @@ def test_a_metric_named_twice_is_checked_once(client: Client, nightly: dict[str,
     assert slower == [("dropped", "throughput_mbps")]
 
 
-def test_alerts_take_three_queries(
+def test_alerts_take_seven_queries(
     failing: dict[str, Any], nightly: dict[str, Any], django_assert_num_queries: Any
 ) -> None:
-    with django_assert_num_queries(3):  # failing, slower, tester faults
+    watch_pass()
+    # The last pass, the nights rolled up, the newest run; failing, slower, tester faults;
+    # the rows' live regressions.
+    with django_assert_num_queries(7):
         data = alerts_data(query={})
     assert data["failing"] and data["slower"]
+
+
+def test_a_run_after_the_pass_changes_nothing_until_the_next_pass(
+    client: Client, failing: dict[str, Any]
+) -> None:
+    watch_pass()
+    broken = failing["broken_3"]
+    later = timezone.now() - timedelta(minutes=10)
+    fixed = RunMaker()
+    fixed.campaign, fixed.files = broken.campaign, {broken.endpoint_id: broken.test_file}
+    fixed.add(broken.endpoint, broken.vantage_point, S.SUCCEEDED, later, throughput_mbps=10)
+    login(client, "viewer")
+    data = client.get("/api/v1/alerts/").json()
+    assert broken.pk in [r["run"] for r in data["failing"]]
+    assert data["as_of"]["newer_runs"] is True
+    html = client.get("/alerts/").content.decode()
+    assert "As of the last watch pass at" in html and "Runs created since" in html
+    watch_pass()
+    data = client.get("/api/v1/alerts/").json()
+    assert broken.pk not in [r["run"] for r in data["failing"]]
+    assert data["as_of"]["newer_runs"] is False
+
+
+def test_before_the_first_pass_the_page_says_the_watch_has_not_run(
+    client: Client, failing: dict[str, Any]
+) -> None:
+    login(client, "viewer")
+    data = client.get("/api/v1/alerts/").json()
+    assert (data["failing_total"], data["as_of"]["pass_at"]) == (0, None)
+    assert "The watch has not run yet" in client.get("/alerts/").content.decode()
+
+
+def test_home_shows_the_regression_the_pass_opened_beside_what_fails(
+    client: Client, failing: dict[str, Any]
+) -> None:
+    """The refused, timed-out, refused-auth nights of `broken` are functional failures: the
+    same pass that stores them as failing opens their availability regression."""
+    watch_pass()
+    regression = Regression.objects.get(
+        endpoint=failing["broken_3"].endpoint, metric="availability", state="open"
+    )
+    login(client, "viewer")
+    html = client.get("/").content.decode()
+    regressions, _, rest = html.partition('id="failing-title"')
+    assert f'href="/regressions/{regression.pk}/"' in regressions
+    assert f'href="/runs/{failing["broken_3"].pk}/"' in rest
+    # The failing row links to the same regression.
+    assert f'href="/regressions/{regression.pk}/">regression (open)' in rest
+    rows = client.get("/api/v1/alerts/").json()["failing"]
+    broken = next(r for r in rows if r["run"] == failing["broken_3"].pk)
+    assert (broken["regression"]["id"], broken["regression"]["state"]) == (regression.pk, "open")
 
 
 def login(client: Client, role: str | None) -> None:
@@ -184,6 +252,7 @@ def test_api_bad_parameters_are_a_400_naming_the_field(
 
 
 def test_api_and_page_show_the_same_rows(client: Client, failing: dict[str, Any]) -> None:
+    watch_pass()
     login(client, "viewer")
     data = client.get("/api/v1/alerts/").json()
     assert data["failing_total"] == 2
@@ -207,13 +276,14 @@ def test_home_shows_failing_slower_and_running(
 ) -> None:
     make = RunMaker()
     running = make.add(make.endpoint("busy"), VantagePointFactory(name="cern"), S.RUNNING, night(0))
+    watch_pass()
     login(client, "viewer")
     # Alerts, the running runs and the queue, their progress, and the vantage points'
     # worker health (issue 11), the regressions, tester faults and expiring credentials
-    # (issue 16): a constant, whatever the history.
-    with django_assert_max_num_queries(
-        19
-    ):  # 13, 2 for the Regressions, 4 tester faults and credentials
+    # (issue 16), the watch's last pass the alerts come from: a constant, whatever the history.
+    # 13, 2 for the Regressions, 4 tester faults and credentials, 3 for the pass (as of), 1
+    # for the rows' regressions.
+    with django_assert_max_num_queries(23):
         html = client.get("/").content.decode()
     assert 'id="failing"' in html and f'href="/runs/{failing["broken_3"].pk}/"' in html
     assert "-40%" in html
@@ -228,5 +298,6 @@ def test_slower_looks_at_most_a_month_back() -> None:
     for days_ago in range(41, 48):
         make.add(old, cern, S.SUCCEEDED, night(days_ago), throughput_mbps=100)
     make.add(old, cern, S.SUCCEEDED, night(40), throughput_mbps=10)
+    watch_pass()
     data = alerts_data(query={"days": 60})
     assert (data["slower"], data["slower_days"]) == ([], 31)

@@ -40,8 +40,8 @@ def test_home_lists_the_running_run_before_a_96_run_queue(
         make.add(endpoint, local, S.QUEUED, start + timedelta(seconds=i + 1)) for i in range(95)
     ]
     # 14, 2 for the Regressions (open, tester faults), 4 for the tester-fault runs and the
-    # expiring credentials.
-    with django_assert_max_num_queries(20):
+    # expiring credentials, 4 for the watch's pass the alerts come from and their regressions.
+    with django_assert_max_num_queries(24):
         html = viewer.get("/").content.decode()
     ids = [int(part.split('"', 1)[0]) for part in html.split('data-run-id="')[1:]]
     assert ids[0] == running.pk

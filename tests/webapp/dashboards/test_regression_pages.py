@@ -65,6 +65,27 @@ def test_the_list_filters_as_the_api_does_and_names_a_bad_filter() -> None:
     assert "blame:" in bad.content.decode()
 
 
+def test_the_filter_lists_only_sites_with_regressions_and_takes_the_endpoint_as_an_id() -> None:
+    with_one = RegressionFactory(endpoint=EndpointFactory(site=SiteFactory(name="T2_Listed")))
+    quiet = SiteFactory(name="T2_Quiet")
+    EndpointFactory.create_batch(5, site=quiet)
+    viewer = page_for(user("v", "viewer"))
+    html = viewer.get("/regressions/").content.decode()
+    site_select = html.split('name="site"')[1].split("</select>")[0]
+    assert "T2_Listed" in site_select and "T2_Quiet" not in site_select
+    assert 'type="number" name="endpoint"' in html
+    assert f'href="?endpoint={with_one.endpoint_id}"' in html  # the row's own filter
+    # A site without regressions may still be asked for: the page keeps it chosen.
+    chosen = viewer.get(f"/regressions/?site={quiet.pk}").content.decode()
+    assert f'<option value="{quiet.pk}" selected>' in chosen
+    assert _row_ids(chosen) == []
+    assert _row_ids(
+        viewer.get(f"/regressions/?endpoint={with_one.endpoint_id}").content.decode()
+    ) == [with_one.pk]
+    bad = viewer.get("/regressions/?endpoint=999999")
+    assert bad.status_code == 400 and "endpoint:" in bad.content.decode()
+
+
 def test_names_are_shown_as_text_never_as_html() -> None:
     site = SiteFactory(name="<img src=x onerror=alert(1)>")
     RegressionFactory(endpoint=EndpointFactory(site=site, name="<b>door</b>"))
@@ -77,8 +98,9 @@ def test_the_list_reads_a_bounded_number_of_queries(django_assert_max_num_querie
     for _ in range(30):
         RegressionFactory(acknowledged_by=user(f"u{_}"), silenced_by=None)
     viewer = page_for(user("v", "viewer"))
-    # session, user, role x2, count, 3 filter lists, the page's keys, its rows
-    with django_assert_max_num_queries(10):
+    # session, user, role x2, count, 2 filter lists (sites with regressions, vantage
+    # points), the page's keys, its rows
+    with django_assert_max_num_queries(9):
         assert viewer.get("/regressions/").status_code == 200
 
 
@@ -178,7 +200,8 @@ def test_home_lists_open_regressions_severity_first_and_tester_faults_not_silenc
     for _ in range(10):
         RegressionFactory(state=State.RESOLVED)
     viewer = page_for(user("v", "viewer"))
-    with django_assert_max_num_queries(16):
+    # 4 more: the watch's pass the alerts come from (3), their rows' regressions
+    with django_assert_max_num_queries(20):
         html = viewer.get("/").content.decode()
     regressions = html.split('id="home-regressions"')[1].split("</table>")[0]
     assert _row_ids(regressions) == [critical.pk, warning.pk]

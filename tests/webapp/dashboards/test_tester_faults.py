@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from tests.webapp.dashboards.status_runs import P, RunMaker, night
+from tests.webapp.dashboards.status_runs import P, RunMaker, night, watch_pass
 from tests.webapp.factories import SiteFactory, VantagePointFactory, page_for, user
 from webapp.campaigns.models import Run
 from webapp.dashboards.selectors.alerts import alerts_data
@@ -93,6 +93,7 @@ def test_matrix_cell_of_an_endpoint_with_tester_faults_is_its_last_good_run(
 def test_alerts_list_tester_faults_by_vantage_point_never_as_failing(
     history: dict[str, Any],
 ) -> None:
+    watch_pass()
     data = alerts_data(query={})
     assert [row["run"] for row in data["failing"]] == [history["refused"].pk]
     faults = {
@@ -112,6 +113,7 @@ def test_alerts_list_tester_faults_by_vantage_point_never_as_failing(
 
 
 def test_home_and_alerts_pages_show_tester_faults_apart(history: dict[str, Any]) -> None:
+    watch_pass()
     page = page_for(user("viewer", "viewer"))
     for url in ("/", "/alerts/"):
         html = page.get(url).content.decode()

@@ -1,49 +1,42 @@
 """Alerts: what is failing now and what got slower, per endpoint x vantage point x parameter
-set (a *group*): the selectors the home page and the alerts page share.
+set (a *group*: the watch's series): the selectors the home page and the alerts page share.
 
-Failing: the group's latest ended run (cancelled runs left out) failed or timed out; it has
-been failing since the first of the failures after its last measured run. Slower: the
-median of the group's latest night (UTC day with measured runs) against the median of the
-seven nights before it, beyond a threshold (higher-is-better metrics dropping by drop_pct,
-the others rising by rise_pct).
+They read the state the watch's last pass stored (webapp/watch/latest.py, one SeriesLatest row
+per series, from the nightly rollups), never raw runs: runs that ended after the pass count
+from the next one, and the data say as of which pass (`as_of`).
+
+Failing: every run of the site's on the group's latest night failed or timed out (tester
+faults left out); it has been failing since the first of the failing nights in a row.
+Slower: the median of the group's latest measured night against the median of the nightly
+medians of the seven nights before it, beyond a threshold (higher-is-better metrics dropping
+by drop_pct, the others rising by rise_pct).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Iterable
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, TypedDict
 
-from django.db import connection
-from django.db.models import (
-    CharField,
-    Count,
-    Exists,
-    Min,
-    OuterRef,
-    Q,
-    QuerySet,
-    Subquery,
-    Value,
-)
+from django.db.models import F, FloatField, Q, QuerySet, Value
 from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce, Greatest, NullIf, Substr, TruncDate
+from django.db.models.functions import Cast
 from django.urls import reverse
 from django.utils import timezone
 
 from webapp.campaigns.metrics import METRICS, RUN_METRICS
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run, q_not_tester_fault
-from webapp.core import sql
-from webapp.dashboards.selectors.matrix import ERROR_MESSAGE_CHARS
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.dashboards.selectors.parameter_sets import (
     ParameterSet,
     compare_url,
     higher_is_better,
 )
 from webapp.dashboards.selectors.tester_faults import TesterFaultRow, tester_faults
-from webapp.sites.models import Endpoint, Site, VantagePoint
+from webapp.watch.latest import WORST
+from webapp.watch.models import SeriesLatest
+from webapp.watch.selectors import LiveRegression, WatchAsOf, regressions_live, watch_as_of
+from webapp.watch.series import SeriesId
 
-# The runs of one parameter set from one vantage point to one endpoint.
-GROUP = ("vantage_point", "endpoint", *PARAMETER_SET_FIELDS)
 # Metrics where "slower" means something (bytes moved is not speed), and those checked when
 # none is chosen: the registry's RunMetric.speed and .alert_default.
 SPEED_METRICS = [m.name for m in RUN_METRICS if m.speed]
@@ -51,19 +44,21 @@ DEFAULT_SLOWER_METRICS = [m.name for m in RUN_METRICS if m.alert_default]
 DEFAULT_DAYS = 7
 DEFAULT_DROP_PCT = 30.0
 DEFAULT_RISE_PCT = 50.0
-BASELINE_NIGHTS = 7
 MIN_BASELINE_RUNS = 3
-# "Got slower" is news for a month at most; its query reads every measured run of the
-# window and the week before it, so a year-long window would read the whole history.
+# "Got slower" is news for a month at most: a series last measured longer ago is not.
 SLOWER_MAX_DAYS = 31
 MAX_ROWS = 500  # per list: the page and the API say when there were more
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class LinkedRegression(LiveRegression):
+    url: str
 
 
 class GroupRow(TypedDict):
     """A group: where (vantage point, endpoint) and how (a parameter set)."""
 
     vantage_point: str
+    vantage_point_id: int
     endpoint: int
     endpoint_name: str
     site: int
@@ -76,40 +71,44 @@ class GroupRow(TypedDict):
     clients: int
     parameter_set: str  # its label
     compare_url: str
+    # The watch's live regression of this series (availability for failing, the metric for
+    # slower), if it has one: what home's Regressions list shows of it.
+    regression: LinkedRegression | None
 
 
 class FailingRow(GroupRow):
-    """A group whose latest ended run failed or timed out."""
+    """A group whose latest night failed: every run of the site's failed or timed out."""
 
-    run: int
+    run: int | None  # the latest failed run of that night
     run_url: str
     status: str
     error_class: str
     error_message: str
-    last_at: datetime
-    failing_since: datetime | None
-    failures: int
-    last_good_at: datetime | None
+    last_at: datetime  # when that run was created
+    failing_since: datetime  # the start (00:00 UTC) of the first failing night in a row
+    failures: int  # the failed runs of those nights
+    last_good_at: datetime | None  # the start of the latest night with a succeeded run
 
 
 class SlowerRow(GroupRow):
-    """A group's metric whose latest night is slower than the nights before."""
+    """A group's metric whose latest measured night is slower than the nights before."""
 
     metric: str
     unit: str
     night: str  # ISO date
     latest: float
-    baseline: float
+    baseline: float  # the median of the nightly medians of the 7 nights before
     baseline_runs: int
     change: float  # latest / baseline - 1
     factor: float  # how many times worse
-    run: int
+    run: int | None  # the latest measured run of that night
     run_url: str
 
 
 class AlertsData(TypedDict):
     days: int
     slower_days: int
+    as_of: WatchAsOf  # the watch's pass the lists come from
     failing_total: int
     failing: list[FailingRow]
     slower_total: int
@@ -132,105 +131,98 @@ def alerts_filters(query: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def alerts_data(*, query: dict[str, Any], now: datetime | None = None) -> AlertsData:
-    """The lists for an AlertsForm's cleaned data: three queries."""
+def alerts_data(
+    *, query: dict[str, Any], now: datetime | None = None, limit: int = MAX_ROWS
+) -> AlertsData:
+    """The lists for an AlertsForm's cleaned data, as of the watch's last pass, the first
+    `limit` rows of each (home shows a few) and their totals: seven queries."""
     now = now or timezone.now()
     days = query.get("days") or DEFAULT_DAYS
     filters = alerts_filters(query)
-    failing = alerts_failing(since=now - timedelta(days=days), filters=filters)
-    faults = tester_faults(since=now - timedelta(days=days), filters=filters)
-    slower = alerts_slower(
+    limit = min(limit, MAX_ROWS)
+    failing = _failing((now - timedelta(days=days)).date(), filters)
+    faults = tester_faults(since=(now - timedelta(days=days)).date(), filters=filters)
+    slower = _slower_query(
         since=(now - timedelta(days=min(days, SLOWER_MAX_DAYS))).date(),
         filters=filters,
         metrics=query.get("metric") or DEFAULT_SLOWER_METRICS,
         drop_pct=query.get("drop_pct") or DEFAULT_DROP_PCT,
         rise_pct=query.get("rise_pct") or DEFAULT_RISE_PCT,
     )
+    failing_shown = [_failing_row(row) for row in failing[:limit]]
+    slower_shown = [_slower_row(row, metric) for row, metric in slower[:limit]]
+    _link_regressions(failing_shown, slower_shown)
     return {
         "days": days,
         "slower_days": min(days, SLOWER_MAX_DAYS),
+        "as_of": watch_as_of(),
         "failing_total": len(failing),
-        "failing": failing[:MAX_ROWS],
+        "failing": failing_shown,
         "slower_total": len(slower),
-        "slower": slower[:MAX_ROWS],
+        "slower": slower_shown,
         "tester_faults": faults[:MAX_ROWS],
     }
 
 
-def alerts_failing(*, since: datetime, filters: dict[str, Any]) -> list[FailingRow]:
-    """Groups whose latest ended run (created since `since`) failed or timed out, the newest
-    breakage first. One query; each candidate's group is probed one status at a time through
-    run_compare_idx (endpoint, parameter set, status, created_at), which reads only the runs
-    after the candidate, or a single run, never the group's history."""
-    same = {f: OuterRef(f) for f in GROUP}
-    last_measured = Greatest(*(_latest_at(same, status) for status in Run.Status.MEASURED))
-    streak = (
-        Run.objects.filter(
-            q_not_tester_fault(),
-            **same,
-            status__in=Run.Status.FAILED_OR_TIMED_OUT,
-            created_at__gt=OuterRef("last_measured_at"),
-        )
-        .order_by()
-        .values("endpoint")
+def _link_regressions(failing: list[FailingRow], slower: list[SlowerRow]) -> None:
+    """Each row's live regression, if the watch has one for its series: one query."""
+    keys = {id(row): _key(row, "availability") for row in failing}
+    keys.update({id(row): _key(row, row["metric"]) for row in slower})
+    live = regressions_live(keys=list(keys.values()))
+    for row in (*failing, *slower):
+        found = live.get(keys[id(row)])
+        if found is not None:
+            url = reverse("dashboards:regression-detail", args=[found["id"]])
+            row["regression"] = {**found, "url": url}
+
+
+def _key(row: GroupRow, metric: str) -> str:
+    series = SeriesId(
+        row["endpoint"],
+        row["vantage_point_id"],
+        row["method"],
+        row["pattern"],
+        row["read_size"],
+        row["fraction"],
+        row["clients"],
     )
+    return series.key(metric)
+
+
+def _series(filters: dict[str, Any]) -> QuerySet[SeriesLatest]:
+    return SeriesLatest.objects.filter(**filters)
+
+
+GROUP_VALUES = (
+    *PARAMETER_SET_FIELDS,
+    "vantage_point_id",
+    "vantage_point__name",
+    "endpoint",
+    "endpoint__name",
+    "endpoint__protocol",
+    "endpoint__site",
+    "endpoint__site__name",
+)
+
+
+def alerts_failing(*, since: date, filters: dict[str, Any]) -> list[FailingRow]:
+    """Groups whose latest night (on or after `since`) failed, as of the last watch pass, the
+    newest breakage first. One query over the failing series' rows."""
+    return [_failing_row(row) for row in _failing(since, filters)]
+
+
+def _failing(since: date, filters: dict[str, Any]) -> list[dict[str, Any]]:
     rows = (
-        Run.objects.filter(
-            q_not_tester_fault(),
-            status__in=Run.Status.FAILED_OR_TIMED_OUT,
-            created_at__gte=since,
-            **filters,
-        )
-        .filter(*(~Exists(_later(same, status)) for status in Run.Status.ENDED))
-        .annotate(
-            last_measured_at=last_measured,
-            last_good_at=NullIf(_latest_at(same, Run.Status.SUCCEEDED), Value(EPOCH)),
-        )
-        .annotate(
-            failing_since=Subquery(streak.annotate(first=Min("created_at")).values("first")),
-            failures=Subquery(streak.annotate(n=Count("pk")).values("n")),
-            error_class=KT("errors__0__class"),
-            error_message=Substr(
-                KT("errors__0__message"), 1, ERROR_MESSAGE_CHARS, output_field=CharField()
-            ),
-        )
-        .values(
-            "pk",
-            "status",
-            "created_at",
-            *PARAMETER_SET_FIELDS,
-            "vantage_point__name",
-            "endpoint",
-            "endpoint__name",
-            "endpoint__protocol",
-            "endpoint__site",
-            "endpoint__site__name",
-            "error_class",
-            "error_message",
-            "failing_since",
-            "failures",
-            "last_good_at",
-        )
+        _series(filters)
+        .filter(failing=True, site_night__gte=since)
+        .values(*GROUP_VALUES, "failing_since", "failures", "last_good", "failed_run", "site_night")
         .order_by("-failing_since", "endpoint__name", "vantage_point__name", *PARAMETER_SET_FIELDS)
     )
-    return [_failing_row(row) for row in rows]
+    return list(rows)
 
 
-def _later(same: dict[str, OuterRef], status: str) -> QuerySet[Run]:
-    """The group's runs of `status` after the outer run. One status at a time, so that the
-    index range is (group, status, created_at >= the outer run's); the OR only breaks ties
-    among the few rows of that range."""
-    later = Run.objects.filter(**same, status=status, created_at__gte=OuterRef("created_at"))
-    # A tester fault after the failure says nothing of the endpoint: it is still failing.
-    return later.filter(Q(created_at__gt=OuterRef("created_at")) | Q(pk__gt=OuterRef("pk"))).filter(
-        q_not_tester_fault()
-    )
-
-
-def _latest_at(same: dict[str, OuterRef], status: str) -> Coalesce:
-    """When the group's latest run of `status` was created (the epoch if never)."""
-    latest = Run.objects.filter(**same, status=status).order_by("-created_at")
-    return Coalesce(Subquery(latest.values("created_at")[:1]), Value(EPOCH))
+def _night_start(night: date | None) -> datetime | None:
+    return None if night is None else datetime.combine(night, time(), tzinfo=UTC)
 
 
 def _group_row(row: dict[str, Any]) -> GroupRow:
@@ -238,6 +230,7 @@ def _group_row(row: dict[str, Any]) -> GroupRow:
     pair = {"endpoint": row["endpoint"], "vantage_point": row["vantage_point"]}
     return {
         "vantage_point": row["vantage_point"],
+        "vantage_point_id": row["vantage_point_id"],
         "endpoint": row["endpoint"],
         "endpoint_name": row["endpoint_name"],
         "site": row["site"],
@@ -250,10 +243,31 @@ def _group_row(row: dict[str, Any]) -> GroupRow:
         "clients": parameter_set.clients,
         "parameter_set": parameter_set.label,
         "compare_url": compare_url(pair, row.get("metric", "throughput_mbps"), parameter_set),
+        "regression": None,
     }
 
 
 def _failing_row(row: dict[str, Any]) -> FailingRow:
+    _rename(row)
+    run = row["failed_run"] or {}
+    since = _night_start(row["failing_since"])
+    last_at = datetime.fromisoformat(run["created_at"]) if run.get("created_at") else since
+    assert since is not None and last_at is not None  # a failing series has its night
+    return {
+        **_group_row(row),
+        "run": run.get("id"),
+        "run_url": reverse("campaigns:run-detail", args=[run["id"]]) if run.get("id") else "",
+        "status": run.get("status") or Run.Status.FAILED,
+        "error_class": run.get("error_class") or "",
+        "error_message": run.get("error_message") or "",
+        "last_at": last_at,
+        "failing_since": since,
+        "failures": row["failures"],
+        "last_good_at": _night_start(row["last_good"]),
+    }
+
+
+def _rename(row: dict[str, Any]) -> None:
     row.update(
         vantage_point=row.pop("vantage_point__name"),
         endpoint_name=row.pop("endpoint__name"),
@@ -261,18 +275,6 @@ def _failing_row(row: dict[str, Any]) -> FailingRow:
         site=row.pop("endpoint__site"),
         site_name=row.pop("endpoint__site__name"),
     )
-    return {
-        **_group_row(row),
-        "run": row["pk"],
-        "run_url": reverse("campaigns:run-detail", args=[row["pk"]]),
-        "status": row["status"],
-        "error_class": row["error_class"] or "",
-        "error_message": row["error_message"] or "",
-        "last_at": row["created_at"],
-        "failing_since": sql.aware_datetime(row["failing_since"]),
-        "failures": row["failures"],
-        "last_good_at": sql.aware_datetime(row["last_good_at"]),
-    }
 
 
 def alerts_slower(
@@ -283,103 +285,108 @@ def alerts_slower(
     drop_pct: float = DEFAULT_DROP_PCT,
     rise_pct: float = DEFAULT_RISE_PCT,
 ) -> list[SlowerRow]:
-    """(group, metric) pairs whose latest night (on or after `since`) is slower than the
-    median of the seven nights before by the thresholds, the worst first. One query: the
-    groups' measured runs of those eight nights, compared in the database."""
+    """(group, metric) pairs whose latest measured night (on or after `since`) is slower than
+    the median of the seven nights before by the thresholds, the worst first, as of the last
+    watch pass. One query: the series' stored figures, compared in the database."""
+    found = _slower_query(
+        since=since, filters=filters, metrics=metrics, drop_pct=drop_pct, rise_pct=rise_pct
+    )
+    return [_slower_row(row, metric) for row, metric in found]
+
+
+def _slower_query(
+    *,
+    since: date,
+    filters: dict[str, Any],
+    metrics: list[str],
+    drop_pct: float,
+    rise_pct: float,
+) -> list[tuple[dict[str, Any], str]]:
     if not set(metrics) <= set(SPEED_METRICS) or not metrics:
         raise ValueError(f"metrics must be some of {SPEED_METRICS}")
     metrics = list(dict.fromkeys(metrics))  # ?metric=wall_s&metric=wall_s asks once
-    window_start = datetime.combine(since, datetime.min.time(), UTC) - timedelta(
-        days=BASELINE_NIGHTS
-    )
-    measured = (
-        Run.objects.filter(status__in=Run.Status.MEASURED, created_at__gte=window_start, **filters)
-        .annotate(night=TruncDate("created_at"))
-        .values("pk", *GROUP, *metrics, "night")
+    factors = {
+        m: 1 - drop_pct / 100 if higher_is_better(m) else 1 + rise_pct / 100 for m in metrics
+    }
+    figures = {
+        f"{part}_{i}": Cast(KT(f"metrics__{m}__{part}"), FloatField())
+        for i, m in enumerate(metrics)
+        for part in ("latest", "baseline")
+    }
+    crossed = Q(pk__in=[])
+    for i, m in enumerate(metrics):
+        bound = F(f"baseline_{i}") * Value(factors[m])
+        worse = {f"latest_{i}__lte" if higher_is_better(m) else f"latest_{i}__gte": bound}
+        crossed |= Q(**{f"baseline_{i}__gt": 0}, **worse)
+    # No metric of a series crosses its threshold unless its worst one does: the index on
+    # worst_factor finds the few candidates, their figures decide.
+    least = min(_times_worse(m, factors[m]) for m in metrics) * (1 - 1e-9)
+    rows = (
+        _series(filters)
+        .filter(worst_factor__gte=least)
+        .filter(measured_night__gte=since, baseline_runs__gte=MIN_BASELINE_RUNS)
+        .annotate(**figures)
+        .filter(crossed)
+        .values(*GROUP_VALUES, "measured_night", "measured_run", "baseline_runs", *figures)
         .order_by()
     )
-    inner_sql, inner_params = measured.query.sql_with_params()
-    sql = _slower_sql(inner_sql, metrics)
-    params = [
-        *inner_params,
-        connection.ops.adapt_datefield_value(since),
-        *[1 - drop_pct / 100 if higher_is_better(m) else 1 + rise_pct / 100 for m in metrics],
-        MIN_BASELINE_RUNS,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        names = [c[0] for c in cursor.description]
-        rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
-    found = [out for row in rows for out in _slower_rows(row, metrics)]
-    return sorted(found, key=lambda r: (-r["factor"], r["endpoint_name"], r["vantage_point"]))
+    return _slower(rows, metrics, factors)
 
 
-def _slower_sql(measured_sql: str, metrics: list[str]) -> str:
-    group = ", ".join(f"{c}_id" if c in ("vantage_point", "endpoint") else c for c in GROUP)
-    columns = f"id, {group}, {', '.join(metrics)}, night"
-    join = " AND ".join(f"m.{c} = l.{c}" for c in group.split(", "))
-    medians = ",\n".join(
-        f"{sql.median('m.' + m, where='m.night = l.night')} AS {m}_latest, "
-        f"{sql.median('m.' + m, where='m.night < l.night')} AS {m}_baseline"
-        for m in metrics
-    )
-    crossed = ",\n".join(
-        f"CASE WHEN c.{m}_baseline > 0 AND c.{m}_latest "
-        f"{'<=' if higher_is_better(m) else '>='} c.{m}_baseline * %s THEN 1 ELSE 0 END"
-        f" AS {m}_crossed"
-        for m in metrics
-    )
-    any_crossed = " OR ".join(f"f.{m}_crossed = 1" for m in metrics)
-    l_group = ", ".join("l." + c for c in group.split(", "))
-    return f"""
-        WITH measured ({columns}) AS ({measured_sql}),
-        latest AS (
-            SELECT {group}, MAX(night) AS night FROM measured
-            GROUP BY {group} HAVING MAX(night) >= %s
-        ),
-        compared AS (
-            SELECT {l_group}, l.night,
-                MAX(m.id) FILTER (WHERE m.night = l.night) AS run,
-                COUNT(*) FILTER (WHERE m.night < l.night) AS baseline_runs,
-                {medians}
-            FROM latest l JOIN measured m ON {join}
-                AND m.night >= {sql.days_before("l.night", BASELINE_NIGHTS)}
-            GROUP BY {l_group}, l.night
-        ),
-        flagged AS (
-            SELECT c.*, {crossed} FROM compared c WHERE c.baseline_runs >= %s
-        )
-        SELECT f.*, vp.name AS vantage_point, e.name AS endpoint_name,
-            e.protocol AS protocol, s.id AS site, s.name AS site_name
-        FROM flagged f
-        JOIN {VantagePoint._meta.db_table} vp ON vp.id = f.vantage_point_id
-        JOIN {Endpoint._meta.db_table} e ON e.id = f.endpoint_id
-        JOIN {Site._meta.db_table} s ON s.id = e.site_id
-        WHERE {any_crossed}
-    """
+def _slower(
+    rows: Iterable[dict[str, Any]], metrics: list[str], factors: dict[str, float]
+) -> list[tuple[dict[str, Any], str]]:
+    """(row, metric) of each metric that crossed its threshold, the worst first."""
+    found = [(row, m, f) for row in rows for m, f in _crossings(row, metrics, factors)]
+    found.sort(key=lambda c: (-c[2], c[0]["endpoint_name"], c[0]["vantage_point"]))
+    return [(row, metric) for row, metric, _ in found]
 
 
-def _slower_rows(row: dict[str, Any], metrics: list[str]) -> list[SlowerRow]:
-    """One row per metric of the group that crossed its threshold (the database decided)."""
-    row["endpoint"] = row["endpoint_id"]
-    night = row["night"]
-    out: list[SlowerRow] = []
-    for metric in (m for m in metrics if row[f"{m}_crossed"]):
-        latest, baseline = row[f"{metric}_latest"], row[f"{metric}_baseline"]
-        worse = baseline / latest if higher_is_better(metric) else latest / baseline
-        out.append(
-            {
-                **_group_row({**row, "metric": metric}),
-                "metric": metric,
-                "unit": METRICS[metric].unit,
-                "night": night if isinstance(night, str) else night.isoformat(),
-                "latest": latest,
-                "baseline": baseline,
-                "baseline_runs": row["baseline_runs"],
-                "change": latest / baseline - 1,
-                "factor": worse,
-                "run": row["run"],
-                "run_url": reverse("campaigns:run-detail", args=[row["run"]]),
-            }
-        )
+def _times_worse(metric: str, factor: float) -> float:
+    """A threshold (latest against baseline x factor) as how many times worse it is."""
+    if not higher_is_better(metric):
+        return factor
+    return 1 / factor if factor > 0 else WORST
+
+
+def _crossings(
+    row: dict[str, Any], metrics: list[str], factors: dict[str, float]
+) -> list[tuple[str, float]]:
+    """(metric, how many times worse) of each metric of the group beyond its threshold."""
+    _rename(row)
+    out = []
+    for i, metric in enumerate(metrics):
+        latest, baseline = row[f"latest_{i}"], row[f"baseline_{i}"]
+        if latest is None or baseline is None or baseline <= 0:
+            continue
+        up = higher_is_better(metric)
+        if (latest > baseline * factors[metric]) if up else (latest < baseline * factors[metric]):
+            continue
+        row[metric] = (latest, baseline)
+        out.append((metric, _factor(metric, latest, baseline)))
     return out
+
+
+def _factor(metric: str, latest: float, baseline: float) -> float:
+    """How many times worse `latest` is than `baseline` (> 0)."""
+    if higher_is_better(metric):
+        return baseline / latest if latest > 0 else WORST
+    return latest / baseline
+
+
+def _slower_row(row: dict[str, Any], metric: str) -> SlowerRow:
+    latest, baseline = row[metric]
+    run = row["measured_run"]
+    return {
+        **_group_row({**row, "metric": metric}),
+        "metric": metric,
+        "unit": METRICS[metric].unit,
+        "night": row["measured_night"].isoformat(),
+        "latest": latest,
+        "baseline": baseline,
+        "baseline_runs": row["baseline_runs"],
+        "change": latest / baseline - 1,
+        "factor": _factor(metric, latest, baseline),
+        "run": run,
+        "run_url": reverse("campaigns:run-detail", args=[run]) if run else "",
+    }

@@ -1,21 +1,20 @@
 """The tester's own faults (docs/watch.md "Tester faults"): runs that ended by a fault of the
 tester (a worker that died, a harness error, the egress policy, an expired credential or an
 unreachable issuer), listed by vantage point apart from the endpoints' failures, which they
-never count in."""
+never count in. Read from what the watch's pass stored of each night (webapp/watch/latest.py),
+never from raw runs on a request."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, TypedDict
 
-from django.db.models import Count, Max, TextField, Value
-from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Max, Sum
 from django.urls import reverse
 
-from webapp.campaigns.models import Run, q_tester_fault
 from webapp.core import sql
+from webapp.watch.models import SeriesTesterFault
 from workers.engine.errors import CREDENTIAL_PHASE
 
 
@@ -41,21 +40,18 @@ WHAT = {
 }
 
 
-def tester_faults(*, since: datetime, filters: dict[str, Any]) -> list[TesterFaultRow]:
-    """Tester faults created since `since` per vantage point, first error class and phase,
-    the most recent first; `filters` as alerts_filters'. One query."""
+def tester_faults(*, since: date, filters: dict[str, Any]) -> list[TesterFaultRow]:
+    """Tester faults of the nights since `since` per vantage point, first error class and
+    phase, the most recent first, as of the watch's last pass (its SeriesTesterFault rows);
+    `filters` as alerts_filters'. One query."""
     rows = (
-        Run.objects.filter(q_tester_fault(), created_at__gte=since, **filters)
-        .annotate(
-            error_class=Coalesce(KT("errors__0__class"), Value(""), output_field=TextField()),
-            phase=Coalesce(KT("errors__0__phase"), Value(""), output_field=TextField()),
-        )
+        SeriesTesterFault.objects.filter(night__gte=since, **filters)
         .values("vantage_point__name", "error_class", "phase")
         .annotate(
-            runs=Count("pk"),
+            runs=Sum("runs"),
             endpoints=Count("endpoint", distinct=True),
-            latest_at=Max("created_at"),
-            run=Max("pk"),
+            latest_at=Max("latest_at"),
+            run=Max("run"),
         )
         .order_by("-latest_at", "vantage_point__name", "error_class")
     )
