@@ -56,6 +56,8 @@ class PassOutcome:
     series: int = 0
     changes: list[str] = field(default_factory=list)
     skipped: bool = False  # another pass was running
+    backfilled: list[date] = field(default_factory=list)  # older nights rolled up
+    backfill_before: date | None = None  # the nights before it are still to be rolled up
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,11 @@ def _only_pass() -> Iterator[bool]:
 def _pass(now: datetime) -> PassOutcome:
     started = timezone.now()
     refreshed = rollups_refresh(now=now)
-    outcome = PassOutcome(nights=refreshed.nights)
+    outcome = PassOutcome(
+        nights=refreshed.nights,
+        backfilled=refreshed.backfilled,
+        backfill_before=refreshed.backfill_before,
+    )
     events_before = _event_count()
     for night in _nights_to_evaluate(refreshed.nights, first_pass=refreshed.first_pass):
         outcome.evaluated.append(night)
@@ -108,12 +114,13 @@ def _pass(now: datetime) -> PassOutcome:
         now=now,
         started_at=started,
         finished_at=timezone.now(),
-        nights=[n.isoformat() for n in refreshed.nights],
+        nights=[n.isoformat() for n in sorted({*refreshed.backfilled, *refreshed.nights})],
         evaluated=[n.isoformat() for n in outcome.evaluated],
         series_nights=refreshed.rows,
         series=outcome.series,
         changes=len(outcome.changes),
         watermark=refreshed.watermark,
+        backfill_before=refreshed.backfill_before,
     )
     return outcome
 
