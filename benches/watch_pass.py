@@ -8,9 +8,10 @@ pass touching only that night's series).
 Fills the database once with `manage.py history synthesize` of that size (5,475,000 runs by
 default; made again only when its size differs, which takes about half an hour), forgets
 what the watch knew (rollups, regressions, passes), then times:
-1. the first pass over everything (rolls up every night, evaluates the last);
-2. a pass with nothing new (the watermark finds no run: the hourly beat's usual case);
-3. the next night's pass, after a copy of the last night's runs shifted by a day is
+1. the first pass over everything (rolls up the lookback's nights, evaluates the last);
+2. the passes after it that backfill the older nights, an hour apart, until none is left;
+3. a pass with nothing new (the watermark finds no run: the hourly beat's usual case);
+4. the next night's pass, after a copy of the last night's runs shifted by a day is
    inserted (rolls up and evaluates that night only).
 """
 
@@ -21,9 +22,13 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 from datetime import time as day_time
+from typing import TYPE_CHECKING
 
 from dashboards_data import ensure_history
 from django_bench import setup_django
+
+if TYPE_CHECKING:
+    from webapp.watch.evaluate import PassOutcome
 
 
 def forget_the_watch() -> None:
@@ -70,7 +75,7 @@ def copy_night(night: datetime) -> int:
         return int(cursor.rowcount)
 
 
-def timed_pass(label: str, now: datetime) -> None:
+def timed_pass(label: str, now: datetime) -> PassOutcome:
     from webapp.watch.evaluate import watch_evaluate
     from webapp.watch.models import SeriesNight
 
@@ -83,7 +88,14 @@ def timed_pass(label: str, now: datetime) -> None:
         f"rolled up {len(outcome.nights)} nights, evaluated {outcome.series:,} series on "
         f"{', '.join(n.isoformat() for n in outcome.evaluated) or 'none'}, "
         f"{len(outcome.changes):,} state changes; {SeriesNight.objects.count():,} rollup rows"
+        + (f"; backfilled {len(outcome.backfilled)} older nights" if outcome.backfilled else "")
+        + (
+            f", still to roll up before {outcome.backfill_before}"
+            if outcome.backfill_before
+            else ""
+        )
     )
+    return outcome
 
 
 def main() -> None:
@@ -105,8 +117,12 @@ def main() -> None:
     assert night is not None
     forget_the_watch()
     after = night + timedelta(days=1, hours=1)
-    timed_pass("first pass over everything", after)
-    timed_pass("a pass with nothing new", after + timedelta(hours=1))
+    outcome = timed_pass("first pass over everything", after)
+    hours = 1
+    while outcome.backfill_before is not None:
+        outcome = timed_pass(f"backfill pass {hours}", after + timedelta(hours=hours))
+        hours += 1
+    timed_pass("a pass with nothing new", after + timedelta(hours=hours))
     copied = copy_night(night)
     print(f"next night: {copied:,} runs")
     timed_pass("the next night's pass", after + timedelta(days=1))

@@ -296,9 +296,9 @@ def metric_finding(
     is good again once tonight is back within FEDPROBE_WATCH_RECOVERED_PCT of its baseline.
     None when tonight measured nothing of it."""
     points = [
-        NightPoint(row.night, m["median"], m["mad"] or 0.0, int(m["n"]))
+        NightPoint(row.night, *figures)
         for row in history
-        if (m := row.metrics.get(metric))
+        if (figures := row.metrics.get(metric)) is not None
     ]
     if not points or points[-1].night != history[-1].night:
         return None

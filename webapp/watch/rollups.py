@@ -402,7 +402,7 @@ def _series_night(key: tuple[Any, ...], rows: list[dict[str, Any]], at: datetime
     measured = [row for row in rows if row["status"] in MEASURED]
     metrics = {}
     for metric in ROLLUP_METRICS:
-        values = [row[metric] for row in measured if row[metric] is not None]
+        values = [v for row in measured if (v := row[metric]) is not None and math.isfinite(v)]
         if values:
             metrics[metric] = distribution(values)
     versions = sorted({row["server_version"] for row in rows if row["server_version"]})
