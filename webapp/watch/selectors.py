@@ -15,6 +15,7 @@ from django.utils import timezone
 from webapp.campaigns.models import PARAMETER_SET_FIELDS
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight
+from webapp.watch.rollups import rollups_backfill_before
 
 State = Regression.State
 Severity = Regression.Severity
@@ -154,6 +155,9 @@ class RegressionDetail(TypedDict):
     members: list[Regression]
     members_total: int
     events: list[RegressionEvent]
+    # The nights before this one are not rolled up yet (the first passes over a history
+    # backfill them): missing from `nights` and `others`, not empty. None: nothing missing.
+    rolling_up_before: str | None
 
 
 def regression_get(*, pk: int) -> Regression:
@@ -180,7 +184,13 @@ def regression_detail(*, regression: Regression) -> RegressionDetail:
         "members": shown_members,
         "members_total": _count(members, shown_members, MAX_MEMBERS),
         "events": events,
+        "rolling_up_before": _rolling_up_before(first),
     }
+
+
+def _rolling_up_before(first: date) -> str | None:
+    pending = rollups_backfill_before()
+    return pending.isoformat() if pending is not None and first < pending else None
 
 
 def metric_unit(metric: str) -> str:
