@@ -50,6 +50,8 @@ UNRECORDED_CLASS = "unknown"
 SETTLE_S = 300
 # Nights rolled up in one statement when many changed (the first pass over a history).
 NIGHTS_PER_STATEMENT = 14
+# A refresh that wrote this many rows updates the table's statistics before the evaluation.
+ANALYZE_AFTER_ROWS = 100_000
 # Groups of up to this many measured runs (one run a night is the usual case) get their
 # quartiles and MAD from their lowest and highest figure, exactly as percentile_cont would,
 # without sorting each group twice per metric.
@@ -126,6 +128,11 @@ def rollups_refresh(*, now: datetime) -> Refreshed:
         series_nights_roll_up_range(first=chunk[0], last=chunk[-1])
         for chunk in _runs_of_nights(sorted({*backfilled, *nights}))
     )
+    if rows >= ANALYZE_AFTER_ROWS and sql.is_postgresql():
+        # The planner's figures of a table that just grew by weeks of rows are stale: the
+        # evaluation's reads would take a plan meant for a few rows (seconds per chunk).
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {SeriesNight._meta.db_table}")
     return Refreshed(
         nights=nights,
         rows=rows,
