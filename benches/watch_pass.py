@@ -8,9 +8,10 @@ pass touching only that night's series).
 Fills the database once with `manage.py history synthesize` of that size (5,475,000 runs by
 default; made again only when its size differs, which takes about half an hour), forgets
 what the watch knew (rollups, regressions, passes), then times:
-1. the first pass over everything (rolls up every night, evaluates the last);
-2. a pass with nothing new (the watermark finds no run: the hourly beat's usual case);
-3. the next night's pass, after a copy of the last night's runs shifted by a day is
+1. the first pass over everything (rolls up the lookback's nights, evaluates the last);
+2. the passes after it that backfill the older nights, an hour apart, until none is left;
+3. a pass with nothing new (the watermark finds no run: the hourly beat's usual case);
+4. the next night's pass, after a copy of the last night's runs shifted by a day is
    inserted (rolls up and evaluates that night only).
 """
 
@@ -21,9 +22,13 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 from datetime import time as day_time
+from typing import TYPE_CHECKING, Any
 
 from dashboards_data import ensure_history
 from django_bench import setup_django
+
+if TYPE_CHECKING:
+    from webapp.watch.evaluate import PassOutcome
 
 
 def forget_the_watch() -> None:
@@ -70,20 +75,43 @@ def copy_night(night: datetime) -> int:
         return int(cursor.rowcount)
 
 
-def timed_pass(label: str, now: datetime) -> None:
-    from webapp.watch.evaluate import watch_evaluate
+def timed_pass(label: str, now: datetime) -> PassOutcome:
+    from webapp.watch import evaluate
     from webapp.watch.models import SeriesNight
 
+    refresh = evaluate.rollups_refresh
+    rollup_s = 0.0
+
+    def timed_refresh(**kwargs: Any) -> Any:
+        nonlocal rollup_s
+        began = time.perf_counter()
+        try:
+            return refresh(**kwargs)
+        finally:
+            rollup_s = time.perf_counter() - began
+
+    evaluate.rollups_refresh = timed_refresh
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    outcome = watch_evaluate(now=now)
+    try:
+        outcome = evaluate.watch_evaluate(now=now)
+    finally:
+        evaluate.rollups_refresh = refresh
     took = time.perf_counter() - start
     print(
-        f"{label}: {took:.1f} s (load {load:.1f} before, {os.getloadavg()[0]:.1f} after); "
+        f"{label}: {took:.1f} s (rollup {rollup_s:.1f} s, the rest {took - rollup_s:.1f} s; "
+        f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after); "
         f"rolled up {len(outcome.nights)} nights, evaluated {outcome.series:,} series on "
         f"{', '.join(n.isoformat() for n in outcome.evaluated) or 'none'}, "
         f"{len(outcome.changes):,} state changes; {SeriesNight.objects.count():,} rollup rows"
+        + (f"; backfilled {len(outcome.backfilled)} older nights" if outcome.backfilled else "")
+        + (
+            f", still to roll up before {outcome.backfill_before}"
+            if outcome.backfill_before
+            else ""
+        )
     )
+    return outcome
 
 
 def main() -> None:
@@ -105,8 +133,12 @@ def main() -> None:
     assert night is not None
     forget_the_watch()
     after = night + timedelta(days=1, hours=1)
-    timed_pass("first pass over everything", after)
-    timed_pass("a pass with nothing new", after + timedelta(hours=1))
+    outcome = timed_pass("first pass over everything", after)
+    hours = 1
+    while outcome.backfill_before is not None:
+        outcome = timed_pass(f"backfill pass {hours}", after + timedelta(hours=hours))
+        hours += 1
+    timed_pass("a pass with nothing new", after + timedelta(hours=hours))
     copied = copy_night(night)
     print(f"next night: {copied:,} runs")
     timed_pass("the next night's pass", after + timedelta(days=1))

@@ -591,6 +591,9 @@ FEDPROBE_WATCH_NO_DATA_NIGHTS = env_int("FEDPROBE_WATCH_NO_DATA_NIGHTS", 2)
 # The nights of a series the detector reads, and the missed nights a late pass replays.
 FEDPROBE_WATCH_LOOKBACK_NIGHTS = env_int("FEDPROBE_WATCH_LOOKBACK_NIGHTS", 60)
 FEDPROBE_WATCH_CATCHUP_NIGHTS = env_int("FEDPROBE_WATCH_CATCHUP_NIGHTS", 7)
+# The first pass over a history rolls up the lookback's nights only; each pass after it rolls
+# up this many of the older nights (newest first) until the history is rolled up.
+FEDPROBE_WATCH_BACKFILL_NIGHTS = env_int("FEDPROBE_WATCH_BACKFILL_NIGHTS", 28)
 # The pass reads the series of this many endpoints at a time (memory stays bounded).
 FEDPROBE_WATCH_ENDPOINTS_PER_READ = env_int("FEDPROBE_WATCH_ENDPOINTS_PER_READ", 50)
 # The run metrics the watch runs the detector on (each is a series of its own).
@@ -626,6 +629,7 @@ for _name in (
     "FEDPROBE_WATCH_NO_DATA_NIGHTS",
     "FEDPROBE_WATCH_LOOKBACK_NIGHTS",
     "FEDPROBE_WATCH_CATCHUP_NIGHTS",
+    "FEDPROBE_WATCH_BACKFILL_NIGHTS",
     "FEDPROBE_WATCH_ENDPOINTS_PER_READ",
     "FEDPROBE_WATCH_BLAME_MIN_SITES",
     "FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS",

@@ -438,6 +438,9 @@ class Run(RunParameters):
             models.Index(fields=["vantage_point", "endpoint", "created_at"]),
             # Whether a vantage point's workers took anything lately (runs_resend_stale).
             models.Index(fields=["vantage_point", "started_at"], name="run_vantage_started_idx"),
+            # The runs that ended since the watch's last pass (its watermark): a probe, not a
+            # scan of a year of runs, on the hourly pass that finds nothing new.
+            models.Index(fields=["finished_at"], name="run_finished_idx"),
             # Compare over time (webapp/dashboards/compare.py): endpoints x one parameter set
             # over a range of days, read from the index alone (the metrics are included).
             models.Index(

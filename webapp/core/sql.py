@@ -55,6 +55,21 @@ def json_first(column: str, key: str) -> str:
     return f"json_extract({column}, '$[0].{key}')"
 
 
+def json_number(column: str, *keys: str) -> str:
+    """The number at `keys` in the JSON object in `column`, as a float (NULL if none)."""
+    if not all(key.isidentifier() for key in keys):
+        raise ValueError(f"not JSON keys we write: {keys!r}")
+    if is_postgresql():
+        path = " -> ".join(f"'{key}'" for key in keys[:-1])
+        return f"({column} -> {path} ->> '{keys[-1]}')::float8"
+    return f"json_extract({column}, '$.{'.'.join(keys)}')"
+
+
+def json_text(column: str) -> str:
+    """A JSON column as its text (decoded by the caller, once per distinct value)."""
+    return f"{column}::text" if is_postgresql() else column
+
+
 def left(expression: str, chars: int) -> str:
     """The first `chars` characters of a text expression."""
     if is_postgresql():

@@ -31,7 +31,7 @@ from webapp.watch import blame, launches, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
 from webapp.watch.episodes import Finding, regression_advance
 from webapp.watch.error_series import error_findings
-from webapp.watch.latest import series_latest_refresh
+from webapp.watch.latest import series_latest_refresh, series_tester_faults_refresh
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
 from webapp.watch.nodata import series_no_data
 from webapp.watch.rollups import night_bounds, rollups_refresh
@@ -59,6 +59,8 @@ class PassOutcome:
     series: int = 0
     changes: list[str] = field(default_factory=list)
     skipped: bool = False  # another pass was running
+    backfilled: list[date] = field(default_factory=list)  # older nights rolled up
+    backfill_before: date | None = None  # the nights before it are still to be rolled up
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,13 @@ def _pass(now: datetime) -> PassOutcome:
     started = timezone.now()
     refreshed = rollups_refresh(now=now)
     series_latest_refresh(nights=refreshed.nights)
-    outcome = PassOutcome(nights=refreshed.nights)
+    if refreshed.backfilled:  # older nights' tester faults, for the alerts of a longer range
+        series_tester_faults_refresh(nights=refreshed.backfilled)
+    outcome = PassOutcome(
+        nights=refreshed.nights,
+        backfilled=refreshed.backfilled,
+        backfill_before=refreshed.backfill_before,
+    )
     events_before = _event_count()
     for night in _nights_to_evaluate(refreshed.nights, first_pass=refreshed.first_pass):
         outcome.evaluated.append(night)
@@ -113,12 +121,13 @@ def _pass(now: datetime) -> PassOutcome:
         now=now,
         started_at=started,
         finished_at=timezone.now(),
-        nights=[n.isoformat() for n in refreshed.nights],
+        nights=[n.isoformat() for n in sorted({*refreshed.backfilled, *refreshed.nights})],
         evaluated=[n.isoformat() for n in outcome.evaluated],
         series_nights=refreshed.rows,
         series=outcome.series,
         changes=len(outcome.changes),
         watermark=refreshed.watermark,
+        backfill_before=refreshed.backfill_before,
     )
     return outcome
 
@@ -298,9 +307,9 @@ def metric_finding(
     is good again once tonight is back within FEDPROBE_WATCH_RECOVERED_PCT of its baseline.
     None when tonight measured nothing of it."""
     points = [
-        NightPoint(row.night, m["median"], m["mad"] or 0.0, int(m["n"]))
+        NightPoint(row.night, *figures)
         for row in history
-        if (m := row.metrics.get(metric))
+        if (figures := row.metrics.get(metric)) is not None
     ]
     if not points or points[-1].night != history[-1].night:
         return None

@@ -259,6 +259,11 @@ class WatchPass(models.Model):
     watermark = models.DateTimeField(
         null=True, blank=True, help_text="the latest finished_at of the runs rolled up so far"
     )
+    backfill_before = models.DateField(
+        null=True,
+        blank=True,
+        help_text="the nights before this one are still to be rolled up (none: all are)",
+    )
 
     class Meta:
         ordering = ["-started_at", "-id"]

@@ -27,6 +27,7 @@ from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
 from webapp.campaigns.selectors import SERIES_METRICS
 from webapp.sites.models import Site
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
+from webapp.watch.rollups import rollups_backfill_before
 
 State = Regression.State
 Severity = Regression.Severity
@@ -193,6 +194,9 @@ class RegressionDetail(TypedDict):
     members: list[Regression]
     members_total: int
     events: list[RegressionEvent]
+    # The nights before this one are not rolled up yet (the first passes over a history
+    # backfill them): missing from `nights` and `others`, not empty. None: nothing missing.
+    rolling_up_before: str | None
 
 
 def regression_get(*, pk: int) -> Regression:
@@ -219,7 +223,13 @@ def regression_detail(*, regression: Regression) -> RegressionDetail:
         "members": shown_members,
         "members_total": _count(members, shown_members, MAX_MEMBERS),
         "events": events,
+        "rolling_up_before": _rolling_up_before(first),
     }
+
+
+def _rolling_up_before(first: date) -> str | None:
+    pending = rollups_backfill_before()
+    return pending.isoformat() if pending is not None and first < pending else None
 
 
 def metric_unit(metric: str) -> str:

@@ -4,19 +4,22 @@ rows: no model instances)."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db.models import FloatField
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db import connection
 
+from webapp.core import sql
 from webapp.watch.models import SeriesNight
 from webapp.watch.rollups import SERIES_FIELDS
+
+# A watched metric's figures on one night: (median, MAD, runs).
+Figures = tuple[float, float, int]
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ class SeriesId:
 
 
 class NightRow(NamedTuple):
-    """One SeriesNight's figures, as the pass reads them."""
+    """One SeriesNight's figures, as the pass reads them (its dicts and lists may be shared
+    with other rows: read them, never change them)."""
 
     night: date
     runs: int
@@ -53,52 +57,88 @@ class NightRow(NamedTuple):
     failed: int
     tester_faults: int
     errors: dict[str, int]
-    metrics: dict[str, dict[str, Any]]  # the watched ones: {"median", "mad", "n"}
+    metrics: dict[str, Figures]  # the watched ones that night measured
     server_versions: list[str]
 
 
 Histories = dict[SeriesId, list[NightRow]]
 # What the detector reads of a night's metric.
 DETECTED = ("median", "mad", "n")
+COUNTS = ("runs", "succeeded", "partial", "failed", "tester_faults")
 
 
 def series_nights_read(
     *, first: date, last: date, endpoints: Sequence[int] | None = None
 ) -> Histories:
     """Each series' rows from `first` to `last` (of `endpoints`' series), in night order,
-    with the watched metrics' median, MAD and runs only (read as numbers: decoding each
-    row's whole metrics JSON would cost most of a pass)."""
-    rows: Histories = defaultdict(list)
-    window = SeriesNight.objects.filter(night__gte=first, night__lte=last)
-    if endpoints is not None:
-        window = window.filter(endpoint_id__in=endpoints)
+    with the watched metrics' median, MAD and runs only. Read as plain tuples in one query:
+    the watched figures as numbers (decoding each row's whole metrics JSON would cost most of
+    a pass), errors and versions decoded once per distinct value (a night's are mostly the
+    same as the night before's)."""
     watched = list(settings.FEDPROBE_WATCH_METRICS)
-    figures = {
-        f"m{i}_{part}": Cast(KT(f"metrics__{metric}__{part}"), FloatField())
-        for i, metric in enumerate(watched)
-        for part in DETECTED
-    }
-    fields = (*SERIES_FIELDS, *NightRow._fields[:-2], "server_versions", *figures)
-    values: Iterator[tuple[Any, ...]] = (
-        window.annotate(**figures).order_by("night").values_list(*fields).iterator(10000)
+    figures = ", ".join(
+        sql.json_number("metrics", metric, part) for metric in watched for part in DETECTED
     )
-    for row in values:
-        series = SeriesId(*row[: len(SERIES_FIELDS)])
-        counts = row[len(SERIES_FIELDS) : len(SERIES_FIELDS) + 7]
-        versions = row[len(SERIES_FIELDS) + 7]
-        numbers = row[len(SERIES_FIELDS) + 8 :]
-        metrics = {
-            metric: dict(zip(DETECTED, numbers[i * 3 : i * 3 + 3], strict=True))
-            for i, metric in enumerate(watched)
-            if numbers[i * 3] is not None
-        }
-        night, runs, succeeded, partial, failed, tester_faults, errors = counts
-        rows[series].append(
-            NightRow(
-                night, runs, succeeded, partial, failed, tester_faults, errors, metrics, versions
+    where = "night >= %s AND night <= %s"
+    parameters: list[Any] = [first, last]
+    if endpoints is not None:
+        where += f" AND endpoint_id IN ({', '.join(['%s'] * len(endpoints))})"
+        parameters += list(endpoints)
+    statement = (
+        f"SELECT {', '.join(SERIES_FIELDS)}, night, {', '.join(COUNTS)}, "
+        f"{sql.json_text('errors')}, {sql.json_text('server_versions')}, {figures} "
+        f"FROM {SeriesNight._meta.db_table} WHERE {where} ORDER BY night"
+    )
+    rows: Histories = defaultdict(list)
+    series_of: dict[tuple[Any, ...], SeriesId] = {}
+    decoded: dict[str, Any] = {}
+    nights: dict[Any, date] = {}
+    width = len(SERIES_FIELDS)
+    slots = [(metric, width + 8 + i * 3) for i, metric in enumerate(watched)]
+    with connection.cursor() as cursor:
+        cursor.execute(statement, parameters)
+        fetched = cursor.fetchall()
+        for row in fetched:
+            key = row[:width]
+            series = series_of.get(key)
+            if series is None:
+                series = series_of[key] = SeriesId(*key)
+            night = nights.get(row[width])
+            if night is None:
+                night = nights[row[width]] = _date(row[width])
+            runs, succeeded, partial, failed, tester_faults = row[width + 1 : width + 6]
+            errors, versions = row[width + 6], row[width + 7]
+            metrics = {
+                metric: (row[at], row[at + 1] or 0.0, int(row[at + 2]))
+                for metric, at in slots
+                if row[at] is not None
+            }
+            rows[series].append(
+                NightRow(
+                    night,
+                    runs,
+                    succeeded,
+                    partial,
+                    failed,
+                    tester_faults,
+                    _decoded(decoded, errors, {}),
+                    metrics,
+                    _decoded(decoded, versions, []),
+                )
             )
-        )
     return rows
+
+
+def _date(value: date | str) -> date:
+    return date.fromisoformat(value) if isinstance(value, str) else value  # SQLite's text
+
+
+def _decoded(cache: dict[str, Any], text: str | None, empty: Any) -> Any:
+    if text is None:
+        return empty
+    if text not in cache:
+        cache[text] = json.loads(text)
+    return cache[text]
 
 
 def vantage_point_nights(*, first: date, last: date) -> dict[int, list[date]]:

@@ -1,6 +1,7 @@
 """The regressions' reads: a group's detail lists its members, availability and error
 classes are shares of the site's runs (tester faults left out), the band takes the detector's
-own width, the nights read are bounded, and the detail's queries do not grow with them."""
+own width, the nights read are bounded, nights still rolling up are said to be, and the
+detail's queries do not grow with them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import date, timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from tests.webapp.factories import (
     EndpointFactory,
@@ -15,7 +17,7 @@ from tests.webapp.factories import (
     SeriesNightFactory,
     VantagePointFactory,
 )
-from webapp.watch.models import Regression
+from webapp.watch.models import Regression, WatchPass
 from webapp.watch.selectors import MAX_NIGHTS, regression_detail, regression_get
 
 pytestmark = pytest.mark.django_db
@@ -80,6 +82,21 @@ def test_the_detail_reads_at_most_max_nights_and_none_after_the_last_night() -> 
     assert len(nights) == MAX_NIGHTS + 1
 
 
+def test_the_detail_says_which_of_its_nights_are_still_rolling_up() -> None:
+    regression = RegressionFactory(
+        detector={"baseline_window": ["2026-11-01", "2026-11-19"]},
+        last_night=date(2026, 11, 24),
+    )
+    _nights(regression, date(2026, 11, 10), 15)
+    moment = timezone.now()
+    WatchPass.objects.create(
+        now=moment, started_at=moment, watermark=moment, backfill_before=date(2026, 11, 10)
+    )
+    assert regression_detail(regression=regression)["rolling_up_before"] == "2026-11-10"
+    WatchPass.objects.create(now=moment, started_at=moment, watermark=moment)
+    assert regression_detail(regression=regression)["rolling_up_before"] is None
+
+
 def test_the_details_queries_do_not_grow_with_nights_vantage_points_or_events(
     django_assert_num_queries: Any,
 ) -> None:
@@ -92,6 +109,7 @@ def test_the_details_queries_do_not_grow_with_nights_vantage_points_or_events(
                 endpoint=regression.endpoint, vantage_point=other, night=date(2026, 11, 20 + day)
             )
     SeriesNightFactory(endpoint=EndpointFactory(), night=date(2026, 11, 21))  # not its endpoint
-    with django_assert_num_queries(4):  # the regression, its nights, members, events
+    # The regression, its nights, members, events, and how far the rollups' backfill is.
+    with django_assert_num_queries(5):
         detail = regression_detail(regression=regression_get(pk=regression.pk))
     assert [o["vantage_point"] for o in detail["others"]] == ["a", "b", "c"]

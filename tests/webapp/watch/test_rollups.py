@@ -11,7 +11,7 @@ import pytest
 from tests.webapp.watch.nights import NIGHT_ONE, at, run, series
 from webapp.campaigns.models import Run
 from webapp.watch.models import SeriesNight
-from webapp.watch.rollups import rollups_refresh, series_nights_roll_up
+from webapp.watch.rollups import distribution, rollups_refresh, series_nights_roll_up
 from workers.engine.errors import CREDENTIAL_PHASE
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +60,18 @@ def test_night_rollup_equals_direct_computation_over_its_runs() -> None:
     other = SeriesNight.objects.get(night=NIGHT_ONE, vantage_point__name="remote")
     assert other.server_versions == ["v5.6.2"]
     assert other.metrics["throughput_mbps"]["mad"] == 0
+
+
+@pytest.mark.sqlite
+def test_two_runs_give_percentile_conts_figures_and_a_nan_is_no_measurement() -> None:
+    one = series()
+    run(one, NIGHT_ONE, throughput_mbps=10.0, open_s=0.3)
+    run(one, NIGHT_ONE, throughput_mbps=13.1, open_s=float("nan"))
+    series_nights_roll_up(night=NIGHT_ONE)
+    row = SeriesNight.objects.get()
+    assert row.metrics["throughput_mbps"] == pytest.approx(distribution([10.0, 13.1]))
+    assert row.metrics["throughput_mbps"]["q3"] == pytest.approx(12.325)
+    assert row.metrics["open_s"] == pytest.approx(distribution([0.3]))
 
 
 @pytest.mark.sqlite

@@ -39,5 +39,15 @@ class Command(BaseCommand):
             f"rolled up {len(outcome.nights)} nights; evaluated {outcome.series} series on "
             f"{nights}; {len(outcome.changes)} changes"
         )
+        if outcome.backfilled:
+            self.stdout.write(
+                f"rolled up {len(outcome.backfilled)} older nights "
+                f"({outcome.backfilled[0]} to {outcome.backfilled[-1]})"
+            )
+        if outcome.backfill_before:
+            self.stdout.write(
+                f"the nights before {outcome.backfill_before} are still rolling up "
+                "(the next passes go on)"
+            )
         for change in outcome.changes:
             self.stdout.write(f"  {change}")

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('sites', '0008_vantage_point_max_parallel_runs'),
-        ('watch', '0002_watch_pass'),
+        ('watch', '0003_watchpass_backfill_before'),
     ]
 
     operations = [
