@@ -31,7 +31,11 @@ from webapp.watch import blame, launches, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
 from webapp.watch.episodes import Finding, regression_advance
 from webapp.watch.error_series import error_findings
-from webapp.watch.latest import series_latest_refresh, series_tester_faults_refresh
+from webapp.watch.latest import (
+    series_latest_backfilled,
+    series_latest_refresh,
+    series_tester_faults_refresh,
+)
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight, WatchPass
 from webapp.watch.nodata import series_no_data
 from webapp.watch.rollups import night_bounds, rollups_refresh
@@ -103,7 +107,8 @@ def _pass(now: datetime) -> PassOutcome:
     started = timezone.now()
     refreshed = rollups_refresh(now=now)
     series_latest_refresh(nights=refreshed.nights)
-    if refreshed.backfilled:  # older nights' tester faults, for the alerts of a longer range
+    if refreshed.backfilled:  # older nights: longer streaks, tester faults of a longer range
+        series_latest_backfilled(backfilled=refreshed.backfilled)
         series_tester_faults_refresh(nights=refreshed.backfilled)
     outcome = PassOutcome(
         nights=refreshed.nights,

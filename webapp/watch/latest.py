@@ -5,9 +5,11 @@ rows (one per series) instead of recomputing medians over raw runs on every requ
 
 The pass refreshes the series measured on the nights it rolled up, from their rows since
 BASELINE_NIGHTS + 1 before the first of those nights; a failing streak that reaches further
-back is carried on from the series' previous state. Two bounded reads of raw runs name the
-runs behind the figures: the latest failed run of a failing series' latest night (its error)
-and the latest measured run of each series' latest measured night.
+back is carried on from the series' previous state; when a later pass backfills older
+nights, the streaks that began at the old edge are read again (series_latest_backfilled).
+Two bounded reads of raw runs name the runs behind the figures: the latest failed run of a
+failing series' latest night (its error) and the latest measured run of each series' latest
+measured night.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, FloatField, OuterRef, Q
+from django.db.models import Exists, FloatField, Max, OuterRef, Q
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
@@ -77,6 +79,33 @@ def series_latest_refresh(*, nights: Sequence[date]) -> int:
         written = sum(_refresh_chunk(chunk, first, start) for chunk in _chunks(endpoints))
         series_tester_faults_refresh(nights=nights)
     return written
+
+
+def series_latest_backfilled(*, backfilled: Sequence[date]) -> int:
+    """After a pass rolled up older nights (`backfilled`, just before the nights rolled up
+    until then: rollups.py's backfill), the states those nights may change: a failing streak
+    that began on the first night rolled up before, or a series with no good night yet, may
+    reach into them. Those series (of the current window) are read again from scratch, back
+    to the backfilled nights; the others are settled by the nights they had. Returns the rows
+    written."""
+    if not backfilled:
+        return 0
+    latest = SeriesNight.objects.aggregate(last=Max("night"))["last"]
+    if latest is None:
+        return 0
+    first = min(backfilled)
+    start = max(first, latest - timedelta(days=WINDOW_NIGHTS))
+    edge = max(backfilled) + timedelta(days=1)
+    unsettled = SeriesLatest.objects.filter(
+        Q(last_good__isnull=True) | Q(failing=True, last_good__lt=edge),
+        site_night__gte=start,
+    )
+    endpoints = sorted(set(unsettled.values_list("endpoint_id", flat=True)))
+    if not endpoints:
+        return 0
+    with transaction.atomic():
+        unsettled.delete()  # read from scratch, not carried on from the old edge
+        return sum(_refresh_chunk(chunk, first, start) for chunk in _chunks(endpoints))
 
 
 def series_tester_faults_refresh(*, nights: Sequence[date]) -> None:

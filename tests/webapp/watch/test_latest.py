@@ -1,6 +1,6 @@
 """Each series' latest state, kept by the watch's pass for the alerts (webapp/watch/latest.py):
 a failing streak carried from one pass to the next, and read further back than the window
-when a first pass needs it."""
+when the backfill rolls up older nights."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.webapp.dashboards.status_runs import RunMaker, night, watch_pass
 from tests.webapp.factories import VantagePointFactory
 from webapp.campaigns.models import Run
 from webapp.watch.latest import WINDOW_NIGHTS
-from webapp.watch.models import SeriesLatest
+from webapp.watch.models import SeriesLatest, WatchPass
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
@@ -40,7 +40,7 @@ def test_a_streak_is_carried_from_the_previous_pass_with_its_failures() -> None:
     assert state.failed_run is not None and state.failed_run["error_class"] == "timeout"
 
 
-def test_a_first_pass_reads_back_past_its_window_for_a_long_streak() -> None:
+def test_a_streak_reaches_back_into_the_nights_the_backfill_rolls_up() -> None:
     make = RunMaker()
     endpoint, cern = make.endpoint("long-broken"), VantagePointFactory(name="cern")
     make.add(endpoint, cern, S.SUCCEEDED, night(WINDOW_NIGHTS + 20), throughput_mbps=10)
@@ -49,6 +49,12 @@ def test_a_first_pass_reads_back_past_its_window_for_a_long_streak() -> None:
     other = make.endpoint("fine")
     make.add(other, cern, S.SUCCEEDED, night(1), throughput_mbps=10)
     watch_pass()
+    # The first pass rolls up its lookback only: the streak is known from its first night.
+    state = SeriesLatest.objects.get(endpoint=endpoint)
+    assert (state.failing, state.failing_since, state.failures) == (True, day(1), 1)
+    assert state.last_good is None
+    while WatchPass.objects.latest("id").backfill_before is not None:
+        watch_pass()  # the older nights are backfilled; the streak reaches into them
     state = SeriesLatest.objects.get(endpoint=endpoint)
     assert (state.failing, state.failing_since, state.failures) == (
         True,
