@@ -78,6 +78,28 @@ def regression_open(
     return regression
 
 
+def tester_fault_open(
+    *, key: str, summary: str, blame: dict[str, Any], at: datetime, **subject: Any
+) -> Regression:
+    """A critical tester-fault regression on the tester's side of things (a vantage point that
+    took no work, a slot that launched nothing): never against a site, opened at once."""
+    finding = Finding(
+        key=key,
+        metric="availability",
+        bad=None,
+        tester_fault=True,
+        tier=Regression.Tier.BREAKAGE,
+        verdict=Regression.Verdict.REGRESSION,
+        severity=Regression.Severity.CRITICAL,
+        summary=summary,
+        subject=subject,
+        blame=blame,
+    )
+    return regression_open(
+        finding=finding, state=Regression.State.TESTER_FAULT, night=at.date(), at=at
+    )
+
+
 def _described(finding: Finding) -> dict[str, Any]:
     """The fields a finding sets on its regression (at opening, and while it is bad)."""
     described: dict[str, Any] = {

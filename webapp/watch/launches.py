@@ -13,7 +13,7 @@ from typing import Any
 from django.db.models import OuterRef, Subquery
 
 from webapp.campaigns.models import Campaign, ScheduledLaunch
-from webapp.watch.episodes import Finding, regression_open
+from webapp.watch.episodes import tester_fault_open
 from webapp.watch.models import Regression
 from webapp.watch.states import regression_set_state
 
@@ -76,28 +76,13 @@ def _failed(
         "error": launch["error"],
     }
     if regression is None:
-        return [_open(launch, summary, blame, now)]
+        return [
+            tester_fault_open(key=launch_key(launch["pk"]), summary=summary, blame=blame, at=now)
+        ]
     if regression.blame.get("slot") != blame["slot"]:
         # A later slot failed too (perhaps otherwise): the regression names the latest.
         Regression.objects.filter(pk=regression.pk).update(summary=summary, blame=blame)
     return []
-
-
-def _open(
-    launch: Mapping[str, Any], summary: str, blame: dict[str, Any], now: datetime
-) -> Regression:
-    finding = Finding(
-        key=launch_key(launch["pk"]),
-        metric="availability",
-        bad=None,
-        tester_fault=True,
-        tier=Regression.Tier.BREAKAGE,
-        verdict=Regression.Verdict.REGRESSION,
-        severity=Regression.Severity.CRITICAL,
-        summary=summary,
-        blame=blame,
-    )
-    return regression_open(finding=finding, state=State.TESTER_FAULT, night=now.date(), at=now)
 
 
 def _launched_note(launch: Mapping[str, Any]) -> str:

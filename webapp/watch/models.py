@@ -16,6 +16,10 @@ from django.db import models
 
 from webapp.sites.models import Endpoint, Site, VantagePoint
 
+# What names a series: an endpoint, a vantage point and a parameter set (rollups.SERIES_FIELDS
+# are the same as columns).
+SERIES_KEY = ("endpoint", "vantage_point", "method", "pattern", "read_size", "fraction", "clients")
+
 
 class SeriesNight(models.Model):
     """One night of one series' parameter set: its runs counted by outcome and each metric's
@@ -50,16 +54,7 @@ class SeriesNight(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=[
-                    "endpoint",
-                    "vantage_point",
-                    "method",
-                    "pattern",
-                    "read_size",
-                    "fraction",
-                    "clients",
-                    "night",
-                ],
+                fields=[*SERIES_KEY, "night"],
                 name="series_night_unique",
             )
         ]
@@ -330,15 +325,7 @@ class SeriesLatest(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=[
-                    "endpoint",
-                    "vantage_point",
-                    "method",
-                    "pattern",
-                    "read_size",
-                    "fraction",
-                    "clients",
-                ],
+                fields=list(SERIES_KEY),
                 name="series_latest_unique",
             )
         ]

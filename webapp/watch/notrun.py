@@ -12,7 +12,7 @@ from django.db.models import Count, Min
 from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.models import Run
 from webapp.sites.models import VantagePoint
-from webapp.watch.episodes import Finding, regression_open
+from webapp.watch.episodes import tester_fault_open
 from webapp.watch.models import Regression
 from webapp.watch.states import regression_set_state
 
@@ -68,21 +68,12 @@ def _open(
         f"{oldest:%Y-%m-%d %H:%M} UTC and no live worker; start one on its host: "
         f"{command}"
     )
-    finding = Finding(
-        key=not_run_key(point),
-        metric="availability",
-        bad=None,
-        tester_fault=True,
-        tier=Regression.Tier.BREAKAGE,
-        verdict=Regression.Verdict.REGRESSION,
-        severity=Regression.Severity.CRITICAL,
-        summary=summary,
-        subject={"vantage_point": point},
-        blame={
-            "target": Regression.Blame.VANTAGE_POINT,
-            "rule": "not-run",
-            "queued_runs": queued,
-            "command": command,
-        },
+    blame = {
+        "target": Regression.Blame.VANTAGE_POINT,
+        "rule": "not-run",
+        "queued_runs": queued,
+        "command": command,
+    }
+    return tester_fault_open(
+        key=not_run_key(point), summary=summary, blame=blame, at=now, vantage_point=point
     )
-    return regression_open(finding=finding, state=State.TESTER_FAULT, night=now.date(), at=now)

@@ -15,6 +15,7 @@ from tests.webapp.factories import (
 )
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
+from webapp.watch.evaluate import watch_evaluate
 
 NIGHT_ONE = date(2026, 10, 1)
 
@@ -39,6 +40,27 @@ def series(
     )
     campaign = CampaignFactory(endpoints=[endpoint], vantage_points=[point])
     return Series(endpoint, point, campaign, test_file)
+
+
+def night(n: int) -> date:
+    """The n-th night after NIGHT_ONE."""
+    return NIGHT_ONE + timedelta(days=n)
+
+
+def measure(of: Series, n: int, *outcomes: str) -> None:
+    """Runs of night `n`: "ok", or a failed run's error class ("timeout" times out)."""
+    for outcome in outcomes:
+        if outcome == "ok":
+            run(of, night(n), throughput_mbps=10.0)
+        elif outcome == "timeout":
+            run(of, night(n), status="timeout")
+        else:
+            run(of, night(n), status="failed", error=outcome)
+
+
+def watch(n: int) -> None:
+    """The watch's pass on the morning after night `n`."""
+    watch_evaluate(now=at(night(n), 6))
 
 
 def at(night: date, hour: int = 2) -> datetime:

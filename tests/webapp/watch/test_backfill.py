@@ -13,17 +13,13 @@ from django.db import connection
 from django.test import override_settings
 
 from tests.webapp.sqlite import only_on_postgresql
-from tests.webapp.watch.nights import NIGHT_ONE, at, run, series
+from tests.webapp.watch.nights import at, night, run, series
 from webapp.campaigns.models import Run
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression, SeriesNight, WatchPass
 from webapp.watch.rollups import ENDED, rollups_backfill_before
 
 pytestmark = pytest.mark.django_db
-
-
-def night(n: int) -> date:
-    return NIGHT_ONE + timedelta(days=n)
 
 
 def rolled_up() -> list[date]:

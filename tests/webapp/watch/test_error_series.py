@@ -6,35 +6,16 @@ that one alert; tester faults never count; the page's API plots the class's shar
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
 
 import pytest
 from django.test import override_settings
 
 from tests.webapp.factories import api_for, page_for, user
-from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
-from webapp.watch.evaluate import watch_evaluate
+from tests.webapp.watch.nights import Series, measure, night, series, watch
 from webapp.watch.models import Regression
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 State = Regression.State
-
-
-def night(n: int) -> date:
-    return NIGHT_ONE + timedelta(days=n)
-
-
-def measure(of: Series, n: int, *outcomes: str) -> None:
-    """Runs of night `n`: "ok", or a failed run's error class."""
-    for outcome in outcomes:
-        if outcome == "ok":
-            run(of, night(n), throughput_mbps=10.0)
-        else:
-            run(of, night(n), status="failed", error=outcome)
-
-
-def watch(n: int) -> None:
-    watch_evaluate(now=at(night(n), 6))
 
 
 def regressions(of: Series) -> dict[str, list[str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import random
-from datetime import date, timedelta
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from tests.celery_worker import WorkerProcess, wait_until
 from tests.webapp.sqlite import only_on_postgresql
-from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
+from tests.webapp.watch.nights import Series, at, night, run, series
 from webapp.celery import app
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression, WatchPass
@@ -25,10 +25,6 @@ from webapp.watch.tasks import WATCH
 pytestmark = pytest.mark.django_db
 State = Regression.State
 BEFORE = 30
-
-
-def night(n: int) -> date:
-    return NIGHT_ONE + timedelta(days=n)
 
 
 def measure(of: Series, nights: range, *, level: float, version: str, seed: int = 1) -> None:

@@ -6,13 +6,12 @@ series is one regression, not one per series; the reads are bounded."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
 from typing import Any
 
 import pytest
 from django.test import override_settings
 
-from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
+from tests.webapp.watch.nights import Series, at, night, run, series
 from webapp.campaigns.models import Campaign
 from webapp.campaigns.schedules import campaign_schedule_pause
 from webapp.sites.models import Downtime, Endpoint
@@ -24,10 +23,6 @@ from webapp.watch.series import vantage_point_nights
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 State = Regression.State
-
-
-def night(n: int) -> date:
-    return NIGHT_ONE + timedelta(days=n)
 
 
 def scheduled(**fields: Any) -> Series:

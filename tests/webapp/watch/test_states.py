@@ -3,37 +3,15 @@ silences, downtimes, and a second pass for the same time changing nothing."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
-
 import pytest
 from django.test import override_settings
 
-from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
+from tests.webapp.watch.nights import Series, at, measure, night, series, watch
 from webapp.sites.models import Downtime
-from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression, RegressionEvent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 State = Regression.State
-
-
-def night(n: int) -> date:
-    return NIGHT_ONE + timedelta(days=n)
-
-
-def measure(of: Series, n: int, *outcomes: str) -> None:
-    """Runs of night `n`: "ok", or a failed run's error class ("timeout" times out)."""
-    for outcome in outcomes:
-        if outcome == "ok":
-            run(of, night(n), throughput_mbps=10.0)
-        elif outcome == "timeout":
-            run(of, night(n), status="timeout")
-        else:
-            run(of, night(n), status="failed", error=outcome)
-
-
-def watch(n: int) -> None:
-    watch_evaluate(now=at(night(n), 6))
 
 
 def availability(of: Series) -> Regression:
