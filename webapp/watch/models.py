@@ -21,11 +21,9 @@ from webapp.sites.models import Endpoint, Site, VantagePoint
 SERIES_KEY = ("endpoint", "vantage_point", "method", "pattern", "read_size", "fraction", "clients")
 
 
-class SeriesNight(models.Model):
-    """One night of one series' parameter set: its runs counted by outcome and each metric's
-    distribution over them (median and spread), as the watch and the pages read it."""
+class SeriesKey(models.Model):
+    """The columns that name a series (SERIES_KEY), shared by the watch's tables of series."""
 
-    night = models.DateField(help_text="the UTC date the runs were created on")
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
     vantage_point = models.ForeignKey(VantagePoint, on_delete=models.CASCADE, related_name="+")
     method = models.CharField(max_length=10)
@@ -33,6 +31,16 @@ class SeriesNight(models.Model):
     read_size = models.PositiveBigIntegerField()
     fraction = models.FloatField()
     clients = models.PositiveIntegerField()
+
+    class Meta:
+        abstract = True
+
+
+class SeriesNight(SeriesKey):
+    """One night of one series' parameter set: its runs counted by outcome and each metric's
+    distribution over them (median and spread), as the watch and the pages read it."""
+
+    night = models.DateField(help_text="the UTC date the runs were created on")
     runs = models.PositiveIntegerField(default=0, help_text="ended runs, cancelled ones left out")
     succeeded = models.PositiveIntegerField(default=0)
     partial = models.PositiveIntegerField(default=0)
@@ -267,18 +275,10 @@ class WatchPass(models.Model):
         return f"watch pass at {self.now:%Y-%m-%d %H:%M}"
 
 
-class SeriesLatest(models.Model):
+class SeriesLatest(SeriesKey):
     """One series' latest state as of the last watch pass: whether its latest night failed
     (and since when), and its latest measured night against the nights before it, kept by
     the pass from the rollups so that the alerts never read raw runs on a request."""
-
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
-    vantage_point = models.ForeignKey(VantagePoint, on_delete=models.CASCADE, related_name="+")
-    method = models.CharField(max_length=10)
-    pattern = models.CharField(max_length=12)
-    read_size = models.PositiveBigIntegerField()
-    fraction = models.FloatField()
-    clients = models.PositiveIntegerField()
 
     site_night = models.DateField(
         null=True, blank=True, help_text="the latest night with runs of the site's (not ours)"
@@ -342,20 +342,13 @@ class SeriesLatest(models.Model):
         return f"{self.endpoint_id}/{self.vantage_point_id} {self.method} as of {self.site_night}"
 
 
-class SeriesTesterFault(models.Model):
+class SeriesTesterFault(SeriesKey):
     """The tester's own faults of one series on one night, by first error class and phase
     (a worker that died, the harness, the egress policy, a credential found bad before any
     request): kept by the watch's pass for the alerts' "Tester faults", never counted
     against the site."""
 
     night = models.DateField()
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
-    vantage_point = models.ForeignKey(VantagePoint, on_delete=models.CASCADE, related_name="+")
-    method = models.CharField(max_length=10)
-    pattern = models.CharField(max_length=12)
-    read_size = models.PositiveBigIntegerField()
-    fraction = models.FloatField()
-    clients = models.PositiveIntegerField()
     error_class = models.CharField(max_length=40, blank=True)
     phase = models.CharField(max_length=40, blank=True)
     runs = models.PositiveIntegerField()
