@@ -3,7 +3,8 @@
 A subscription is its maker's, or a team's (`team` given, by one of its members or an
 admin): a team's email goes to each member's own address, so it has no `email` of its own.
 Who it is for never changes (delete it and subscribe again). The webhook's `url` and `secret`
-are write-only: left out (None) of a change, they are kept."""
+are write-only: left out (None) of a change, they are kept; but a new `url` without the
+`secret` is refused, so a saved secret never goes to an address it was not given for."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ def subscription_save(
             "a subscription is changed by its owner, its team's members or an admin"
         )
     row = subscription or Subscription(owner=by)
+    moved_without_secret = _moved_without_secret(row, values, new=subscription is None)
     for name, value in values.items():
         if name not in FIELDS:
             raise ValidationError({name: "not a field of a subscription"})
@@ -70,10 +72,21 @@ def subscription_save(
             continue  # write-only: left out means kept
         else:
             setattr(row, name, value)
-    _check(row)
+    _check(row, moved_without_secret=moved_without_secret)
     with transaction.atomic():
         row.save()
     return row
+
+
+def _moved_without_secret(row: Subscription, values: dict[str, Any], *, new: bool) -> bool:
+    """Whether a change gives another `url` but not the `secret`: the saved secret was given
+    for its URL, and must not follow it elsewhere (a team member could send the team's secret
+    anywhere)."""
+    url = values.get("url")
+    return bool(
+        not new and row.secret and url is not None and url != row.url
+        and values.get("secret") is None
+    )  # fmt: skip
 
 
 def _set_team(row: Subscription, team: Team | None, *, by: User, new: bool) -> None:
@@ -90,8 +103,13 @@ def _set_team(row: Subscription, team: Team | None, *, by: User, new: bool) -> N
     row.owner, row.team = None, team
 
 
-def _check(row: Subscription) -> None:
+def _check(row: Subscription, *, moved_without_secret: bool = False) -> None:
     errors: dict[str, str] = {}
+    if moved_without_secret:
+        errors["secret"] = (
+            "give the secret again with a new url (the API's empty one drops it): the saved "
+            "one goes only to the url it was given for"
+        )
     if row.channel not in Channel.values:
         errors["channel"] = f"one of {', '.join(Channel.values)}"
     if row.format not in Subscription.Format.values:

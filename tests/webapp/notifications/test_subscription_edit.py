@@ -214,3 +214,25 @@ def test_the_page_subscribes_a_team_the_user_is_in_and_offers_no_other() -> None
     made = Subscription.objects.get()
     assert (made.team, made.owner, made.email) == (ops, None, "")
     assert "team ops" in page.get("/subscriptions/").content.decode()
+
+
+def test_a_new_url_without_the_secret_is_refused_so_the_secret_never_follows_it() -> None:
+    """The saved secret was given for its URL: another team member (or the owner) moving the
+    webhook elsewhere must give the secret again, or the team's secret would go there."""
+    owner = member("ida")
+    row = webhook_of(owner)
+    before = saved(row)
+    api = api_for(owner)
+    url = f"/api/v1/subscriptions/{row.pk}/"
+    answer = api.patch(url, {"url": "http://localhost:9/elsewhere"}, format="json")
+    assert answer.status_code == 400 and "secret" in answer.json(), answer.json()
+    assert saved(row) == before
+    same = api.patch(url, {"url": URL, "active": False}, format="json")
+    assert same.status_code == 200, same.json()  # the same url keeps its secret
+    assert Subscription.objects.get().secret == SECRET
+    moved = api.patch(url, {"url": "http://localhost:9/elsewhere", "secret": ""}, format="json")
+    assert moved.status_code == 200, moved.json()
+    assert (Subscription.objects.get().url, Subscription.objects.get().secret) == (
+        "http://localhost:9/elsewhere",
+        "",
+    )
