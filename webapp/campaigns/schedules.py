@@ -155,6 +155,12 @@ def _slot_refused(
 
 
 def _error_text(exc: Exception) -> str:
+    if isinstance(exc, DatabaseError):
+        # The server's primary message only: its DETAIL and CONTEXT lines ("Failing row
+        # contains (...)", "Key (...)=(...)") quote the refused rows' values, and this text
+        # is shown on the slot, in the watch's alert and in its notifications.
+        primary = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"the database refused the launch ({type(exc).__name__}): {primary}"
     if isinstance(exc, ValidationError) and hasattr(exc, "error_dict"):
         return "; ".join(
             f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()

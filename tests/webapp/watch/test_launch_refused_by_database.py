@@ -22,7 +22,8 @@ def test_a_launch_the_database_refuses_is_recorded_and_the_next_campaigns_still_
     with connection.cursor() as cursor:
         cursor.execute(
             "CREATE FUNCTION refuse_runs() RETURNS trigger LANGUAGE plpgsql AS "
-            "$$ BEGIN RAISE EXCEPTION 'runs of this campaign are refused'; END $$"
+            "$$ BEGIN RAISE EXCEPTION 'runs of this campaign are refused' "
+            "USING DETAIL = 'Failing row contains (s3cr3t-row-value)'; END $$"
         )
         cursor.execute(
             "CREATE TRIGGER refuse_runs BEFORE INSERT ON campaigns_run FOR EACH ROW "
@@ -39,3 +40,6 @@ def test_a_launch_the_database_refuses_is_recorded_and_the_next_campaigns_still_
     (regression,) = Regression.objects.all()
     assert (regression.key, regression.state) == (launch_key(refused.pk), State.TESTER_FAULT)
     assert "runs of this campaign are refused" in regression.summary
+    # The server's DETAIL quotes the refused row: never on the slot, the alert or its messages.
+    assert "s3cr3t-row-value" not in launches[0].error
+    assert "s3cr3t-row-value" not in regression.summary
