@@ -8,6 +8,8 @@ revoked (deleted). Teams: their members and managers, changed in place.
 from __future__ import annotations
 
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from webapp.accounts.models import ApiToken, Team, TeamMembership
@@ -28,8 +30,31 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
 
+class TeamMembershipFormSet(BaseInlineFormSet):  # type: ignore[type-arg]
+    """The admin keeps the rule the pages and the API keep (services.team_member_remove): a
+    team with members keeps at least one active manager, so that someone besides an admin
+    can still change it."""
+
+    def clean(self) -> None:
+        super().clean()
+        kept = [
+            form.cleaned_data
+            for form in self.forms
+            if form.has_changed() or form.instance.pk is not None
+            if form.cleaned_data and not form.cleaned_data.get("DELETE")
+        ]
+        members = [row for row in kept if row.get("user") is not None]
+        managers = [row for row in members if row.get("manager") and row["user"].is_active]
+        if members and not managers:
+            raise ValidationError(
+                "A team with members needs an active manager: make another member manager "
+                "before taking this one's role away or removing them."
+            )
+
+
 class TeamMembershipInline(admin.TabularInline):  # type: ignore[type-arg]
     model = TeamMembership
+    formset = TeamMembershipFormSet
     fields = ["user", "manager", "added_at"]
     readonly_fields = ["added_at"]
     autocomplete_fields = ["user"]

@@ -166,3 +166,51 @@ def test_the_admin_lists_teams_and_their_members() -> None:
     assert "ops" in root.get("/admin/accounts/team/").content.decode()
     html = root.get(f"/admin/accounts/team/{made.pk}/change/").content.decode()
     assert "lead" in html and "ana" in html
+
+
+def _admin_membership_post(made: Team, rows: list[tuple[TeamMembership, bool, bool]]) -> dict:
+    """The admin's change form of `made` as a browser posts it: each membership with its
+    manager box and delete box as given."""
+    data: dict[str, object] = {
+        "name": made.name,
+        "description": made.description,
+        "memberships-TOTAL_FORMS": str(len(rows)),
+        "memberships-INITIAL_FORMS": str(len(rows)),
+        "memberships-MIN_NUM_FORMS": "0",
+        "memberships-MAX_NUM_FORMS": "1000",
+    }
+    for index, (membership, manager, delete) in enumerate(rows):
+        prefix = f"memberships-{index}-"
+        data[prefix + "id"] = str(membership.pk)
+        data[prefix + "team"] = str(made.pk)
+        data[prefix + "user"] = str(membership.user_id)
+        if manager:
+            data[prefix + "manager"] = "on"
+        if delete:
+            data[prefix + "DELETE"] = "on"
+    return data
+
+
+def test_the_admin_cannot_leave_a_team_with_members_and_no_manager() -> None:
+    made = team("ops", manager=user("lead"), members=[member("ana")])
+    lead = made.memberships.get(user__username="lead")
+    ana = made.memberships.get(user__username="ana")
+    root = Client()
+    root.force_login(User.objects.create_superuser("root", password="x"))
+    url = f"/admin/accounts/team/{made.pk}/change/"
+    for rows in (
+        [(lead, False, False), (ana, False, False)],  # the last manager's role taken away
+        [(lead, True, True), (ana, False, False)],  # the last manager removed
+    ):
+        refused = root.post(url, _admin_membership_post(made, rows))
+        assert refused.status_code == 200  # the form again, with the error
+        assert "needs an active manager" in refused.content.decode()
+        assert members_of(made) == {"lead": True, "ana": False}
+    handed_over = root.post(
+        url, _admin_membership_post(made, [(lead, True, True), (ana, True, False)])
+    )
+    assert handed_over.status_code == 302
+    assert members_of(made) == {"ana": True}
+    emptied = root.post(url, _admin_membership_post(made, [(ana, True, True)]))
+    assert emptied.status_code == 302  # no members left: nobody to manage
+    assert members_of(made) == {}
