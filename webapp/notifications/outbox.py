@@ -258,9 +258,13 @@ def delivery_send(*, delivery_id: int, now: datetime) -> str | None:
     ).get(pk=delivery_id)
     gone = _recipient_gone(delivery)
     if gone:
-        Delivery.objects.filter(pk=delivery_id, status=Status.SENDING).update(
-            status=Status.DROPPED, lease_until=None, last_error=f"not sent: {gone}"
-        )
+        with transaction.atomic():
+            heir = _hand_over(delivery, now=now)
+            if heir is not None and heir.team is not None:
+                gone += f"; handed over to team {heir.team.name}'s subscription {heir.pk}"
+            Delivery.objects.filter(pk=delivery_id, status=Status.SENDING).update(
+                status=Status.DROPPED, lease_until=None, last_error=f"not sent: {gone}"
+            )
         return Status.DROPPED
     try:
         _send(delivery)
@@ -287,6 +291,42 @@ def _recipient_gone(delivery: Delivery) -> str:
     if not member.email:
         return f"{member.get_username()} has no email address any more"
     return ""
+
+
+def _hand_over(delivery: Delivery, *, now: datetime) -> Subscription | None:
+    """A member who left the team of an event's delivery may still be subscribed through
+    another of their teams, whose delivery the fan-out did not make (an address is told an
+    event once): make it now, so that leaving one team does not lose them the message. The
+    subscription handed to, or None (a digest, no such team, or already told)."""
+    member, event = delivery.recipient, delivery.event
+    if member is None or event is None or not member.email:
+        return None
+    told = (
+        Delivery.objects.filter(event=event)
+        .exclude(pk=delivery.pk)
+        .exclude(status__in=(Status.DROPPED, Status.FAILED))
+    )
+    if (
+        told.filter(recipient=member).exists()
+        or told.filter(recipient__isnull=True, subscription__email__iexact=member.email).exists()
+    ):
+        return None
+    teams = _readers().filter(user=member).values("team")
+    candidates = _subscriptions(digest=False).filter(
+        team__in=teams, channel=Subscription.Channel.EMAIL
+    )
+    for subscription in candidates.exclude(pk=delivery.subscription_id):
+        if not subscription.matches(event.regression):
+            continue
+        _, made = Delivery.objects.get_or_create(
+            event=event,
+            subscription=subscription,
+            recipient=member,
+            defaults={"created_at": now, "next_attempt_at": now},
+        )
+        if made:
+            return subscription
+    return None
 
 
 def _send(delivery: Delivery) -> None:

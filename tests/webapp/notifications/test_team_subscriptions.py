@@ -86,6 +86,32 @@ def test_a_member_removed_after_the_fan_out_is_not_sent_what_was_made_for_them(
     assert len(smtp_receiver.messages) == 3
 
 
+@pytest.mark.sqlite  # the fan-out's SQL (NULLS FIRST, partial unique keys)
+def test_a_member_who_leaves_one_of_two_subscribed_teams_is_still_told_once(
+    smtp_receiver: SmtpReceiver,
+) -> None:
+    lead = member("lead", role="operator")
+    ana = member("ana")
+    ops = team("ops", manager=lead, members=[ana])
+    other = team("other", manager=lead, members=[ana])
+    Subscription.objects.create(team=ops, channel="email")
+    Subscription.objects.create(team=other, channel="email")
+    move(regression(), State.OPEN)
+    assert events_fan_out(now=T0 + timedelta(seconds=1)) == 2  # ana once, through ops
+    (made_for_ana,) = Delivery.objects.filter(recipient=ana)
+    assert made_for_ana.subscription.team == ops
+    team_member_remove(team=ops, by=ana, user=ana)  # leaves ops before the pass sends it
+    first = pump(T0 + timedelta(seconds=2))
+    second = pump(T0 + timedelta(seconds=3))
+    pump(T0 + timedelta(minutes=10))
+
+    assert len(first.dropped) == 1 and len(second.sent) == 1
+    assert recipients(smtp_receiver) == ["ana@example.org", "lead@example.org"]
+    dropped = Delivery.objects.get(status="dropped")
+    assert "handed over to team other" in dropped.last_error
+    assert Delivery.objects.get(recipient=ana, status="sent").subscription.team == other
+
+
 def test_a_team_webhook_is_posted_once_not_once_per_member(
     http_receiver: HttpReceiver,
 ) -> None:
