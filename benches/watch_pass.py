@@ -22,7 +22,7 @@ import os
 import time
 from datetime import UTC, datetime, timedelta
 from datetime import time as day_time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dashboards_data import ensure_history
 from django_bench import setup_django
@@ -79,27 +79,13 @@ def timed_pass(label: str, now: datetime) -> PassOutcome:
     from webapp.watch import evaluate
     from webapp.watch.models import SeriesNight
 
-    refresh = evaluate.rollups_refresh
-    rollup_s = 0.0
-
-    def timed_refresh(**kwargs: Any) -> Any:
-        nonlocal rollup_s
-        began = time.perf_counter()
-        try:
-            return refresh(**kwargs)
-        finally:
-            rollup_s = time.perf_counter() - began
-
-    evaluate.rollups_refresh = timed_refresh
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    try:
-        outcome = evaluate.watch_evaluate(now=now)
-    finally:
-        evaluate.rollups_refresh = refresh
+    outcome = evaluate.watch_evaluate(now=now)
     took = time.perf_counter() - start
+    phases = ", ".join(f"{name} {s:.1f} s" for name, s in outcome.phases.items())
     print(
-        f"{label}: {took:.1f} s (rollup {rollup_s:.1f} s, the rest {took - rollup_s:.1f} s; "
+        f"{label}: {took:.1f} s ({phases}; "
         f"load {load:.1f} before, {os.getloadavg()[0]:.1f} after); "
         f"rolled up {len(outcome.nights)} nights, evaluated {outcome.series:,} series on "
         f"{', '.join(n.isoformat() for n in outcome.evaluated) or 'none'}, "
@@ -109,7 +95,8 @@ def timed_pass(label: str, now: datetime) -> PassOutcome:
             f", still to roll up before {outcome.backfill_before}"
             if outcome.backfill_before
             else ""
-        )
+        ),
+        flush=True,
     )
     return outcome
 
@@ -120,6 +107,9 @@ def main() -> None:
     parser.add_argument("--parameter-sets", type=int, default=10)
     parser.add_argument("--nights", type=int, default=365)
     parser.add_argument("--vantage-points", type=int, default=3)
+    parser.add_argument(
+        "--first-only", action="store_true", help="time the first pass only (no backfill)"
+    )
     args = parser.parse_args()
     setup_django()
     forget_copies(synthetic_last_night())
@@ -134,6 +124,8 @@ def main() -> None:
     forget_the_watch()
     after = night + timedelta(days=1, hours=1)
     outcome = timed_pass("first pass over everything", after)
+    if args.first_only:
+        return
     hours = 1
     while outcome.backfill_before is not None:
         outcome = timed_pass(f"backfill pass {hours}", after + timedelta(hours=hours))

@@ -14,6 +14,7 @@ night, and a regression is never advanced twice by one night.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +66,15 @@ class PassOutcome:
     skipped: bool = False  # another pass was running
     backfilled: list[date] = field(default_factory=list)  # older nights rolled up
     backfill_before: date | None = None  # the nights before it are still to be rolled up
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step of the pass
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[phase] = self.phases.get(phase, 0.0) + time.perf_counter() - began
 
 
 @dataclass(frozen=True)
@@ -105,22 +115,25 @@ def _only_pass() -> Iterator[bool]:
 
 def _pass(now: datetime) -> PassOutcome:
     started = timezone.now()
-    refreshed = rollups_refresh(now=now)
-    series_latest_refresh(nights=refreshed.nights)
-    if refreshed.backfilled:  # older nights: longer streaks, tester faults of a longer range
-        series_latest_backfilled(backfilled=refreshed.backfilled)
-        series_tester_faults_refresh(nights=refreshed.backfilled)
-    outcome = PassOutcome(
-        nights=refreshed.nights,
-        backfilled=refreshed.backfilled,
-        backfill_before=refreshed.backfill_before,
-    )
+    outcome = PassOutcome()
+    with outcome.timed("rollup"):
+        refreshed = rollups_refresh(now=now)
+    outcome.nights = refreshed.nights
+    outcome.backfilled = refreshed.backfilled
+    outcome.backfill_before = refreshed.backfill_before
+    with outcome.timed("latest"):
+        series_latest_refresh(nights=refreshed.nights)
+        if refreshed.backfilled:  # older nights: longer streaks, tester faults of a longer range
+            series_latest_backfilled(backfilled=refreshed.backfilled)
+            series_tester_faults_refresh(nights=refreshed.backfilled)
     events_before = _event_count()
-    for night in _nights_to_evaluate(refreshed.nights, first_pass=refreshed.first_pass):
-        outcome.evaluated.append(night)
-        outcome.series += _evaluate_night(night, now)
-    notrun.vantage_points_not_running(now=now)
-    launches.campaign_launches_failed(now=now)
+    with outcome.timed("evaluation"):
+        for night in _nights_to_evaluate(refreshed.nights, first_pass=refreshed.first_pass):
+            outcome.evaluated.append(night)
+            outcome.series += _evaluate_night(night, now)
+    with outcome.timed("tester"):
+        notrun.vantage_points_not_running(now=now)
+        launches.campaign_launches_failed(now=now)
     outcome.changes = _changes_since(events_before)
     WatchPass.objects.create(
         now=now,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from datetime import timedelta
 
 import pytest
@@ -84,6 +85,14 @@ def test_watch_command_runs_one_pass_and_prints_what_changed() -> None:
     call_command("watch", "--now", at(night(0), 6).isoformat(), stdout=output)
     assert "new -> open" in output.getvalue()
     assert WatchPass.objects.get().evaluated == [night(0).isoformat()]
+    took = re.search(r"took [\d.]+ s \((.*)\)", output.getvalue())
+    assert took is not None, output.getvalue()
+    assert [p.split()[0] for p in took.group(1).split(", ")] == [
+        "rollup",
+        "latest",
+        "evaluation",
+        "tester",
+    ]
 
 
 def test_watch_task_runs_on_the_control_queue_from_beat() -> None:

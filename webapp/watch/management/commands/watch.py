@@ -39,6 +39,8 @@ class Command(BaseCommand):
             f"rolled up {len(outcome.nights)} nights; evaluated {outcome.series} series on "
             f"{nights}; {len(outcome.changes)} changes"
         )
+        phases = ", ".join(f"{name} {s:.1f} s" for name, s in outcome.phases.items())
+        self.stdout.write(f"took {sum(outcome.phases.values()):.1f} s ({phases})")
         if outcome.backfilled:
             self.stdout.write(
                 f"rolled up {len(outcome.backfilled)} older nights "
