@@ -594,6 +594,10 @@ FEDPROBE_WATCH_CATCHUP_NIGHTS = env_int("FEDPROBE_WATCH_CATCHUP_NIGHTS", 7)
 # The first pass over a history rolls up the lookback's nights only; each pass after it rolls
 # up this many of the older nights (newest first) until the history is rolled up.
 FEDPROBE_WATCH_BACKFILL_NIGHTS = env_int("FEDPROBE_WATCH_BACKFILL_NIGHTS", 28)
+# The rollup's statements (a fortnight of nights each) run on up to this many database
+# connections at once when a pass rolls up several (the first pass, the backfill): PostgreSQL
+# computes each on a core of its own. 1: one after the other. (SQLite: always one.)
+FEDPROBE_WATCH_ROLLUP_CONNECTIONS = env_int("FEDPROBE_WATCH_ROLLUP_CONNECTIONS", 2)
 # The pass reads the series of this many endpoints at a time (memory stays bounded).
 FEDPROBE_WATCH_ENDPOINTS_PER_READ = env_int("FEDPROBE_WATCH_ENDPOINTS_PER_READ", 50)
 # The run metrics the watch runs the detector on (each is a series of its own).
@@ -630,6 +634,7 @@ for _name in (
     "FEDPROBE_WATCH_LOOKBACK_NIGHTS",
     "FEDPROBE_WATCH_CATCHUP_NIGHTS",
     "FEDPROBE_WATCH_BACKFILL_NIGHTS",
+    "FEDPROBE_WATCH_ROLLUP_CONNECTIONS",
     "FEDPROBE_WATCH_ENDPOINTS_PER_READ",
     "FEDPROBE_WATCH_BLAME_MIN_SITES",
     "FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS",

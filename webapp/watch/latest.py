@@ -174,7 +174,10 @@ def _counts(
     if end is not None:
         rows = rows.filter(night__lt=end)
     nights: dict[Series, list[tuple[Any, ...]]] = defaultdict(list)
-    for row in rows.order_by("night").values_list(*SERIES_FIELDS, *COUNTS).iterator(10000):
+    # Read whole (a chunk's nights: tens of thousands of short rows), not through a server-side
+    # cursor: PostgreSQL plans a cursor for its first rows, a walk of the night index over
+    # every endpoint's rows (2 s a chunk at 15,000 series instead of 0.3 s).
+    for row in rows.order_by("night").values_list(*SERIES_FIELDS, *COUNTS):
         nights[row[: len(SERIES_FIELDS)]].append(row[len(SERIES_FIELDS) :])
     return nights
 
@@ -288,7 +291,7 @@ def _add_metrics(endpoints: list[int], states: dict[Series, State]) -> None:
         .values_list(*SERIES_FIELDS, "night", "succeeded", "partial", *(f"m_{m}" for m in medians))
     )
     nights: dict[Series, list[tuple[Any, ...]]] = defaultdict(list)
-    for row in rows.iterator(10000):
+    for row in rows:  # whole, as _counts
         nights[row[: len(SERIES_FIELDS)]].append(row[len(SERIES_FIELDS) :])
     for series, state in states.items():
         if state.measured_night is not None:

@@ -15,6 +15,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -124,10 +125,7 @@ def rollups_refresh(*, now: datetime) -> Refreshed:
         backfilled: list[date] = []
     else:
         backfilled, backfill_before = _backfill(last_pass.backfill_before if last_pass else None)
-    rows = sum(
-        series_nights_roll_up_range(first=chunk[0], last=chunk[-1])
-        for chunk in _runs_of_nights(sorted({*backfilled, *nights}))
-    )
+    rows = _roll_up_chunks(list(_runs_of_nights(sorted({*backfilled, *nights}))))
     if rows >= ANALYZE_AFTER_ROWS and sql.is_postgresql():
         # The planner's figures of a table that just grew by weeks of rows are stale: the
         # evaluation's reads would take a plan meant for a few rows (seconds per chunk).
@@ -141,6 +139,27 @@ def rollups_refresh(*, now: datetime) -> Refreshed:
         backfilled=backfilled,
         backfill_before=backfill_before,
     )
+
+
+def _roll_up_chunks(chunks: Sequence[list[date]]) -> int:
+    """Roll up each chunk of nights (one statement each), on up to
+    FEDPROBE_WATCH_ROLLUP_CONNECTIONS connections at once: the chunks' nights are disjoint,
+    so their statements neither wait for nor change each other's rows. One after the other
+    on SQLite, and inside a transaction (whose rows another connection could not see)."""
+    connections = min(settings.FEDPROBE_WATCH_ROLLUP_CONNECTIONS, len(chunks))
+    if connections <= 1 or not sql.is_postgresql() or connection.in_atomic_block:
+        return sum(series_nights_roll_up_range(first=c[0], last=c[-1]) for c in chunks)
+    with ThreadPoolExecutor(max_workers=connections, thread_name_prefix="rollup") as pool:
+        return sum(pool.map(_roll_up_on_own_connection, chunks))
+
+
+def _roll_up_on_own_connection(chunk: list[date]) -> int:
+    """series_nights_roll_up_range in a worker thread, on that thread's own connection
+    (Django's connections are per thread), closed after."""
+    try:
+        return series_nights_roll_up_range(first=chunk[0], last=chunk[-1])
+    finally:
+        connection.close()
 
 
 def _lookback_only(nights: list[date]) -> tuple[list[date], date | None]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import date, timedelta
 
 import pytest
@@ -62,7 +61,7 @@ def test_too_few_nights_is_insufficient_data_saying_how_many_are_needed() -> Non
 
 def test_nights_without_runs_do_not_count_towards_enough() -> None:
     points = nights(noise(CONFIG.needed_nights))
-    points[3] = replace(points[3], n=0)
+    points[3] = points[3]._replace(n=0)
     assert detect(points, higher_is_better=True).verdict == "insufficient-data"
 
 
@@ -164,7 +163,7 @@ def test_only_the_last_window_nights_are_looked_at() -> None:
 @pytest.mark.parametrize("spread", [0.0, 40.0])
 def test_a_night_whose_runs_spread_widely_is_not_a_breakage(spread: float) -> None:
     points = nights([*noise(40, sd=0.01), 70.0])
-    points[-1] = replace(points[-1], spread=spread, n=4)
+    points[-1] = points[-1]._replace(spread=spread, n=4)
     verdict = detect(points, higher_is_better=True).verdict
     assert verdict == ("suspicious" if spread == 0 else "no-change")
 

@@ -3,13 +3,20 @@ percentile_cont, and again on the embedded SQLite), idempotent, and incremental.
 
 from __future__ import annotations
 
+import random
 import statistics
-from datetime import timedelta
+import threading
+from datetime import date, timedelta
+from typing import Any
 
 import pytest
+from django.db import connection
+from django.test import override_settings
 
-from tests.webapp.watch.nights import NIGHT_ONE, at, run, series
+from tests.webapp.sqlite import only_on_postgresql
+from tests.webapp.watch.nights import NIGHT_ONE, at, night, run, series
 from webapp.campaigns.models import Run
+from webapp.watch import rollups
 from webapp.watch.models import SeriesNight
 from webapp.watch.rollups import distribution, rollups_refresh, series_nights_roll_up
 from workers.engine.errors import CREDENTIAL_PHASE
@@ -90,8 +97,8 @@ def test_refresh_rolls_up_only_the_nights_whose_runs_ended_since_the_last_pass()
     from webapp.watch.models import WatchPass
 
     one = series()
-    for night in range(3):
-        run(one, NIGHT_ONE + timedelta(days=night), throughput_mbps=10.0)
+    for n in range(3):
+        run(one, NIGHT_ONE + timedelta(days=n), throughput_mbps=10.0)
     now = at(NIGHT_ONE + timedelta(days=3))
     first = rollups_refresh(now=now)
     assert first.nights == [NIGHT_ONE + timedelta(days=n) for n in range(3)]
@@ -102,3 +109,54 @@ def test_refresh_rolls_up_only_the_nights_whose_runs_ended_since_the_last_pass()
     assert rollups_refresh(now=later).nights == [NIGHT_ONE]
     row = SeriesNight.objects.get(night=NIGHT_ONE)
     assert row.runs == 2 and late.throughput_mbps == 20.0
+
+
+@only_on_postgresql
+@pytest.mark.django_db(transaction=True)  # as in production: the pass is in no transaction
+@override_settings(FEDPROBE_WATCH_LOOKBACK_NIGHTS=30)
+def test_a_first_pass_rolls_up_on_two_connections_the_rows_one_connection_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = random.Random(7)
+    for vantage_point in ("local", "remote"):
+        one = series(vantage_point=vantage_point, name=f"e-{vantage_point}")
+        for n in range(30):
+            for _ in range(3):
+                run(one, night(n), throughput_mbps=rng.uniform(50, 150), open_s=rng.random())
+            if n % 4 == 0:
+                run(one, night(n), status="failed", error="auth")
+    threads: set[str] = set()
+    backends: set[int] = set()
+    roll_up = rollups.series_nights_roll_up_range
+
+    def on_which_connection(**nights: date) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            backends.add(cursor.fetchone()[0])
+        threads.add(threading.current_thread().name)
+        return roll_up(**nights)
+
+    monkeypatch.setattr(rollups, "series_nights_roll_up_range", on_which_connection)
+
+    def rows() -> list[tuple[Any, ...]]:
+        return sorted(
+            SeriesNight.objects.values_list(
+                "endpoint__name", "vantage_point__name", "night", "runs", "failed", "metrics"
+            ).order_by()
+        )
+
+    def first_pass(connections: int) -> tuple[int, list[tuple[Any, ...]]]:
+        SeriesNight.objects.all().delete()
+        with override_settings(FEDPROBE_WATCH_ROLLUP_CONNECTIONS=connections):
+            refreshed = rollups.rollups_refresh(now=at(night(30)))
+        return refreshed.rows, rows()
+
+    together = first_pass(2)
+    # Three statements (14 + 14 + 2 nights) in two threads of their own, each on its own
+    # connection (closed after each statement), never the pass's.
+    assert len(threads) == 2 and threading.current_thread().name not in threads
+    assert len(backends) == 3
+    threads.clear()
+    assert first_pass(1) == together == (60, together[1])
+    assert threads == {threading.current_thread().name}
+    assert together[1][0][:5] == ("e-local", "local", night(0), 4, 1)
