@@ -13,16 +13,14 @@ from django.contrib import messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.forms.utils import flatatt
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
 from django.views import View
 
 from webapp.accounts.access import ViewerRequiredMixin
 from webapp.accounts.roles import can_operate, user_role
+from webapp.dashboards.widgets import LightSelect
 from webapp.watch.actions import (
     TransitionRefused,
     regression_acknowledge,
@@ -80,27 +78,6 @@ def _light(form: RegressionFilterForm) -> RegressionFilterForm:
         sites.append((chosen, f"site {chosen}"))  # chosen, without regressions: still shown
     form.fields["site"].widget = LightSelect(choices=[("", "all sites"), *sites])
     return form
-
-
-class LightSelect(forms.Select):
-    """A select drawn in Python: Django's draws each option with a template of its own (a
-    hundred sites cost tens of milliseconds a request)."""
-
-    def render(
-        self,
-        name: str,
-        value: Any,
-        attrs: dict[str, Any] | None = None,
-        renderer: Any = None,
-    ) -> SafeString:
-        chosen = "" if value in (None, "") else str(value)
-        options = format_html_join(
-            "",
-            '<option value="{}"{}>{}</option>',
-            ((v, " selected" if str(v) == chosen else "", label) for v, label in self.choices),
-        )
-        attributes = flatatt(self.build_attrs(self.attrs, attrs))
-        return format_html('<select name="{}"{}>{}</select>', name, attributes, options)
 
 
 class RegressionDetailView(ViewerRequiredMixin, View):

@@ -26,7 +26,7 @@ from webapp.dashboards.forms import (
     ThresholdForm,
 )
 from webapp.dashboards.schema import form_errors
-from webapp.dashboards.selectors.alerts import alerts_data
+from webapp.dashboards.selectors.alerts import MAX_ROWS, alerts_data
 from webapp.dashboards.selectors.compare import (
     MAX_ENDPOINTS,
     RUNS_MAX_DAYS,
@@ -100,6 +100,11 @@ class MatrixView(ViewerRequiredMixin, View):
         return render(request, self.template_name, context, status=status)
 
 
+# The alerts page lists this many rows of each list, and all (up to MAX_ROWS) with `?all=1`:
+# a thousand rows drawn on every visit cost most of the page's time.
+PAGE_ROWS = 100
+
+
 class AlertsView(ViewerRequiredMixin, View):
     template_name = "dashboards/alerts.html"
 
@@ -107,8 +112,12 @@ class AlertsView(ViewerRequiredMixin, View):
         form = AlertsForm(request.GET)
         if not form.is_valid():
             return render(request, self.template_name, {"form": form, "data": None}, status=400)
-        data = alerts_data(query=form.cleaned_data)
-        return render(request, self.template_name, {"form": form, "data": data})
+        every = request.GET.get("all") == "1"
+        data = alerts_data(query=form.cleaned_data, limit=MAX_ROWS if every else PAGE_ROWS)
+        query = request.GET.copy()
+        query["all"] = "1"
+        context = {"form": form, "data": data, "every": every, "all_url": f"?{query.urlencode()}"}
+        return render(request, self.template_name, context)
 
 
 class ComparePageView(ViewerRequiredMixin, View):

@@ -301,3 +301,24 @@ def test_slower_looks_at_most_a_month_back() -> None:
     watch_pass()
     data = alerts_data(query={"days": 60})
     assert (data["slower"], data["slower_days"]) == ([], 31)
+
+
+def test_the_page_lists_the_first_rows_and_all_of_them_when_asked(
+    client: Client, failing: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webapp.dashboards import views
+
+    monkeypatch.setattr(views, "PAGE_ROWS", 1)  # the page's 100, for a history of two rows
+    watch_pass()
+    login(client, "viewer")
+    first = client.get("/alerts/?days=7").content.decode()
+    assert f'href="/runs/{failing["flaky_q"].pk}/"' in first
+    assert f'href="/runs/{failing["broken_3"].pk}/"' not in first
+    assert (
+        'the first 1 are listed (<a href="?days=7&amp;all=1" id="failing-all">list all 2</a>'
+        in (first)
+    )
+    every = client.get("/alerts/?days=7&all=1").content.decode()
+    assert f'href="/runs/{failing["broken_3"].pk}/"' in every
+    assert 'id="failing-all"' not in every
+    assert client.get("/api/v1/alerts/?days=7").json()["failing_total"] == 2
