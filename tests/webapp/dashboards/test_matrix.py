@@ -3,17 +3,21 @@ failed-last cells, the default parameter set, bounded queries, the API and the p
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
 from tests.webapp.dashboards.status_runs import P, Q, RunMaker, night
 from tests.webapp.factories import SiteFactory, VantagePointFactory
+from tests.webapp.sqlite import only_on_postgresql
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.models import Run
+from webapp.dashboards.selectors import matrix
 from webapp.dashboards.selectors.matrix import matrix_data
 from webapp.dashboards.selectors.parameter_sets import ParameterSet
 from webapp.dashboards.selectors.thresholds import Thresholds
@@ -296,3 +300,46 @@ def test_page_without_runs_says_what_to_do(client: Client) -> None:
     login(client, "viewer")
     html = client.get("/matrix/").content.decode()
     assert "Nothing has been measured yet" in html
+
+
+@only_on_postgresql
+@pytest.mark.parametrize("metric", ["throughput_mbps", "latency_p99_us"])
+def test_the_probes_answer_what_the_portable_query_answers(metric: str) -> None:
+    """PostgreSQL's LATERAL probes (one per ended status, and a further one only past a
+    tester fault or a missing figure) against the correlated subqueries SQLite runs, on a
+    random history with every status, tester faults of each kind and missing figures."""
+    rng = random.Random(16)
+    make = RunMaker()
+    site = SiteFactory(name="s")
+    endpoints = [make.endpoint(f"e{n}", site=site) for n in range(4)]
+    points = [VantagePointFactory(name=name) for name in ("cern", "fnal", "ral")]
+    tester_errors = [
+        [{"class": "lost", "message": "the worker stopped reporting"}],
+        [{"class": "auth", "phase": "credential", "message": "token expired"}],
+    ]
+    for endpoint in endpoints:
+        for point in points:
+            for n in range(rng.randint(0, 9)):
+                status = rng.choice([S.SUCCEEDED, S.PARTIAL, S.FAILED, S.TIMEOUT, S.CANCELLED])
+                errors = rng.choice([[], [{"class": "refused", "message": "no"}], *tester_errors])
+                figures = {metric: rng.choice([None, rng.uniform(1, 100)])}
+                make.add(
+                    endpoint,
+                    point,
+                    status,
+                    night(n, hour=rng.randint(0, 23)),
+                    errors=errors,
+                    **figures,
+                )
+    parameter_set = ParameterSet(**P)
+    sql = {
+        "lateral": matrix._cells_sql_lateral(metric, "1 = 1"),
+        "portable": matrix._cells_sql_portable(metric, "1 = 1"),
+    }
+    answers = {}
+    for name, statement in sql.items():
+        with connection.cursor() as cursor:
+            cursor.execute(statement, dict(parameter_set.query()))
+            answers[name] = cursor.fetchall()
+    assert len(answers["lateral"]) >= 10  # pairs with an ended run
+    assert answers["lateral"] == answers["portable"]

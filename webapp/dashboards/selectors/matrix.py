@@ -256,42 +256,91 @@ def _endpoints_own() -> str:
 
 
 def _cells_sql_lateral(metric: str, pair_filter: str) -> str:
-    """LATERAL probes, one per status: with the parameter set and status fixed, the runs
+    """LATERAL probes, one per ended status: with the parameter set and status fixed, the runs
     index (endpoint, parameter set, status, created_at; run_compare_idx) hands over each
-    status's latest run first, and the latest of those is the pair's latest (an IN list of
-    statuses would read the pair's whole history to sort it)."""
+    status's latest run first (an IN list of statuses would read the pair's whole history to
+    sort it). The latest succeeded run is also the last good one and, with its figure, the
+    latest measured; the pair's latest ended run is the latest of the four. Where a probe's
+    run does not serve (a figure missing, a tester fault: rare), a further probe looks past
+    it; it runs only then (its condition is on the outer row: PostgreSQL tests it once)."""
     run = Run._meta.db_table
-
-    def latest(statuses: tuple[str, ...], columns: str, extra: str = "") -> str:
-        probes = " UNION ALL ".join(
-            f"(SELECT {columns} FROM {run} r WHERE {_SAME_GROUP} AND r.status = '{status}'"
-            f"{extra} ORDER BY r.created_at DESC, r.id DESC LIMIT 1)"
-            for status in statuses
-        )
-        return f"SELECT * FROM ({probes}) x ORDER BY x.created_at DESC, x.id DESC LIMIT 1"
-
     error_class, error_message = _first_error_sql("r")
-    ended = (
-        f"r.id, r.status, r.created_at, {error_class} AS error_class,"
-        f" {error_message} AS error_message"
+    tester = sql_tester_fault("r.errors")
+    columns = (
+        f"r.id, r.status, r.created_at, r.{metric} AS value, {error_class} AS error_class,"
+        f" {error_message} AS error_message, {tester} AS tester"
     )
-    measured = f"r.id, r.status, r.created_at, r.{metric} AS value"
+
+    def probe(alias: str, status: str, extra: str = "", only_if: str = "") -> str:
+        gate = f" AND ({only_if})" if only_if else ""
+        return (
+            f"LEFT JOIN LATERAL (SELECT {columns} FROM {run} r WHERE {_SAME_GROUP}"
+            f" AND r.status = '{status}'{extra}{gate}"
+            f" ORDER BY r.created_at DESC, r.id DESC LIMIT 1) {alias} ON true"
+        )
+
+    def latest(candidates: list[str], fields: str) -> str:
+        rows = ", ".join(f"({c})" for c in candidates)
+        return (
+            f"SELECT * FROM (VALUES {rows}) c({fields}) WHERE c.id IS NOT NULL"
+            " ORDER BY c.created_at DESC, c.id DESC LIMIT 1"
+        )
+
+    own, measured = f" AND NOT {tester}", f" AND r.{metric} IS NOT NULL"
+    succeeded, partial = Run.Status.SUCCEEDED.value, Run.Status.PARTIAL.value
+    # A status added to ENDED needs a probe of its own here.
+    assert set(Run.Status.ENDED) == {succeeded, partial, Run.Status.FAILED, Run.Status.TIMEOUT}
+    probes = [
+        probe("su", succeeded),
+        probe("pa", partial),
+        probe("fa", Run.Status.FAILED.value, own),
+        probe("ti", Run.Status.TIMEOUT.value, own),
+        # Past a succeeded or partial run that is a tester fault, or has no figure.
+        probe("su_own", succeeded, own, "su.tester"),
+        probe("pa_own", partial, own, "pa.tester"),
+        probe("su_value", succeeded, measured, "su.id IS NOT NULL AND su.value IS NULL"),
+        probe("pa_value", partial, measured, "pa.id IS NOT NULL AND pa.value IS NULL"),
+    ]
+
+    def ended(alias: str, run_id: str = "") -> str:
+        return (
+            f"{run_id or alias + '.id'}, {alias}.status, {alias}.created_at,"
+            f" {alias}.error_class, {alias}.error_message"
+        )
+
+    last = latest(
+        [
+            ended("su", "CASE WHEN su.tester THEN NULL ELSE su.id END"),
+            ended("su_own"),
+            ended("pa", "CASE WHEN pa.tester THEN NULL ELSE pa.id END"),
+            ended("pa_own"),
+            ended("fa"),
+            ended("ti"),
+        ],
+        "id, status, created_at, error_class, error_message",
+    )
+    value_fields = "id, status, created_at, value"
+    value_rows = [
+        f"CASE WHEN {a}.value IS NULL THEN NULL ELSE {a}.id END, {a}.status, {a}.created_at,"
+        f" {a}.value"
+        for a in ("su", "pa")
+    ] + [f"{a}.id, {a}.status, {a}.created_at, {a}.value" for a in ("su_value", "pa_value")]
+    value = latest(value_rows, value_fields)
     _in(Run.Status.ENDED + Run.Status.MEASURED)  # checks the statuses are our own words
+    joins = "\n        ".join(probes)
     return f"""
         SELECT vp.name AS vantage_point, e.id AS endpoint, e.name AS endpoint_name,
                e.protocol AS protocol, s.id AS site, s.name AS site_name,
                l.id AS last_run, l.status AS last_status, l.created_at AS last_at,
                l.error_class, l.error_message,
                m.id AS value_run, m.status AS value_status, m.created_at AS value_at,
-               m.value, g.created_at AS last_good_at
+               m.value, su.created_at AS last_good_at
         FROM {VantagePoint._meta.db_table} vp
         CROSS JOIN {Endpoint._meta.db_table} e
         JOIN {Site._meta.db_table} s ON s.id = e.site_id
-        CROSS JOIN LATERAL ({latest(Run.Status.ENDED, ended, _endpoints_own())}) l
-        LEFT JOIN LATERAL (
-            {latest(Run.Status.MEASURED, measured, f" AND r.{metric} IS NOT NULL")}
-        ) m ON true
-        LEFT JOIN LATERAL ({latest((Run.Status.SUCCEEDED,), "r.id, r.created_at")}) g ON true
+        {joins}
+        CROSS JOIN LATERAL ({last}) l
+        LEFT JOIN LATERAL ({value}) m ON true
         WHERE {pair_filter}
         ORDER BY s.name, e.name, vp.name
     """
