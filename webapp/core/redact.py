@@ -31,6 +31,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         rf"\1{HIDDEN}",
     ),
+    # The single sign-on's answer (/accounts/oidc/callback/?code=...&state=...): the code is
+    # exchanged for the user's tokens, the state binds it to their session.
+    (re.compile(r"([?&](?:code|state)=)[^&#\s'\"]+"), rf"\1{HIDDEN}"),
     # Authorization: Bearer ... / Token ...
     (re.compile(r"(?i)\b(bearer|token)(\s+)[A-Za-z0-9._~+/=-]{16,}"), rf"\1\2{HIDDEN}"),
     (

@@ -17,8 +17,12 @@ import pytest
 from tests.test_deployment import DOCKERFILE, REPO, command, dockerfile_env, service_env
 from webapp.core.access_log import redact_atom
 
-SECRETS = ("tok3n-abcdef", "cl1ent-s3cret", "r3fresh-xyz", "ref-t0ken-123")
-QUERY = f"token={SECRETS[0]}&client_secret={SECRETS[1]}&refresh_token={SECRETS[2]}&page=2"
+SECRETS = ("tok3n-abcdef", "cl1ent-s3cret", "r3fresh-xyz", "ref-t0ken-123", "ss0-c0de", "st4te-9")
+# The single sign-on's answer comes back as ?code=...&state=... (the OIDC callback).
+QUERY = (
+    f"token={SECRETS[0]}&client_secret={SECRETS[1]}&refresh_token={SECRETS[2]}&page=2"
+    f"&code={SECRETS[4]}&state={SECRETS[5]}"
+)
 REFERER = f"https://fedprobe.example.org/runs/?access_token={SECRETS[3]}"
 
 
@@ -70,8 +74,8 @@ def serve_one_request(argv: list[str], env: dict[str, str], port: int, log: Path
 
 def assert_redacted(output: str) -> None:
     assert "/healthz?token=[redacted]&client_secret=[redacted]" in output, output
-    assert "refresh_token=[redacted]&page=2" in output, output
-    for secret in SECRETS[:3]:
+    assert "refresh_token=[redacted]&page=2&code=[redacted]&state=[redacted]" in output, output
+    for secret in (*SECRETS[:3], *SECRETS[4:]):
         assert secret not in output, output
 
 

@@ -35,6 +35,10 @@ from webapp.core.redact import RedactSecretsFilter, redact
         ),
         ("password=hunter2 user=alice", "password=[redacted] user=alice"),
         (
+            '"GET /accounts/oidc/callback/?code=SplxlOBeZQQYbYS6WxSbIA&state=af0ifjsldkj HTTP/1.1"',
+            '"GET /accounts/oidc/callback/?code=[redacted]&state=[redacted] HTTP/1.1"',
+        ),
+        (
             "proxy -----BEGIN RSA PRIVATE KEY-----\nMIIEpAIB\n-----END RSA PRIVATE KEY----- read",
             "proxy [redacted] PEM block read",
         ),
