@@ -41,7 +41,7 @@ from webapp.sites.credentials import (
 )
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine import InvalidParams
-from workers.engine.urls import check_url
+from workers.engine.urls import ascii_url, check_url
 
 
 class SiteSerializer(serializers.ModelSerializer[Site]):
@@ -147,6 +147,8 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             raise serializers.ValidationError(
                 {"base_url": f"scheme {scheme!r} does not match protocol {protocol!r}"}
             )
+        if "base_url" in attrs:
+            attrs["base_url"] = ascii_url(base_url)  # an international host as xn--
         kind, text = credential_change(
             stored_kind=getattr(self.instance, "credential_kind", "none"),
             stored=getattr(self.instance, "credential", ""),

@@ -25,7 +25,7 @@ from workers.engine.credentials import resolve_ca_dir
 from workers.engine.egress import EgressPolicy, literal_refusal
 from workers.engine.errors import InvalidParams
 from workers.engine.params import RunParams
-from workers.engine.urls import SCHEMES, check_file_roots, check_url
+from workers.engine.urls import SCHEMES, ascii_url, check_file_roots, check_url
 
 _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
 _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
@@ -175,6 +175,7 @@ class Endpoint(models.Model):
                     errors["base_url"] = (
                         f"scheme {scheme!r} does not match protocol {self.protocol!r}"
                     )
+                self.base_url = ascii_url(self.base_url)  # an international host as xn--
         if errors:
             raise ValidationError(errors)
 

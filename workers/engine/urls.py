@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import unicodedata
 from urllib.parse import unquote, urlsplit, urlunsplit
+
+import idna
 
 from workers.engine.errors import InvalidParams, OutsideFileRoots
 
@@ -38,9 +41,86 @@ def check_url(url: str, *, field: str = "url") -> str:
             raise InvalidParams(field, f"file URLs name a local path, not host {parts.netloc!r}")
     elif not parts.hostname:
         raise InvalidParams(field, f"{url!r} has no host")
+    else:
+        _check_network_parts(url, parts.hostname, parts.port, field)
     if not parts.path or parts.path == "/":
         raise InvalidParams(field, f"{url!r} names no file")
     return scheme
+
+
+def _check_network_parts(url: str, host: str, port: int | None, field: str) -> None:
+    """What a client would pass on as it is, or read as something else: an option for a host,
+    port 0, a query string or fragment (XrdCl sends `?authz=...` to the server: a credential
+    belongs in the endpoint's credential, which goes only where it may), and a host whose
+    labels mix scripts to look like another (`apple` with a Cyrillic first letter, written
+    `xn--pple-43d` too)."""
+    if host.startswith("-"):
+        raise InvalidParams(field, f"host {host!r} starts with '-': a client would read an option")
+    if port == 0:
+        raise InvalidParams(field, f"{url!r} has port 0: no server listens there")
+    if "?" in url or "#" in url:
+        raise InvalidParams(
+            field,
+            f"{url!r} has a query string or fragment: it would be sent to the server as it is "
+            "(put a token or key in the endpoint's credential)",
+        )
+    for label in unicode_host(host, field=field).split("."):
+        scripts = _scripts(label)
+        if len(scripts - {"LATIN"}) > 1 or (
+            len(scripts) > 1 and not any(scripts <= allowed for allowed in _MIXABLE_SCRIPTS)
+        ):
+            raise InvalidParams(
+                field,
+                f"host {host!r} mixes scripts in {label!r} ({', '.join(sorted(scripts))}): "
+                "it looks like another host",
+            )
+
+
+# Scripts one label may mix (Unicode TS 39, "highly restrictive"): Latin with the scripts
+# written together with Han; any other mix is how a look-alike host is made.
+_MIXABLE_SCRIPTS = (
+    frozenset({"LATIN", "CJK", "HIRAGANA", "KATAKANA"}),
+    frozenset({"LATIN", "CJK", "BOPOMOFO"}),
+    frozenset({"LATIN", "CJK", "HANGUL"}),
+)
+
+
+def _scripts(label: str) -> set[str]:
+    """The scripts of a label's letters, by the first word of their Unicode names."""
+    scripts = set()
+    for char in label:
+        if char.isalpha():
+            name = unicodedata.name(char, "UNKNOWN")
+            scripts.add("HANGUL" if name.startswith("HANGUL") else name.split()[0])
+    return scripts
+
+
+def unicode_host(host: str, *, field: str = "url") -> str:
+    """A host name as it reads (its xn-- labels decoded), mapped as IDNA maps it
+    (full-width letters, case); an ASCII name without xn-- labels, and an address, as it is."""
+    if host.isascii() and "xn--" not in host.lower():
+        return host
+    try:
+        return str(idna.decode(idna.encode(host, uts46=True)))
+    except idna.IDNAError as exc:
+        raise InvalidParams(
+            field, f"host {host!r} is not a valid international name: {exc}"
+        ) from None
+
+
+def ascii_url(url: str) -> str:
+    """The URL with an international host written in its ASCII form (xn--, "punycode"), as
+    clients connect to it and as it is shown (a look-alike cannot hide); other URLs as they
+    are. Call check_url first."""
+    parts = urlsplit(url)
+    host = parts.hostname
+    if not host or host.isascii():
+        return url
+    ascii_host = idna.encode(host, uts46=True).decode("ascii")
+    userinfo = parts.netloc.rpartition("@")[0]
+    port = f":{parts.port}" if parts.port is not None else ""
+    netloc = f"{userinfo}@{ascii_host}{port}" if userinfo else f"{ascii_host}{port}"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def local_path(url: str) -> str:

@@ -111,3 +111,53 @@ def test_runs_carry_the_configured_egress_policy(settings: object) -> None:
     policy = run.engine_params().egress
     assert policy is not None
     assert [str(n) for n in policy.allowed] == ["127.0.0.0/8", "::1/128"]
+
+
+# The audit's loose ends (issue 17, item 5): what a client would pass on as it is or read as
+# something else, and a host made to look like another.
+@pytest.mark.parametrize(
+    ("protocol", "base_url", "why"),
+    [
+        ("root", "root://-oProxyCommand=x:1094/", "starts with '-'"),
+        ("https", "https://se.example.org:0/", "port 0"),
+        ("root", "root://se.example.org:1094//store?authz=eyJhbGci", "query string"),
+        ("https", "https://se.example.org/store?access_token=x", "query string"),
+        ("davs", "davs://se.example.org/store#x", "query string or fragment"),
+        ("https", "https://\u0430pple.example/", "mixes scripts"),  # a Cyrillic first letter
+        ("https", "https://xn--pple-43d.example/", "mixes scripts"),  # the same, as xn--
+        ("root", "root://se\u0441ure.example.org:1094/", "mixes scripts"),  # a Cyrillic "s"
+    ],
+)
+def test_a_base_url_a_client_would_misread_is_refused_naming_it(
+    operator: APIClient, protocol: str, base_url: str, why: str
+) -> None:
+    site = own_site()
+    body = {"site": site.pk, "name": "e1", "protocol": protocol, "base_url": base_url}
+    answer = operator.post("/api/v1/endpoints/", body, format="json")
+    assert answer.status_code == 400, answer.json()
+    assert why in answer.json()["base_url"][0]
+    assert not Endpoint.objects.exists()
+    data = {"site": site.pk, "name": "e2", "protocol": protocol, "base_url": base_url}
+    form = EndpointForm(data={**data, "role": "data", "enabled": True})
+    assert not form.is_valid() and why in form.errors["base_url"][0]
+
+
+def test_an_international_host_is_kept_and_shown_in_its_ascii_form(operator: APIClient) -> None:
+    site = own_site()
+    body = {
+        "site": site.pk,
+        "name": "e1",
+        "protocol": "https",
+        "base_url": "https://bücher.example/",
+    }
+    created = operator.post("/api/v1/endpoints/", body, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["base_url"] == "https://xn--bcher-kva.example/"
+    assert Endpoint.objects.get().base_url == "https://xn--bcher-kva.example/"
+    changed = operator.patch(
+        f"/api/v1/endpoints/{created.json()['id']}/",
+        {"base_url": "https://日本語.jp:8443/"},
+        format="json",
+    )
+    assert changed.status_code == 200, changed.json()
+    assert Endpoint.objects.get().base_url == "https://xn--wgv71a119e.jp:8443/"
