@@ -245,7 +245,9 @@ class XRootDBackend(Backend):
             XRD_CONNECTIONRETRY="1",
             XRD_TIMEOUTRESOLUTION="1",
         )
-        # xrdcp takes no "--": the URL was checked not to look like an option, dest is absolute.
+        # No "--" before the URLs: xrdcp 5.5 stops reading its arguments there ("xrdcp: No
+        # files specified"). Neither can be read as an option instead: check_url refused a
+        # URL or host starting with "-", and dest is an absolute path.
         argv = ["xrdcp", "--nopbar", "--force", "--streams", str(options.streams)]
         run_copy_tool([*argv, client_url, str(dest.resolve())], env=env, deadline=options.deadline)
         return CopyResult(dest.stat().st_size, served_by="")
