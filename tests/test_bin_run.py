@@ -154,6 +154,10 @@ def test_bin_run_serves_measures_and_stops_everything_on_ctrl_c(
             ("succeeded", "gsi"),
             ("succeeded", "x509"),
         }, runs
+        # The runs' credentials went to this instance's own folder, each run's removed after.
+        secrets = tmp_path / "var" / "secrets"
+        assert secrets.is_dir() and secrets.stat().st_mode & 0o777 == 0o700
+        assert list(secrets.iterdir()) == []
     finally:
         _ctrl_c(run, tmp_path, lab_dir)
 

@@ -2,11 +2,14 @@
 directory it verifies servers against.
 
 A `Credential` holds its secret in memory only: not in its repr, the run JSON or any message.
-For a run it is written to a private folder (`run_secrets`: 0600 files in a 0700 folder named
-after the process that made it), which the client processes read through the environment
-variables the grid's tools know (BEARER_TOKEN_FILE, X509_USER_PROXY, X509_CERT_DIR). The folder
-is removed when the run ends; what a killed process left behind is removed by the next run or
-worker start (`remove_stale_run_dirs`).
+For a run it is written to a private folder (`run_secrets`: 0600 files in a 0700 folder that
+the run holds a lock on while it lasts), which the client processes read through the
+environment variables the grid's tools know (BEARER_TOKEN_FILE, X509_USER_PROXY,
+X509_CERT_DIR). The folder is removed when the run ends; what a killed process left behind is
+removed by the next run or worker start (`remove_stale_run_dirs`): a folder whose lock nobody
+holds. The lock, not a process id, says whose it is, so workers sharing the base folder (two
+instances under one user, containers sharing /tmp with process ids of their own) never remove
+each other's.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import fcntl
 import json
 import os
 import re
 import secrets
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,6 +47,8 @@ _PRIVATE_KEY = re.compile(
     re.S,
 )
 _RUN_DIR = re.compile(r"^run-(\d+)-[0-9a-f]+$")
+# The file in a run folder whose lock the run holds while it lasts.
+LOCK_NAME = ".held"
 # The environment through which grid clients find credentials, cleared in every client so
 # that nothing the worker's own environment holds is presented by accident.
 _DISCOVERY_VARIABLES = ("BEARER_TOKEN", "BEARER_TOKEN_FILE", "X509_USER_PROXY", "X509_USER_CERT")
@@ -381,7 +388,7 @@ def run_secrets(
     if credential is None:
         yield Access(auth, ca_dir=ca_dir)
         return
-    folder = _private_folder(base or secrets_base())
+    folder, lock = _private_folder(base or secrets_base())
     try:
         name = "token" if credential.kind == CredentialKind.TOKEN else "x509_proxy"
         path = folder / name
@@ -394,31 +401,60 @@ def run_secrets(
             yield Access(auth, proxy_file=str(path), ca_dir=ca_dir)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        os.close(lock)  # after the removal: no cleaner takes the folder while it is emptied
 
 
 def remove_stale_run_dirs(base: Path | None = None) -> list[Path]:
-    """Remove the run folders of processes that are gone (a worker killed mid-run)."""
+    """Remove the run folders no run holds any more (a worker killed mid-run): those whose
+    lock can be taken, and those left by a version before the locks whose process is gone; a
+    folder still being made (`new-*`) once it is a minute old."""
     base = base or secrets_base()
     removed = []
     with contextlib.suppress(FileNotFoundError):
         for entry in base.iterdir():
-            match = _RUN_DIR.match(entry.name)
-            if match and not _pid_alive(int(match.group(1))):
+            if _abandoned(entry):
                 shutil.rmtree(entry, ignore_errors=True)
                 removed.append(entry)
     return removed
 
 
-def _private_folder(base: Path) -> Path:
+def _abandoned(entry: Path) -> bool:
+    if not (entry.name.startswith(("run-", "new-")) and entry.is_dir()):
+        return False
+    try:
+        lock = os.open(entry / LOCK_NAME, os.O_RDONLY)
+    except FileNotFoundError:
+        if entry.name.startswith("new-"):  # between its mkdir and its lock: give it time
+            return time.time() - entry.stat().st_mtime > 60
+        match = _RUN_DIR.match(entry.name)  # made before the locks
+        return match is not None and not _pid_alive(int(match.group(1)))
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # a live run holds it
+    finally:
+        os.close(lock)
+    return True
+
+
+def _private_folder(base: Path) -> tuple[Path, int]:
+    """A new run folder in `base` and the descriptor of its lock, held until the run ends.
+    Made under a `new-` name and renamed once locked, so a cleaner never sees a `run-`
+    folder that nobody holds yet."""
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
     if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
         raise ProbeError(  # the worker host's fault (harness), not the endpoint's
             ErrorClass.HARNESS,
             f"{base} must belong to this user with mode 0700 (it holds run credentials)",
         )
-    folder = base / f"run-{os.getpid()}-{secrets.token_hex(8)}"
-    folder.mkdir(mode=0o700)
-    return folder
+    name = f"{os.getpid()}-{secrets.token_hex(8)}"
+    making = base / f"new-{name}"
+    making.mkdir(mode=0o700)
+    lock = os.open(making / LOCK_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    folder = base / f"run-{name}"
+    making.rename(folder)
+    return folder, lock
 
 
 def _pid_alive(pid: int) -> bool:

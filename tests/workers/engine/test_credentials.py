@@ -228,3 +228,39 @@ def test_discovery_follows_the_wlcg_order(tmp_path: Path) -> None:
     proxy.write_text(proxy_pem(NOW + timedelta(days=1)))
     found = discover_credential("gsiftp", {"X509_USER_PROXY": str(proxy)})
     assert found is not None and found.kind is CredentialKind.X509_PROXY
+
+
+def test_a_live_run_of_another_instance_keeps_its_folder_whatever_its_process_id(
+    tmp_path: Path,
+) -> None:
+    """Instances sharing the base folder (two workers of one user, containers sharing /tmp
+    whose process ids are their own) never remove each other's live run folders: the run's
+    lock says whose a folder is, not the process id in its name."""
+    base = tmp_path / "secrets"
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from workers.engine.credentials import Credential, run_secrets\n"
+        "with run_secrets(Credential.token('t0k3n'), scheme='roots', ca_dir=None,"
+        f" base=Path({str(base)!r})) as access:\n"
+        "    print(access.token_file, flush=True)\n"
+        "    sys.stdin.readline()\n"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert other.stdout is not None
+        theirs = Path(other.stdout.readline().strip()).parent
+        # As another pid namespace shows it: a process id that is nobody's here.
+        elsewhere = theirs.with_name(f"run-{2**22 + 17}-{theirs.name.rsplit('-', 1)[1]}")
+        theirs.rename(elsewhere)
+        assert remove_stale_run_dirs(base) == []
+        assert (elsewhere / "token").read_text() == "t0k3n"
+    finally:
+        assert other.stdin is not None
+        other.stdin.write("\n")
+        other.stdin.flush()
+        other.wait(30)
+    assert not elsewhere.exists() or remove_stale_run_dirs(base) == [elsewhere]
+    assert list(base.iterdir()) == []
