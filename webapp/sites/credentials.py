@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from workers.engine.credentials import GRID_CA_DIR, SYSTEM_CA_DIR, Credential, CredentialKind
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import InvalidParams
-from workers.engine.oauth import OAuthClient, TokenCache
+from workers.engine.oauth import TOKEN_REQUEST_TIMEOUT_S, OAuthClient, TokenCache
 
 if TYPE_CHECKING:
     from webapp.sites.models import Endpoint
@@ -194,9 +194,11 @@ def endpoint_run_credential(
     egress: EgressPolicy | None,
     ca_dir: str | None,
     valid_for_s: float = 0.0,
+    time_s: float = TOKEN_REQUEST_TIMEOUT_S,
 ) -> Credential | None:
     """What a run on `endpoint` presents: its token or proxy as stored, or for an oauth
-    client a token from this process's cache (fetched when missing or about to expire).
+    client a token from this process's cache (fetched when missing or about to expire,
+    within `time_s`: the run's deadline covers it).
 
     Raises InvalidParams for a stored credential that does not parse, ProbeError (class
     auth, tls, refused, timeout, ...) when the issuer cannot give a token.
@@ -206,7 +208,9 @@ def endpoint_run_credential(
         return None
     if kind == CredentialKind.OAUTH_CLIENT:
         client = OAuthClient.from_json(endpoint.credential)
-        return TOKEN_CACHE.token(client, egress=egress, ca_dir=ca_dir, valid_for_s=valid_for_s)
+        return TOKEN_CACHE.token(
+            client, egress=egress, ca_dir=ca_dir, valid_for_s=valid_for_s, time_s=time_s
+        )
     return Credential.parse(kind, endpoint.credential)
 
 

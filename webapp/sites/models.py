@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import ClassVar
 from urllib.parse import urlsplit
 
@@ -24,6 +25,7 @@ from webapp.sites.credentials import (
 from workers.engine.credentials import resolve_ca_dir
 from workers.engine.egress import EgressPolicy, literal_refusal
 from workers.engine.errors import InvalidParams
+from workers.engine.oauth import TOKEN_REQUEST_TIMEOUT_S
 from workers.engine.params import RunParams
 from workers.engine.urls import SCHEMES, ascii_url, check_file_roots, check_url
 
@@ -206,8 +208,14 @@ class Endpoint(models.Model):
         """
         egress = EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW)
         ca_dir = resolve_ca_dir(settings.FEDPROBE_CA_DIR)
+        started = time.monotonic()
         credential = endpoint_run_credential(
-            self, egress=egress, ca_dir=ca_dir, valid_for_s=float(measured.timeout_s or 0)
+            self,
+            egress=egress,
+            ca_dir=ca_dir,
+            valid_for_s=float(measured.timeout_s or 0),
+            # The run's deadline covers its token request (the engine counts what it took).
+            time_s=float(measured.timeout_s or TOKEN_REQUEST_TIMEOUT_S),
         )
         return dataclasses.replace(
             measured,
@@ -215,6 +223,7 @@ class Endpoint(models.Model):
             egress=egress,
             credential=credential,
             ca_dir=ca_dir,
+            credential_s=round(time.monotonic() - started, 3),
         )
 
 

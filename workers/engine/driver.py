@@ -122,8 +122,14 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     on_progress: ProgressCallback | None,
     should_cancel: CancelCheck | None,
 ) -> None:
-    planned_at = time.time()
-    preflight_s = min(PREFLIGHT_TIMEOUT_S, params.timeout_s or PREFLIGHT_TIMEOUT_S)
+    # An explicit timeout covers the whole run: its credential's fetching (before the
+    # engine started), the preflight and the clients.
+    planned_at = time.time() - params.credential_s
+    if params.timeout_s is not None and time.time() - planned_at >= params.timeout_s:
+        raise ProbeError(ErrorClass.TIMEOUT, "deadline passed while getting the credential")
+    preflight_s = PREFLIGHT_TIMEOUT_S
+    if params.timeout_s is not None:
+        preflight_s = min(preflight_s, params.timeout_s - (time.time() - planned_at))
     try:
         found = run_preflight(client_context(), params, access, Deadline.after(preflight_s))
     except ProbeError as exc:
@@ -134,7 +140,6 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     result.file_sizes = sizes
     result.preflight_rtt_s = found.rtt_s
     result.negotiated = found.negotiated
-    # An explicit --timeout covers the whole run, preflight included.
     spent = time.time() - planned_at if params.timeout_s is not None else 0.0
     derived = params.deadline_s(max(sizes.values()), rtt_s=found.rtt_s, vector_limits=vector_limits)
     result.deadline_s = max(0.0, derived - spent)

@@ -22,7 +22,12 @@ from workers.engine.errors import CREDENTIAL_PHASE, ErrorClass, InvalidParams, P
 # A cached token is handed out while it has at least this long to live (and what the run
 # asks for on top): fetching a fresh one costs a round trip to the issuer, no more.
 REFRESH_MARGIN_S = 120.0
+# A token request takes at most this long, and never longer than the run has (time_s).
 TOKEN_REQUEST_TIMEOUT_S = 30.0
+# An issuer that gave no token is not asked again for this long: the runs of a campaign
+# follow each other within seconds, and each would wait for it (or be refused) again. They
+# fail at once with its first answer; a changed client (another secret) is asked at once.
+ISSUER_RETRY_AFTER_S = 300.0
 _FIELDS = ("token_url", "client_id", "client_secret", "scope", "audience")
 
 
@@ -128,9 +133,13 @@ def fetch_token(
 class TokenCache:
     """Tokens by client, reused until REFRESH_MARGIN_S before they expire; thread-safe."""
 
-    def __init__(self, margin_s: float = REFRESH_MARGIN_S) -> None:
+    def __init__(
+        self, margin_s: float = REFRESH_MARGIN_S, retry_after_s: float = ISSUER_RETRY_AFTER_S
+    ) -> None:
         self._margin_s = margin_s
+        self._retry_after_s = retry_after_s
         self._tokens: dict[str, tuple[Credential, float]] = {}
+        self._failures: dict[str, tuple[ProbeError, float]] = {}  # by client: why, when
         self._lock = threading.Lock()
 
     def token(
@@ -140,25 +149,44 @@ class TokenCache:
         egress: EgressPolicy | None,
         ca_dir: str | None,
         valid_for_s: float = 0.0,
+        time_s: float = TOKEN_REQUEST_TIMEOUT_S,
     ) -> Credential:
-        """A token that lives at least `valid_for_s` + the margin from now; ProbeError (phase
-        credential) when the issuer gives none."""
+        """A token that lives at least `valid_for_s` + the margin from now, asked for within
+        `time_s` (the run's time left; at most TOKEN_REQUEST_TIMEOUT_S); ProbeError (phase
+        credential) when the issuer gives none, now or in the last `retry_after_s`."""
         key = client.cache_key
         with self._lock:
             cached = self._tokens.get(key)
             if cached is not None and cached[1] - time.time() > self._margin_s + valid_for_s:
                 return cached[0]
+            failed = self._failures.get(key)
+            if failed is not None and time.monotonic() - failed[1] < self._retry_after_s:
+                first, ago = failed[0], time.monotonic() - failed[1]
+                raise ProbeError(
+                    first.error_class,
+                    f"{first.message} (not asked again: it gave no token {ago:.0f} s ago; it "
+                    f"is asked again {self._retry_after_s:.0f} s after)",
+                    phase=CREDENTIAL_PHASE,
+                )
             try:
-                credential, expires_at = fetch_token(client, egress=egress, ca_dir=ca_dir)
+                credential, expires_at = fetch_token(
+                    client,
+                    egress=egress,
+                    ca_dir=ca_dir,
+                    timeout_s=max(0.1, min(time_s, TOKEN_REQUEST_TIMEOUT_S)),
+                )
             except ProbeError as exc:
                 # No request reached the endpoint: a fault of the tester's credential.
+                self._failures[key] = (exc, time.monotonic())
                 raise ProbeError(exc.error_class, exc.message, phase=CREDENTIAL_PHASE) from exc
+            self._failures.pop(key, None)
             self._tokens[key] = (credential, expires_at)
             return credential
 
     def forget(self) -> None:
         with self._lock:
             self._tokens.clear()
+            self._failures.clear()
 
 
 def _json_object(body: bytes) -> dict[str, object]:

@@ -107,6 +107,9 @@ class RunParams:
     # read it from the run's private folder (credentials.run_secrets).
     credential: Credential | None = field(default=None, compare=False, repr=False)
     ca_dir: str | None = None
+    # Seconds the run spent before the engine started, getting its credential (an oauth
+    # client's token request): an explicit timeout_s covers them too.
+    credential_s: float = 0.0
 
     @cached_property
     def url_schemes(self) -> tuple[str, ...]:
@@ -154,6 +157,8 @@ class RunParams:
             )
         if self.timeout_s is not None and not 0 < self.timeout_s <= MAX_TIMEOUT_S:
             raise InvalidParams("timeout", f"{self.timeout_s!r} s is not in (0, {MAX_TIMEOUT_S}]")
+        if not 0 <= self.credential_s < math.inf:
+            raise InvalidParams("credential_s", f"{self.credential_s!r} is not a duration")
         check_ca_dir(self.ca_dir)
         for _, text in self.adler32:
             if len(text) != 8 or any(c not in "0123456789abcdef" for c in text.lower()):

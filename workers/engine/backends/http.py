@@ -549,7 +549,9 @@ def send_form(
     what: str,
 ) -> tuple[int, bytes]:
     """POST a form (no redirection followed) and return the status and at most 64 KiB of
-    the answer; ProbeError when no answer comes."""
+    the answer, within `timeout_s` in all (httpx's timeouts are per step: a server that
+    trickles its answer would hold it longer); ProbeError when no answer comes."""
+    ends = time.monotonic() + timeout_s
     with config.client() as client:
         request = client.build_request(
             "POST", url, data=form, timeout=timeout_s, headers={"Accept": "application/json"}
@@ -566,6 +568,10 @@ def send_form(
                 body += piece
                 if len(body) > 65536:
                     break
+                if time.monotonic() > ends:
+                    raise ProbeError(
+                        ErrorClass.TIMEOUT, f"{what}: no whole answer in {timeout_s:.0f} s"
+                    )
         except httpx.HTTPError as exc:
             raise _request_error(exc, what) from exc
         finally:
