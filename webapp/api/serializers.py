@@ -29,6 +29,7 @@ from webapp.campaigns.validation import (
     MAX_LIST,
     METHODS,
     PATTERNS,
+    campaign_credential_refusal,
     campaign_rule_errors,
     distinct,
     fraction_in_bounds,
@@ -125,6 +126,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "credential",
             "has_credential",
             "credential_info",
+            "credential_teams",
             "files",
             "created_at",
         ]
@@ -354,11 +356,26 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         )
         if errors:
             raise serializers.ValidationError(errors)
+        self._check_credentials(attrs)
         self._check_slip(attrs)
         refusal = self._preview(attrs).refusal
         if refusal:
             raise serializers.ValidationError({"matrix": refusal})
         return attrs
+
+    def _check_credentials(self, attrs: dict[str, Any]) -> None:
+        """An endpoint whose credential the campaign's owner (a new one's: who makes it) may
+        not spend: 400 naming endpoints."""
+        if "endpoints" not in attrs:
+            return
+        if self.instance is not None:
+            owner = self.instance.owner
+        else:
+            request = self.context.get("request")
+            owner = request.user if request is not None else None
+        refusal = campaign_credential_refusal(endpoints=attrs["endpoints"], owner=owner)
+        if refusal:
+            raise serializers.ValidationError({"endpoints": refusal})
 
     def _check_slip(self, attrs: dict[str, Any]) -> None:
         """A slip longer than the schedule's shortest interval: 400 naming schedule_slip_s."""

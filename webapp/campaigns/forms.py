@@ -14,6 +14,7 @@ from django.db.models import Field, Q
 from django.forms.models import construct_instance
 from django.utils import timezone
 
+from webapp.accounts.roles import User
 from webapp.campaigns.cron import DEFAULT_ZONE, CronError, slip_error, time_zone
 from webapp.campaigns.cron_words import cron_phrase, cron_words
 from webapp.campaigns.estimates import CampaignDuration, campaign_duration
@@ -30,6 +31,7 @@ from webapp.campaigns.validation import (
     MAX_LIST,
     METHODS,
     PATTERNS,
+    campaign_credential_refusal,
     campaign_rule_errors,
     distinct,
     fraction_in_bounds,
@@ -257,8 +259,9 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: User | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.user = user  # who saves it: a new campaign's owner
         self.fields["schedule"].help_text = schedule_help(
             self.data.get("schedule", "") if self.is_bound else self.instance.schedule,
             self.data.get("schedule_tz", "") if self.is_bound else self.instance.schedule_tz,
@@ -325,6 +328,12 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         )
         for field, message in rule_errors.items():
             self.add_error(field, message)
+        if not rule_errors:
+            owner = self.instance.owner if self.instance.pk else self.user
+            refusal = campaign_credential_refusal(endpoints=cleaned["endpoints"], owner=owner)
+            if refusal:
+                rule_errors["endpoints"] = refusal
+                self.add_error("endpoints", refusal)
         slip = slip_error(schedule=cleaned["schedule"], slip_s=cleaned["schedule_slip_s"])
         if slip:
             self.add_error("schedule_slip_s", slip)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import (
     DatabaseError,
     IntegrityError,
@@ -124,12 +124,14 @@ def _slot_launch(campaign: Campaign, slot: datetime, now: datetime) -> Scheduled
             launch.error = _error_text(exc)
             launch.save(update_fields=["error"])
             log.log(
-                logging.WARNING if isinstance(exc, ValidationError) else logging.ERROR,
+                logging.WARNING
+                if isinstance(exc, ValidationError | PermissionDenied)
+                else logging.ERROR,
                 "campaign %s: slot %s launched nothing: %s",
                 campaign.pk,
                 slot,
                 launch.error,
-                exc_info=not isinstance(exc, ValidationError),
+                exc_info=not isinstance(exc, ValidationError | PermissionDenied),
             )
             return launch
         Run.objects.filter(pk__in=[run.pk for run in runs]).update(scheduled_launch=launch)

@@ -18,7 +18,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser, User
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
 from django.db.models.functions import Coalesce
@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from webapp.campaigns.metrics import RUN_METRICS
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
+from webapp.campaigns.validation import campaign_credential_refusal
 from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, Progress, run_probe
@@ -173,6 +174,16 @@ def campaign_launch(
     refusal = campaign_preview(campaign=campaign).refusal
     if refusal:
         raise ValidationError({"matrix": refusal})
+    # Its runs spend their endpoints' credentials: the campaign's owner must be allowed to,
+    # whoever launches it (a person, or the schedule).
+    spending = campaign_credential_refusal(
+        endpoints=campaign.endpoints.select_related("site__owner").prefetch_related(
+            "credential_teams"
+        ),
+        owner=campaign.owner,
+    )
+    if spending:
+        raise PermissionDenied(spending)
     with transaction.atomic():
         # Two launches of one campaign at once wait for each other here, so the second
         # sees the first one's runs (PostgreSQL; SQLite runs one writer at a time anyway).

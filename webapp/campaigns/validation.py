@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
+from webapp.accounts.roles import User
 from webapp.campaigns.models import RUN_PARAMETERS
 from webapp.sites.models import Endpoint, TestFile
 from workers.engine.params import Method, Pattern
@@ -56,3 +57,18 @@ def campaign_rule_errors(
     if copy_only and Method.DIRECT in methods:
         return {"methods": "GridFTP endpoints are copy-only: use copy or stage"}
     return {}
+
+
+def campaign_credential_refusal(*, endpoints: Iterable[Endpoint], owner: User | None) -> str:
+    """Why a campaign of `owner`'s (None: an admin's) may not measure `endpoints`: one of
+    them has a credential its owner may not spend (Endpoint.credential_usable_by); "" when
+    it may."""
+    for endpoint in endpoints:
+        refusal = endpoint.credential_refusal(owner, "a campaign of " + _whose(owner))
+        if refusal:
+            return refusal
+    return ""
+
+
+def _whose(owner: User | None) -> str:
+    return owner.get_username() if owner is not None else "nobody's"

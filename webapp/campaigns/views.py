@@ -122,11 +122,11 @@ class CampaignFormView(OperatorRequiredMixin, View):
 
     def get(self, request: HttpRequest, pk: int | None = None) -> HttpResponse:
         campaign = self._campaign(request, pk)
-        return self._render(request, CampaignForm(instance=campaign), campaign)
+        return self._render(request, CampaignForm(instance=campaign, user=_user(request)), campaign)
 
     def post(self, request: HttpRequest, pk: int | None = None) -> HttpResponse:
         campaign = self._campaign(request, pk)
-        form = CampaignForm(request.POST, instance=campaign)
+        form = CampaignForm(request.POST, instance=campaign, user=_user(request))
         if not form.is_valid() or "preview" in request.POST:
             return self._render(request, form, campaign)
         if campaign is None:
@@ -353,3 +353,8 @@ def runs_text(n: int, kind: str = "") -> str:
 
 def _runs_url(**filters: object) -> str:
     return f"{reverse('campaigns:run-list')}?{urlencode(filters)}"
+
+
+def _user(request: HttpRequest) -> User | None:
+    """The signed-in user of a request (the campaign views let only operators in)."""
+    return request.user if isinstance(request.user, User) else None

@@ -83,8 +83,21 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = Endpoint
         # `credential` is not a model field here: clean() decides whether to change it.
-        fields = ["site", "name", "protocol", "base_url", "role", "enabled", "credential_kind"]
-        labels = {"credential_kind": "Credential kind"}
+        fields = [
+            "site",
+            "name",
+            "protocol",
+            "base_url",
+            "role",
+            "enabled",
+            "credential_kind",
+            "credential_teams",
+        ]
+        labels = {
+            "credential_kind": "Credential kind",
+            "credential_teams": "Credential shared with",
+        }
+        widgets = {"credential_teams": forms.CheckboxSelectMultiple}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -99,10 +112,12 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         self.fields["credential_kind"].required = False
 
     def endpoint_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in self._meta.fields or () if name != "credential_kind"]
+        credential = ("credential_kind", "credential_teams")
+        return [self[name] for name in self._meta.fields or () if name not in credential]
 
     def credential_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in ("credential_kind", "credential", "clear_credential")]
+        names = ("credential_kind", "credential", "clear_credential", "credential_teams")
+        return [self[name] for name in names]
 
     def oauth_fields(self) -> list[forms.BoundField]:
         return [self[f"oauth_{name}"] for name in self.OAUTH_FIELDS]

@@ -137,6 +137,14 @@ class Endpoint(models.Model):
     # client's JSON or an X.509 proxy, encrypted at rest with FEDPROBE_CREDENTIAL_KEY.
     credential_kind = models.CharField(max_length=12, choices=KIND_CHOICES, default="none")
     credential = EncryptedTextField(blank=True)
+    # Whose campaigns may spend the credential besides its site's owner's and admins'
+    # (credential_usable_by; docs/roles.md).
+    credential_teams = models.ManyToManyField(
+        "accounts.Team",
+        blank=True,
+        related_name="credentials",
+        help_text="teams whose members' campaigns may use the endpoint's credential",
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -156,6 +164,29 @@ class Endpoint(models.Model):
         """An endpoint is changed by whoever may change its site (not by who made it: an
         operator adds no endpoint to another's site)."""
         return self.site.editable_by(user)
+
+    def credential_usable_by(self, user: User | None) -> bool:
+        """Whether runs of `user`'s (their campaigns, their Test connection) may present the
+        endpoint's credential: its site's owner, a member of a team it is shared with, or an
+        admin (a campaign without an owner is an admin's: `user` None). True when it has
+        none."""
+        if self.credential_kind == "none" or not self.credential:
+            return True
+        if user is None or is_admin(user) or self.site.editable_by(user):
+            return True
+        return any(team.has_member(user) for team in self.credential_teams.all())
+
+    def credential_refusal(self, user: User | None, doing: str) -> str:
+        """Why `user` may not do `doing` with the endpoint's credential ("" when they may)."""
+        if self.credential_usable_by(user):
+            return ""
+        owner = self.site.owner.get_username() if self.site.owner else "an admin"
+        teams = sorted(team.name for team in self.credential_teams.all())
+        shared = f", members of {', '.join(teams)}" if teams else ""
+        return (
+            f"{doing} uses the credential of endpoint {self.name}: only runs of its site's "
+            f"owner ({owner}){shared} or an admin may"
+        )
 
     def clean(self) -> None:
         """The base URL must be one the engine accepts, in the endpoint's protocol, and the

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.contrib.messages.views import SuccessMessageMixin
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, QuerySet
@@ -195,6 +196,10 @@ class EndpointTestView(OperatorRequiredMixin, View):
 
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         endpoint = get_object_or_404(Endpoint.objects.select_related("site__owner", "owner"), pk=pk)
+        user = request.user if isinstance(request.user, User) else None
+        refusal = endpoint.credential_refusal(user, "testing the connection")
+        if refusal or user is None:
+            raise PermissionDenied(refusal or "testing the connection needs a signed-in user")
         check = endpoint_test_connection(endpoint=endpoint)
         connection_check_remember(request, endpoint, check)
         return redirect(endpoint_url(endpoint))

@@ -22,6 +22,7 @@ NOT_PARAMETERS = {
     "egress",
     "credential",
     "ca_dir",
+    "credential_s",  # measured by the worker (the token request), not chosen
 }
 
 

@@ -135,10 +135,10 @@ def test_connection_to_an_authenticated_lab_endpoint_succeeds_with_its_credentia
 
 
 def test_the_endpoint_page_shows_what_the_connection_negotiated_and_no_secret(
-    registered: Any, operator: Client
+    registered: Any, admin: Client
 ) -> None:
     endpoint = lab_endpoint("near-https")
-    page = operator.post(f"/endpoints/{endpoint.pk}/test/", follow=True).content.decode()
+    page = admin.post(f"/endpoints/{endpoint.pk}/test/", follow=True).content.decode()
     assert "Connection test: ok" in page
     assert "<dt>Authentication</dt><dd>token</dd>" in page
     assert re.search(r"<dt>TLS</dt><dd>TLSv1\.[23], \S+", page)
