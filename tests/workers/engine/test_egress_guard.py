@@ -12,7 +12,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -153,6 +153,68 @@ def test_the_preflight_is_guarded_too(redirecting_server: str, elsewhere: Listen
     assert f"a connection to {ELSEWHERE}:{elsewhere.port}" in message
     assert result.clients == []
     assert elsewhere.peers == []
+
+
+@pytest.fixture
+def passive_elsewhere(elsewhere: Listener) -> Iterator[str]:
+    """An anonymous FTP server at 127.0.0.1 with one 1 MiB file whose passive-mode reply
+    names the listener at 127.0.0.2 for the data connection (a server, or someone between us
+    and it, sending the client's data connection to another host); yields the file's URL.
+    It answers what globus-url-copy asks: the size (MLST) and the copy (PASV, RETR)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    high, low = divmod(elsewhere.port, 256)
+    replies = {
+        "USER": "331 password please",
+        "PASS": "230 logged in",
+        "TYPE": "200 ok",
+        "MODE": "200 ok",
+        "MLST": "250- Listing\r\n Type=file;Size=1048576; /store/file\r\n250 End",
+        "PASV": f"227 Entering Passive Mode (127,0,0,2,{high},{low})",
+        "RETR": "150 Opening BINARY mode data connection",
+        "QUIT": "221 bye",
+    }
+
+    def control(connection: socket.socket) -> None:
+        with connection, connection.makefile("rwb", buffering=0) as channel:
+            channel.write(b"220 fake ftp ready\r\n")
+            for line in channel:
+                verb = line.decode(errors="replace").split(" ", 1)[0].strip().upper()
+                channel.write(replies.get(verb, "500 not understood").encode() + b"\r\n")
+                if verb == "QUIT":
+                    return
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=control, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"ftp://127.0.0.1:{server.getsockname()[1]}/store/file"
+    server.close()
+
+
+def test_a_gridftp_passive_reply_naming_another_address_is_refused_before_it_connects(
+    passive_elsewhere: str, elsewhere: Listener
+) -> None:
+    """globus-url-copy opens the data connection where the server's PASV reply says: the
+    guard holds that connect() to the policy like any other (the size, on the control
+    channel, is asked as usual)."""
+    result = run_probe(_params(passive_elsewhere, Method.COPY, ONLY_127_0_0_1))
+    assert result.run_error is None
+    assert len(result.clients) == 2
+    for client in result.clients:
+        assert client.error is not None
+        assert client.error.error_class == ErrorClass.EGRESS
+        assert f"a connection to {ELSEWHERE}:{elsewhere.port}" in client.error.message
+    assert elsewhere.peers == []
+    # Where the policy allows 127.0.0.2, the same reply does take the data connections there.
+    # (The server never ends the transfer: a short deadline ends the run.)
+    allowed = run_probe(replace(_params(passive_elsewhere, Method.COPY, ALL_LOOPBACK), timeout_s=4))
+    assert all(client.error is not None for client in allowed.clients)  # no data is sent
+    assert {peer[0] for peer in elsewhere.peers} == {"127.0.0.1"}
 
 
 def test_where_the_policy_allows_the_redirection_it_is_followed(
