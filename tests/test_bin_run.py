@@ -99,8 +99,11 @@ def _start(tmp_path: Path, lab_dir: Path) -> BinRun:
     log = tmp_path / "run.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            ["bin/run"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            # As a terminal starts it: Ctrl-C and Ctrl-\ not ignored. A harness run in the
+            # background of a script (`.ci/run &`) ignores SIGINT and SIGQUIT, and bash can
+            # neither trap nor reset a signal ignored when it starts (env execs bin/run).
+            ["env", "--default-signal=INT,QUIT", "bin/run"], cwd=REPO, env=env, stdout=out,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
     run = BinRun(process, log, f"http://127.0.0.1:{port}", env)
     run.wait(lambda: _get(f"{run.web}/healthz") == {"status": "ok"}, UP_TIMEOUT_S, "web up")

@@ -306,6 +306,15 @@ def test_a_running_run_is_drawn_live_without_a_reload_then_ends_with_its_charts(
     watch.assert_clean()
 
 
+def latency_says(page: Any, text: str) -> None:
+    """Wait until the latency charts' place says `text` (they are drawn after the load)."""
+    page.wait_for_function(
+        "text => document.querySelector('#latency-charts').textContent.includes(text)",
+        arg=text,
+        timeout=10_000,
+    )
+
+
 def test_a_queued_run_says_which_queue_it_waits_on(
     live_server: Any, browser_page: Callable[..., Any]
 ) -> None:
@@ -314,7 +323,8 @@ def test_a_queued_run_says_which_queue_it_waits_on(
     page.goto(f"{live_server.url}/runs/{run.pk}/")
     message = page.locator("#timeline-chart .chart-message")
     assert "Waiting for a worker on queue vantage.far-away" in message.text_content()
-    assert "appear when the run ends" in page.locator("#latency-charts").text_content()
+    # The latency charts are drawn once the page has loaded, after the timeline.
+    latency_says(page, "appear when the run ends")
     watch.assert_clean()
 
 
@@ -330,6 +340,6 @@ def test_a_run_that_failed_before_its_clients_started_shows_the_error(
     assert f"before its clients started. server-error: read_size: {HOSTILE}" in (
         message.text_content()
     )
-    assert "No latencies" in page.locator("#latency-charts").text_content()
+    latency_says(page, "No latencies")
     assert page.locator("img").count() == 0
     watch.assert_clean()
