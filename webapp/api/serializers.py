@@ -42,7 +42,7 @@ from webapp.sites.credentials import (
 )
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine import InvalidParams
-from workers.engine.urls import ascii_url, check_url
+from workers.engine.urls import ascii_url, check_credential_hosts, check_url
 
 
 class SiteSerializer(serializers.ModelSerializer[Site]):
@@ -111,6 +111,13 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
     )
     has_credential = serializers.SerializerMethodField()
     credential_info = serializers.SerializerMethodField()
+    credential_hosts = serializers.ListField(
+        child=serializers.CharField(max_length=253),
+        required=False,
+        max_length=100,
+        help_text="host names, addresses or .domain suffixes (never a public suffix) a "
+        "redirection may take the credential to; empty: the endpoint's own host only",
+    )
 
     class Meta:
         model = Endpoint
@@ -126,6 +133,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "credential",
             "has_credential",
             "credential_info",
+            "credential_hosts",
             "credential_teams",
             "files",
             "created_at",
@@ -137,6 +145,12 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
     @extend_schema_field(CredentialInfoSerializer)
     def get_credential_info(self, endpoint: Endpoint) -> CredentialInfo:
         return endpoint.credential_info()
+
+    def validate_credential_hosts(self, value: list[str]) -> list[str]:
+        try:
+            return list(check_credential_hosts(value))
+        except InvalidParams as exc:
+            raise serializers.ValidationError(exc.message) from None
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         protocol = attrs.get("protocol", getattr(self.instance, "protocol", None))

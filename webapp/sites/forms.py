@@ -49,6 +49,13 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         help_text="A bearer token, or an X.509 proxy file's text (PEM: certificates and key); "
         "stored encrypted, never shown. Leave empty to keep the stored one.",
     )
+    credential_hosts = forms.CharField(
+        required=False,
+        label="Credential may also go to",
+        help_text="Hosts a redirection may take the credential to, separated by spaces or "
+        "commas: names (pool7.example.org), addresses, or .example.org for every host under "
+        "it (never a public suffix such as .ac.uk). Empty: the endpoint's own host only.",
+    )
     clear_credential = forms.BooleanField(
         required=False,
         label="Clear the stored credential",
@@ -91,6 +98,7 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
             "role",
             "enabled",
             "credential_kind",
+            "credential_hosts",
             "credential_teams",
         ]
         labels = {
@@ -105,6 +113,7 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         self.stored_kind = self.instance.credential_kind
         self.stored_credential = self.instance.credential or ""
         self.stored_info = self.instance.credential_info()
+        self.initial["credential_hosts"] = " ".join(self.instance.credential_hosts or [])
         stored_client = oauth_client_fields(kind=self.stored_kind, text=self.stored_credential)
         for name, value in stored_client.items():
             self.initial.setdefault(f"oauth_{name}", value)
@@ -112,11 +121,17 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
         self.fields["credential_kind"].required = False
 
     def endpoint_fields(self) -> list[forms.BoundField]:
-        credential = ("credential_kind", "credential_teams")
+        credential = ("credential_kind", "credential_hosts", "credential_teams")
         return [self[name] for name in self._meta.fields or () if name not in credential]
 
     def credential_fields(self) -> list[forms.BoundField]:
-        names = ("credential_kind", "credential", "clear_credential", "credential_teams")
+        names = (
+            "credential_kind",
+            "credential",
+            "clear_credential",
+            "credential_hosts",
+            "credential_teams",
+        )
         return [self[name] for name in names]
 
     def oauth_fields(self) -> list[forms.BoundField]:

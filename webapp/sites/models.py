@@ -27,7 +27,13 @@ from workers.engine.egress import EgressPolicy, literal_refusal
 from workers.engine.errors import InvalidParams
 from workers.engine.oauth import TOKEN_REQUEST_TIMEOUT_S
 from workers.engine.params import RunParams
-from workers.engine.urls import SCHEMES, ascii_url, check_file_roots, check_url
+from workers.engine.urls import (
+    SCHEMES,
+    ascii_url,
+    check_credential_hosts,
+    check_file_roots,
+    check_url,
+)
 
 _NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "letters, digits, '.', '_' and '-'")
 _ADLER32 = RegexValidator(r"^[0-9a-f]{8}$", "8 lowercase hex digits")
@@ -62,6 +68,16 @@ def validate_base_url(value: str) -> None:
 
 # The name the migrations refer to.
 validate_base_url_egress = validate_base_url
+
+
+def _host_list(value: object) -> list[str]:
+    """credential_hosts as given: a list of texts (the API, the model), or one text of them
+    separated by commas or spaces (the form). InvalidParams for anything else."""
+    if isinstance(value, str):
+        return value.replace(",", " ").split()
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise InvalidParams("credential_hosts", "a list of host names, addresses or .domain suffixes")
 
 
 class SiteQuerySet(models.QuerySet["Site"]):
@@ -137,6 +153,15 @@ class Endpoint(models.Model):
     # client's JSON or an X.509 proxy, encrypted at rest with FEDPROBE_CREDENTIAL_KEY.
     credential_kind = models.CharField(max_length=12, choices=KIND_CHOICES, default="none")
     credential = EncryptedTextField(blank=True)
+    # The hosts the credential may also be presented to when the endpoint redirects there
+    # (https/davs: workers/engine/backends/http.py token_may_go), as
+    # workers/engine/urls.check_credential_hosts writes them; empty: its own host only.
+    credential_hosts = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="host names, addresses or .domain suffixes (never a public suffix) a "
+        "redirection may take the credential to; empty: the endpoint's own host only",
+    )
     # Whose campaigns may spend the credential besides its site's owner's and admins'
     # (credential_usable_by; docs/roles.md).
     credential_teams = models.ManyToManyField(
@@ -198,6 +223,10 @@ class Endpoint(models.Model):
             )
         except ValidationError as exc:
             errors.update({field: messages[0] for field, messages in exc.message_dict.items()})
+        try:
+            self.credential_hosts = list(check_credential_hosts(_host_list(self.credential_hosts)))
+        except InvalidParams as exc:
+            errors["credential_hosts"] = exc.message
         if self.base_url and self.protocol:  # else the field's own "required" error says it
             try:
                 scheme = check_url(f"{self.base_url.rstrip('/')}/probe", field="base_url")
@@ -254,6 +283,7 @@ class Endpoint(models.Model):
             egress=egress,
             credential=credential,
             ca_dir=ca_dir,
+            credential_hosts=tuple(self.credential_hosts),
             credential_s=round(time.monotonic() - started, 3),
         )
 

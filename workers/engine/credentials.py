@@ -342,6 +342,8 @@ class Access:
     ca_dir: str | None = None
     # Where the process puts itself under the run's egress guard (None: no policy).
     guard: GuardLink | None = None
+    # The hosts the credential may also be presented to (RunParams.credential_hosts).
+    credential_hosts: tuple[str, ...] = ()
 
     def apply_environment(self, env: MutableMapping[str, str] = os.environ) -> None:
         """Set, in this process only, what XrdCl, xrdcp and globus-url-copy read."""

@@ -98,7 +98,11 @@ def run_probe(
             run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access,
             EgressGuard.running(_guarded_by(params, scheme)) as guard,
         ):
-            guarded = replace(access, guard=None if guard is None else guard.link)
+            guarded = replace(
+                access,
+                guard=None if guard is None else guard.link,
+                credential_hosts=params.credential_hosts,
+            )
             _plan_and_execute(
                 shared, credential, guarded, result, guard, on_progress, should_cancel
             )

@@ -12,7 +12,12 @@ from typing import TypeVar
 from workers.engine.credentials import Credential, check_ca_dir
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import InvalidParams
-from workers.engine.urls import GRIDFTP_SCHEMES, check_file_roots, check_url
+from workers.engine.urls import (
+    GRIDFTP_SCHEMES,
+    check_credential_hosts,
+    check_file_roots,
+    check_url,
+)
 
 MAX_READ_SIZE = 64 * 1024 * 1024
 MAX_CLIENTS = 256
@@ -107,6 +112,9 @@ class RunParams:
     # read it from the run's private folder (credentials.run_secrets).
     credential: Credential | None = field(default=None, compare=False, repr=False)
     ca_dir: str | None = None
+    # The hosts the credential may also go to when the endpoint redirects (host names and
+    # addresses, or .domain suffixes: urls.check_credential_hosts); its own host always.
+    credential_hosts: tuple[str, ...] = ()
     # Seconds the run spent before the engine started, getting its credential (an oauth
     # client's token request): an explicit timeout_s covers them too.
     credential_s: float = 0.0
@@ -157,6 +165,8 @@ class RunParams:
             )
         if self.timeout_s is not None and not 0 < self.timeout_s <= MAX_TIMEOUT_S:
             raise InvalidParams("timeout", f"{self.timeout_s!r} s is not in (0, {MAX_TIMEOUT_S}]")
+        if check_credential_hosts(self.credential_hosts) != self.credential_hosts:
+            raise InvalidParams("credential_hosts", "not as check_credential_hosts writes them")
         if not 0 <= self.credential_s < math.inf:
             raise InvalidParams("credential_s", f"{self.credential_s!r} is not a duration")
         check_ca_dir(self.ca_dir)

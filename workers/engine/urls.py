@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import os
+import re
 import unicodedata
+from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import idna
+from publicsuffixlist import PublicSuffixList
 
 from workers.engine.errors import InvalidParams, OutsideFileRoots
 
@@ -160,3 +165,70 @@ def normalize_server(server: str) -> str:
             if address.count(".") == 3:
                 return address + rest
     return server
+
+
+_HOST_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+@functools.cache
+def _public_suffixes() -> PublicSuffixList:
+    """The public suffix list the package bundles (read once; nothing is fetched)."""
+    return PublicSuffixList()
+
+
+def check_credential_hosts(
+    hosts: Sequence[str], *, field: str = "credential_hosts"
+) -> tuple[str, ...]:
+    """The hosts an endpoint's credential may also go to (a redirection's target), checked
+    and written as they are matched: a host name or address as it is (`pool7.example.org`),
+    or a domain suffix with a leading dot for every name under it (`.example.org`), never a
+    public suffix (`.ac.uk`, `.org`, `.github.io`: the Public Suffix List's, bundled with the
+    publicsuffixlist package), where anyone may register a name. InvalidParams naming
+    `field` otherwise."""
+    checked = []
+    for entry in hosts:
+        text = entry.strip()
+        suffix = text.startswith(".")
+        name = text[1:] if suffix else text
+        try:
+            ascii_name = idna.encode(name, uts46=True).decode("ascii") if name else ""
+        except idna.IDNAError:
+            ascii_name = ""
+        if _is_address(name) and not suffix:
+            checked.append(name.strip("[]").lower())
+            continue
+        labels = ascii_name.split(".") if ascii_name else []
+        if not labels or not all(_HOST_LABEL.match(label) for label in labels):
+            raise InvalidParams(
+                field,
+                f"{entry!r} is not a host name, an address or a domain suffix (.example.org)",
+            )
+        if suffix and _public_suffixes().privatesuffix(ascii_name) is None:
+            raise InvalidParams(
+                field,
+                f"{entry!r} is a public suffix: anyone may register a name under it "
+                "(give the site's own domain, .example.org, or its hosts)",
+            )
+        checked.append(("." if suffix else "") + ascii_name)
+    return tuple(dict.fromkeys(checked))
+
+
+def host_listed(host: str, hosts: Sequence[str]) -> bool:
+    """Whether `host` is one of `hosts` (as check_credential_hosts wrote them): the same
+    name or address, or a name under a listed `.suffix`."""
+    host = host.strip("[]").lower()
+    for entry in hosts:
+        if entry.startswith("."):
+            if host.endswith(entry):
+                return True
+        elif host == entry:
+            return True
+    return False
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True

@@ -11,6 +11,7 @@ from tests.webapp.factories import RunFactory, SiteFactory
 from webapp.accounts.services import api_token_create
 from webapp.sites.forms import EndpointForm
 from webapp.sites.models import Endpoint, Site
+from workers.engine.params import RunParams
 
 pytestmark = pytest.mark.django_db
 
@@ -161,3 +162,47 @@ def test_an_international_host_is_kept_and_shown_in_its_ascii_form(operator: API
     )
     assert changed.status_code == 200, changed.json()
     assert Endpoint.objects.get().base_url == "https://xn--wgv71a119e.jp:8443/"
+
+
+def test_credential_hosts_are_checked_written_as_matched_and_reach_the_runs(
+    operator: APIClient,
+) -> None:
+    site = own_site()
+    body = {
+        "site": site.pk,
+        "name": "door",
+        "protocol": "https",
+        "base_url": "https://door.example.org/",
+        "credential_hosts": ["Pool7.Example.org", ".dc.example.org"],
+    }
+    created = operator.post("/api/v1/endpoints/", body, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["credential_hosts"] == ["pool7.example.org", ".dc.example.org"]
+    endpoint = Endpoint.objects.get()
+    params = endpoint.engine_params(RunParams(urls=("https://door.example.org/f",)))
+    assert params.credential_hosts == ("pool7.example.org", ".dc.example.org")
+    for bad, why in ((".ac.uk", "public suffix"), ("https://x.org", "not a host name")):
+        refused = operator.patch(
+            f"/api/v1/endpoints/{endpoint.pk}/", {"credential_hosts": [bad]}, format="json"
+        )
+        assert refused.status_code == 400
+        assert why in refused.json()["credential_hosts"][0]
+    assert Endpoint.objects.get().credential_hosts == ["pool7.example.org", ".dc.example.org"]
+    form = EndpointForm(
+        data={
+            "site": site.pk,
+            "name": "door2",
+            "protocol": "https",
+            "base_url": "https://door2.example.org/",
+            "role": "data",
+            "enabled": True,
+            "credential_hosts": "pool8.example.org, .org",
+        }
+    )
+    assert not form.is_valid() and "public suffix" in form.errors["credential_hosts"][0]
+    form = EndpointForm(data={**form.data, "credential_hosts": "pool8.example.org,  10.0.0.1"})
+    assert form.is_valid(), form.errors
+    assert form.save().credential_hosts == ["pool8.example.org", "10.0.0.1"]
+    assert EndpointForm(instance=Endpoint.objects.get(name="door2")).initial[
+        "credential_hosts"
+    ] == ("pool8.example.org 10.0.0.1")

@@ -31,6 +31,7 @@ from workers.engine.credentials import (
 )
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import RunParams
+from workers.engine.urls import check_credential_hosts
 
 NOW = datetime.now(UTC)
 
@@ -143,29 +144,68 @@ def test_a_token_is_never_sent_over_plain_http_and_a_proxy_never_to_a_file() -> 
 
 
 @pytest.mark.parametrize(
-    ("target", "allowed"),
+    ("target", "hosts", "allowed"),
     [
-        ("https://door.example.org:8443/f", True),
-        ("https://door.example.org:2880/f", True),
-        ("https://pool7.example.org/f", True),
-        ("https://pool7.dc.example.org/f", True),
-        ("http://door.example.org:8443/f", False),
-        ("https://example.org.evil.com/f", False),
-        ("https://evil.com/f", False),
-        ("https://10.0.0.1/f", False),
+        ("https://door.example.org:8443/f", (), True),  # its own origin
+        ("https://door.example.org:2880/f", (), False),  # another port: another service
+        ("https://pool7.example.org/f", (), False),  # by default, nowhere else
+        ("https://pool7.example.org/f", ("pool7.example.org",), True),
+        ("https://pool7.example.org/f", (".example.org",), True),
+        ("https://pool7.dc.example.org/f", (".example.org",), True),
+        ("https://pool8.example.org/f", ("pool7.example.org",), False),
+        ("http://pool7.example.org/f", (".example.org",), False),  # never in clear
+        ("https://example.org.evil.com/f", (".example.org",), False),
+        ("https://evil.com/f", (".example.org",), False),
+        ("https://10.0.0.1/f", ("10.0.0.1",), True),
+        ("https://10.0.0.2/f", ("10.0.0.1",), False),
     ],
 )
-def test_the_token_follows_redirects_only_within_the_site_over_https(
-    target: str, allowed: bool
+def test_the_token_follows_redirects_to_its_origin_and_the_listed_hosts_over_https(
+    target: str, hosts: tuple[str, ...], allowed: bool
 ) -> None:
     origin = httpx.URL("https://door.example.org:8443/data/f")
-    assert token_may_go(origin, httpx.URL(target)) is allowed
+    assert token_may_go(origin, httpx.URL(target), check_credential_hosts(hosts)) is allowed
+
+
+def test_a_token_of_se_ac_uk_never_goes_to_attacker_ac_uk() -> None:
+    """The audit's case: the rule before gave a token to any host of the endpoint host's
+    parent domain, and ac.uk is a public suffix."""
+    origin = httpx.URL("https://se.ac.uk/data/f")
+    assert not token_may_go(origin, httpx.URL("https://attacker.ac.uk/f"))
+    with pytest.raises(InvalidParams, match="public suffix"):
+        check_credential_hosts([".ac.uk"])
+    assert token_may_go(
+        origin, httpx.URL("https://pool.se.ac.uk/f"), check_credential_hosts([".se.ac.uk"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "written"),
+    [
+        (["Pool7.Example.ORG", " .example.org "], ("pool7.example.org", ".example.org")),
+        (["bücher.example", "[::1]", "10.0.0.1"], ("xn--bcher-kva.example", "::1", "10.0.0.1")),
+    ],
+)
+def test_credential_hosts_are_written_as_they_are_matched(
+    given: list[str], written: tuple[str, ...]
+) -> None:
+    assert check_credential_hosts(given) == written
+
+
+@pytest.mark.parametrize(
+    "bad", [".org", ".github.io", ".co.uk", "https://se.example.org", "se.example.org:443", "a b"]
+)
+def test_a_public_suffix_or_anything_but_a_host_is_refused_naming_the_field(bad: str) -> None:
+    with pytest.raises(InvalidParams) as refused:
+        check_credential_hosts([bad])
+    assert refused.value.field == "credential_hosts"
 
 
 def test_a_token_for_an_address_goes_only_to_that_address() -> None:
     origin = httpx.URL("https://127.0.0.1:1094/f")
-    assert token_may_go(origin, httpx.URL("https://127.0.0.1:2094/f"))
+    assert not token_may_go(origin, httpx.URL("https://127.0.0.1:2094/f"))
     assert not token_may_go(origin, httpx.URL("https://127.0.0.2:1094/f"))
+    assert token_may_go(origin, httpx.URL("https://127.0.0.1:1094/g"))
 
 
 def test_run_secrets_are_private_and_removed_when_the_run_ends(tmp_path: Path) -> None:

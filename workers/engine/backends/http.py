@@ -10,9 +10,10 @@ that shapes this module:
 - A multi-range GET takes at most 1024 ranges; with more the server drops the connection.
 
 Redirections are followed here, not by httpx, so that the token rule holds for every hop: a
-bearer token goes only over https, to the endpoint's host or a host of the same site (the
-endpoint host's domain: door.example.org may send us to pool7.example.org), never to another
-domain (`token_may_go`). An X.509 proxy is presented as TLS client certificate.
+bearer token goes only over https, to the endpoint's own origin (its host and port) or to a
+host listed for it (`credential_hosts`: door.example.org may send us to pool7.example.org
+when `.example.org` or that host is listed), never anywhere else (`token_may_go`). An X.509
+proxy is presented as TLS client certificate.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import ipaddress
 import ssl
 import time
 from collections.abc import Generator, Iterable, Iterator, Sequence
@@ -56,6 +56,7 @@ from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy, IPAddress
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.tls import ssl_context, tls_error
+from workers.engine.urls import host_listed
 
 SCHEMES = {"http": "http", "https": "https", "davs": "https"}
 MAX_RANGES = 1024
@@ -336,44 +337,37 @@ def _tls_of(response: httpx.Response) -> dict[str, str | None] | None:
     return {"version": ssl_object.version(), "cipher": cipher[0] if cipher else None}
 
 
-def token_may_go(origin: httpx.URL, target: httpx.URL) -> bool:
+def token_may_go(origin: httpx.URL, target: httpx.URL, hosts: Sequence[str] = ()) -> bool:
     """May a token meant for `origin` (the endpoint) be sent to `target` (a redirection)?
 
-    Only over https, and only to the endpoint's own host (any port) or to a host in the
-    endpoint host's domain (its name without the first label, when that still has a dot):
-    the site's other doors and data servers. An address matches only itself.
+    Only over https, and only to the endpoint's own origin (its host and port) or to a host
+    listed for it (`hosts`: urls.check_credential_hosts' names, addresses and .suffixes, whose
+    suffixes are never public ones: `se.ac.uk` sends nothing to `attacker.ac.uk`).
     """
     if target.scheme != "https":
         return False
-    origin_host, target_host = origin.host.lower(), target.host.lower()
-    if target_host == origin_host:
+    if target.host.lower() == origin.host.lower() and _port(target) == _port(origin):
         return True
-    if _is_address(origin_host) or _is_address(target_host):
-        return False
-    _, _, domain = origin_host.partition(".")
-    return "." in domain and target_host.endswith("." + domain)
+    return host_listed(target.host, hosts)
 
 
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
+def _port(url: httpx.URL) -> int:
+    return url.port or 443  # both URLs are https:// here (http_url writes davs:// so)
 
 
 class _BearerAuth(httpx.Auth):
     """Authorization: Bearer on each request the token may go to (`token_may_go`)."""
 
-    def __init__(self, token: str, origin: httpx.URL) -> None:
+    def __init__(self, token: str, origin: httpx.URL, hosts: Sequence[str] = ()) -> None:
         self._header = f"Bearer {token}"
         self._origin = origin
+        self._hosts = tuple(hosts)
 
     def __repr__(self) -> str:
         return f"_BearerAuth(origin={self._origin})"  # never the token
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        if token_may_go(self._origin, request.url):
+        if token_may_go(self._origin, request.url, self._hosts):
             request.headers["Authorization"] = self._header
         yield request
 
@@ -392,7 +386,8 @@ class ClientConfig:
         client_cert = access.proxy_file if access.auth == AuthMethod.X509 else None
         context = ssl_context(access.ca_dir, client_cert)
         token = access.bearer_token()
-        auth = None if token is None else _BearerAuth(token, httpx.URL(http_url(url)))
+        origin = httpx.URL(http_url(url))
+        auth = None if token is None else _BearerAuth(token, origin, access.credential_hosts)
         return cls(options.egress, context, auth)
 
     @classmethod
