@@ -282,6 +282,7 @@ class RunParams:
         data = asdict(replace(self, credential=None))
         data["urls"] = list(self.urls)
         data["adler32"] = dict(self.adler32)
+        data["credential_hosts"] = list(self.credential_hosts)
         data["method"] = str(self.method)
         data["pattern"] = str(self.pattern)
         data.pop("file_roots")

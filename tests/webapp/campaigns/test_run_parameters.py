@@ -23,6 +23,7 @@ NOT_PARAMETERS = {
     "credential",
     "ca_dir",
     "credential_s",  # measured by the worker (the token request), not chosen
+    "credential_hosts",  # the endpoint's, not the campaign's
 }
 
 
