@@ -115,8 +115,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
         child=serializers.CharField(max_length=253),
         required=False,
         max_length=100,
-        help_text="host names, addresses or .domain suffixes (never a public suffix) a "
-        "redirection may take the credential to; empty: the endpoint's own host only",
+        help_text=Endpoint._meta.get_field("credential_hosts").help_text,
     )
 
     class Meta:

@@ -60,15 +60,14 @@ def campaign_rule_errors(
 
 
 def campaign_credential_refusal(*, endpoints: Iterable[Endpoint], owner: User | None) -> str:
-    """Why a campaign of `owner`'s (None: an admin's) may not measure `endpoints`: one of
-    them has a credential its owner may not spend (Endpoint.credential_usable_by); "" when
-    it may."""
+    """Why a campaign of `owner`'s may not measure `endpoints`: one of them has a credential
+    its owner may not spend (Endpoint.credential_usable_by); "" when it may. A campaign
+    without an owner (made before campaigns had one, or whose owner was deleted) is an
+    admin's, as its other rows are."""
+    if owner is None:
+        return ""
     for endpoint in endpoints:
-        refusal = endpoint.credential_refusal(owner, "a campaign of " + _whose(owner))
+        refusal = endpoint.credential_refusal(owner, f"a campaign of {owner.get_username()}")
         if refusal:
             return refusal
     return ""
-
-
-def _whose(owner: User | None) -> str:
-    return owner.get_username() if owner is not None else "nobody's"

@@ -52,9 +52,8 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
     credential_hosts = forms.CharField(
         required=False,
         label="Credential may also go to",
-        help_text="Hosts a redirection may take the credential to, separated by spaces or "
-        "commas: names (pool7.example.org), addresses, or .example.org for every host under "
-        "it (never a public suffix such as .ac.uk). Empty: the endpoint's own host only.",
+        help_text=f"{Endpoint._meta.get_field('credential_hosts').help_text}; separated by "
+        "spaces or commas (pool7.example.org, .example.org).",
     )
     clear_credential = forms.BooleanField(
         required=False,
@@ -119,6 +118,10 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
             self.initial.setdefault(f"oauth_{name}", value)
         # A request without it (not a browser's) keeps the stored kind, as the API does.
         self.fields["credential_kind"].required = False
+
+    def clean_credential_hosts(self) -> list[str]:
+        """The text as the model stores it: a list (Endpoint.clean checks each)."""
+        return str(self.cleaned_data.get("credential_hosts") or "").replace(",", " ").split()
 
     def endpoint_fields(self) -> list[forms.BoundField]:
         credential = ("credential_kind", "credential_hosts", "credential_teams")

@@ -71,12 +71,9 @@ validate_base_url_egress = validate_base_url
 
 
 def _host_list(value: object) -> list[str]:
-    """credential_hosts as given: a list of texts (the API, the model), or one text of them
-    separated by commas or spaces (the form). InvalidParams for anything else."""
-    if isinstance(value, str):
-        return value.replace(",", " ").split()
-    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
-        return list(value)
+    """credential_hosts as stored: a JSON list of texts (the admin could give any JSON)."""
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
     raise InvalidParams("credential_hosts", "a list of host names, addresses or .domain suffixes")
 
 
@@ -193,13 +190,12 @@ class Endpoint(models.Model):
     def credential_usable_by(self, user: User | None) -> bool:
         """Whether runs of `user`'s (their campaigns, their Test connection) may present the
         endpoint's credential: its site's owner, a member of a team it is shared with, or an
-        admin (a campaign without an owner is an admin's: `user` None). True when it has
-        none."""
+        admin; nobody else (None included). True when it has none."""
         if self.credential_kind == "none" or not self.credential:
             return True
-        if user is None or is_admin(user) or self.site.editable_by(user):
+        if is_admin(user) or self.site.editable_by(user):
             return True
-        return any(team.has_member(user) for team in self.credential_teams.all())
+        return user is not None and any(t.has_member(user) for t in self.credential_teams.all())
 
     def credential_refusal(self, user: User | None, doing: str) -> str:
         """Why `user` may not do `doing` with the endpoint's credential ("" when they may)."""

@@ -129,11 +129,11 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     # An explicit timeout covers the whole run: its credential's fetching (before the
     # engine started), the preflight and the clients.
     planned_at = time.time() - params.credential_s
-    if params.timeout_s is not None and time.time() - planned_at >= params.timeout_s:
-        raise ProbeError(ErrorClass.TIMEOUT, "deadline passed while getting the credential")
     preflight_s = PREFLIGHT_TIMEOUT_S
     if params.timeout_s is not None:
-        preflight_s = min(preflight_s, params.timeout_s - (time.time() - planned_at))
+        if params.credential_s >= params.timeout_s:
+            raise ProbeError(ErrorClass.TIMEOUT, "deadline passed while getting the credential")
+        preflight_s = min(preflight_s, params.timeout_s - params.credential_s)
     try:
         found = run_preflight(client_context(), params, access, Deadline.after(preflight_s))
     except ProbeError as exc:

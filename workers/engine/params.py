@@ -165,8 +165,9 @@ class RunParams:
             )
         if self.timeout_s is not None and not 0 < self.timeout_s <= MAX_TIMEOUT_S:
             raise InvalidParams("timeout", f"{self.timeout_s!r} s is not in (0, {MAX_TIMEOUT_S}]")
-        if check_credential_hosts(self.credential_hosts) != self.credential_hosts:
-            raise InvalidParams("credential_hosts", "not as check_credential_hosts writes them")
+        written = check_credential_hosts(self.credential_hosts)
+        if written != self.credential_hosts:  # matched as written: lowercase, ASCII, no repeats
+            raise InvalidParams("credential_hosts", f"write them as {list(written)}")
         if not 0 <= self.credential_s < math.inf:
             raise InvalidParams("credential_s", f"{self.credential_s!r} is not a duration")
         check_ca_dir(self.ca_dir)

@@ -49,6 +49,7 @@ def test_only_the_sites_owner_a_team_it_is_shared_with_or_an_admin_tests_its_con
     endpoint.credential_teams.add(team("storage", manager=alice, members=[carol]))
     url = f"/endpoints/{endpoint.pk}/test/"
 
+    assert not endpoint.credential_usable_by(None)  # nobody is nobody's: no default allow
     refused = page_for(bob).post(url)
     assert refused.status_code == 403
     assert "uses the credential of endpoint" in refused.content.decode()
@@ -105,11 +106,13 @@ def test_a_launch_spends_the_campaign_owners_right_whoever_launches_it() -> None
     refused = api_for(carol).post(f"/api/v1/campaigns/{carols.pk}/launch/")
     assert refused.status_code == 403
     assert "a campaign of carol uses the credential of endpoint" in refused.json()["detail"]
+    ownerless = CampaignFactory(name="admins", endpoints=[endpoint], clients=[1])
+    assert api_for(carol).post(f"/api/v1/campaigns/{ownerless.pk}/launch/").status_code < 300
     launched = api_for(carol).post(f"/api/v1/campaigns/{alices.pk}/launch/")
     assert launched.status_code in (200, 201, 202), (
         launched.json()
     )  # alice's campaign, alice's right
-    assert set(Run.objects.values_list("campaign__name", flat=True)) == {"alices"}
+    assert set(Run.objects.values_list("campaign__name", flat=True)) == {"admins", "alices"}
 
 
 def test_a_scheduled_launch_that_may_not_spend_the_credential_records_why_on_its_slot() -> None:
