@@ -27,6 +27,7 @@ from workers.engine.errors import InvalidParams
 from workers.engine.params import Method, Pattern, RunParams
 from workers.engine.results import RunJson, RunResult, RunStatus
 from workers.engine.units import format_size, parse_size
+from workers.engine.urls import check_credential_hosts
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -126,6 +127,14 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         help="X.509 proxy to present (gsi on root://, client certificate on https/davs)",
     )
     parser.add_argument(
+        "--credential-host",
+        action="append",
+        default=None,
+        metavar="HOST",
+        help="a host the credential may also go to when the endpoint redirects there (a name, "
+        "an address or a .domain suffix; repeat for several; default: the endpoint only)",
+    )
+    parser.add_argument(
         "--anonymous",
         action="store_true",
         help="present no credential, not even one found by discovery",
@@ -166,6 +175,9 @@ def params_from_options(options: dict[str, object]) -> RunParams:
         adler32=_checksums(urls, get("adler32")),
         scratch_dir=None if get("scratch") is None else str(get("scratch")),
         credential=_credential(options, str(urls[0])),
+        credential_hosts=check_credential_hosts(
+            _texts(options.get("credential_host")), field="credential_host"
+        ),
         ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
     )
     params.validate()
@@ -184,6 +196,12 @@ def _credential(options: dict[str, object], url: str) -> Credential | None:
     if options.get("anonymous"):
         return None
     return discover_credential(urlsplit(url).scheme)
+
+
+def _texts(value: object) -> list[str]:
+    """A repeated option's values (None when it was not given)."""
+    assert value is None or isinstance(value, list | tuple)
+    return [str(item) for item in value or ()]
 
 
 def _text(value: object) -> str | None:

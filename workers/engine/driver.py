@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from workers.engine.backends import backend_for
 from workers.engine.client import READY, ClientSpec, FileTarget, client_main
+from workers.engine.credential_scope import AddressScope, CredentialScope
 from workers.engine.credentials import (
     Access,
     AuthMethod,
@@ -96,7 +97,7 @@ def run_probe(
             credential.check_valid(until=datetime.now(UTC))
         with (
             run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access,
-            EgressGuard.running(_guarded_by(params, scheme)) as guard,
+            EgressGuard.running(*_guarded_by(params, scheme, result.auth)) as guard,
         ):
             guarded = replace(
                 access,
@@ -112,9 +113,23 @@ def run_probe(
     return result
 
 
-def _guarded_by(params: RunParams, scheme: str) -> EgressPolicy | None:
-    """The policy the egress guard holds the run's processes to, if they need it."""
-    return params.egress if backend_for(scheme).connects_itself else None
+def _guarded_by(
+    params: RunParams, scheme: str, auth: AuthMethod
+) -> tuple[EgressPolicy | None, AddressScope | None]:
+    """What the egress guard holds the run's processes to, if they need it: the egress
+    policy, and where the credential may go (credential_scope.py). Only for protocols whose
+    libraries connect on their own; the HTTP backend checks both itself."""
+    backend = backend_for(scheme)
+    if not backend.connects_itself:
+        return None, None
+    scope = None
+    if auth != AuthMethod.NONE:
+        scope = AddressScope(
+            CredentialScope.of(
+                params.urls, params.credential_hosts, any_port=backend.credential_any_port
+            )
+        )
+    return params.egress, scope
 
 
 def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)

@@ -10,6 +10,11 @@ that hands their connect() calls, and those of every thread and program they sta
 reads the address the call is about to connect to, asks the policy, and lets the call go
 on or fails it with EACCES, recording why. A refused call never reaches the network.
 
+In a run that carries a credential, the same thread holds the connections to the
+credential's scope too (workers/engine/credential_scope.py): XrdCl presents the token or
+proxy to every server a redirection names, so a connection to an address that is not the
+endpoint's own server nor a listed host's is refused before anything is sent there.
+
 Needs Linux's seccomp user notification (5.7 or later, x86-64 or arm64); where it is
 missing, a run with a policy fails with class egress rather than run unguarded. The thread
 reads the caller's memory through /proc, which the run's process may do: the clients are
@@ -32,6 +37,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from workers.engine.credential_scope import AddressScope
 from workers.engine.egress import EgressPolicy, IPAddress
 from workers.engine.errors import ErrorClass, ProbeError
 
@@ -74,14 +80,16 @@ def client_label(client: int) -> str:
 
 
 class GuardUnavailable(ProbeError):
-    """This host cannot guard connections: a run with an egress policy does not start."""
+    """This host cannot guard connections: a run with an egress policy, or a root(s)://
+    or GridFTP run carrying a credential, does not start."""
 
     def __init__(self, why: str) -> None:
         super().__init__(
             ErrorClass.EGRESS,
-            f"the egress policy cannot be enforced on this host ({why}): fedprobe needs "
-            "Linux's seccomp user notification (5.7 or later, x86-64 or arm64) to check "
-            "every connection the protocol libraries make",
+            f"connections cannot be guarded on this host ({why}): fedprobe needs Linux's "
+            "seccomp user notification (5.7 or later, x86-64 or arm64) to check every "
+            "connection the protocol libraries make, for the egress policy and for where "
+            "the run's credential may go",
         )
 
 
@@ -216,10 +224,12 @@ class GuardLink:
 
 
 class EgressGuard:
-    """The run's side: a thread answering every guarded connect() by the policy."""
+    """The run's side: a thread answering every guarded connect() by the egress policy and
+    the credential's scope (either may be None: nothing to hold the connections to)."""
 
-    def __init__(self, policy: EgressPolicy) -> None:
+    def __init__(self, policy: EgressPolicy | None, scope: AddressScope | None = None) -> None:
         self.policy = policy
+        self.scope = scope
         self.nameservers = _nameservers()
         self._own_end, peer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.link = GuardLink(peer_end)
@@ -234,15 +244,18 @@ class EgressGuard:
 
     @classmethod
     @contextmanager
-    def running(cls, policy: EgressPolicy | None) -> Iterator[EgressGuard | None]:
-        """A guard for the length of a run (None without a policy: nothing to enforce)."""
-        if policy is None:
+    def running(
+        cls, policy: EgressPolicy | None, scope: AddressScope | None = None
+    ) -> Iterator[EgressGuard | None]:
+        """A guard for the length of a run (None without a policy or a credential's scope:
+        nothing to enforce)."""
+        if policy is None and scope is None:
             yield None
             return
         why = unavailable_reason()
         if why is not None:
             raise GuardUnavailable(why)
-        guard = cls(policy)
+        guard = cls(policy, scope)
         guard._thread.start()
         try:
             yield guard
@@ -273,7 +286,7 @@ class EgressGuard:
         refused = self.refusal(label)
         if refused is None or exc.error_class == ErrorClass.EGRESS:
             return exc
-        return ProbeError(ErrorClass.EGRESS, f"refused by egress policy: {refused}")
+        return ProbeError(ErrorClass.EGRESS, refused)
 
     # -- the guard's thread ----------------------------------------------------------------
 
@@ -333,18 +346,27 @@ class EgressGuard:
             address = address.ipv4_mapped  # an IPv4 connection through an IPv6 socket
         if port == _DNS_PORT and address in self.nameservers:
             return None
-        if address not in self._verdicts:
-            self._verdicts[address] = self.policy.refusal(address)
-        why = self._verdicts[address]
-        if why is None:
+        why = self._policy_refusal(address)
+        out_of_scope = self.scope is not None and not self.scope.allows(address, port)
+        if why is None and not out_of_scope:
             return None
         if _is_datagram(notification.pid, int(notification.args[0])):
             # The resolver sorting a name's addresses (RFC 6724): no packet leaves, and the
             # refusal only tells it that this address is out of reach. Not worth a record.
             return _QUIET
+        if why is None and self.scope is not None:
+            return self.scope.refusal(address, port)
         where = f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"
         how = "where the endpoint redirected, or its name resolved again"
-        return f"a connection to {where} ({how}): {why}"
+        return f"refused by egress policy: a connection to {where} ({how}): {why}"
+
+    def _policy_refusal(self, address: IPAddress) -> str | None:
+        """The egress policy's answer for `address` (kept: a run meets few, and again)."""
+        if self.policy is None:
+            return None
+        if address not in self._verdicts:
+            self._verdicts[address] = self.policy.refusal(address)
+        return self._verdicts[address]
 
 
 class _IoVec(ctypes.Structure):

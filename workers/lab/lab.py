@@ -38,6 +38,7 @@ from workers.lab.paths import LabPaths
 from workers.lab.ports import PortLayout, check_ports_free
 from workers.lab.profiles import PROFILES
 from workers.lab.relay import MODES, control
+from workers.lab.servers import Tls
 
 STATE_VERSION = 2
 FED_FILE_SIZE = 4 * MiB
@@ -173,6 +174,11 @@ class Lab:
     def ca_file(self) -> Path:
         """The lab CA's certificate, for clients that take a file (httpx `verify`)."""
         return self._credentials_dir().pki.lab.ca_cert
+
+    def server_tls(self) -> Tls:
+        """The host certificate (localhost, 127.0.0.1), its key and the CA folder the lab's
+        TLS servers use: for a server of a test's own beside the lab's."""
+        return self._credentials_dir().server_tls()
 
     def rogue_ca_dir(self) -> Path:
         """A CA the lab's servers do not trust (and that does not trust them)."""

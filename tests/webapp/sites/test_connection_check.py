@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.test import Client
 
+from tests.redirecting_server import LogWatch, redirecting_xrootd
 from tests.webapp.factories import EndpointFactory, TestFileFactory
 from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
@@ -120,3 +121,38 @@ def test_a_metadata_address_is_refused_by_the_egress_policy_before_connecting() 
     check = endpoint_test_connection(endpoint=endpoint)
     assert (check.ok, check.error_class) == (False, "egress")
     assert "169.254.169.254" in check.message
+
+
+def test_test_connection_keeps_a_token_from_a_server_the_endpoint_redirects_to(
+    registered: Any,
+) -> None:
+    """The audit's set-up through the web process: a TLS token endpoint at 127.0.0.1 that
+    redirects its files to the lab's token site under another name (localhost). Test
+    connection fails with class egress naming that server, which logs no login."""
+    lab = registered
+    source = Endpoint.objects.get(name="local-roots")
+    second = urlsplit(source.base_url).port
+    test_file = source.files.get(path="/fedprobe/file-1M")
+    watch = LogWatch(lab.paths.server_log("local-token", "xrootd"))
+    with redirecting_xrootd(lab, f"localhost:{second}", token=True) as first:
+        endpoint = EndpointFactory(
+            site=source.site,
+            protocol=Endpoint.Protocol.ROOTS,
+            base_url=f"roots://127.0.0.1:{first.port}/",
+            credential_kind=source.credential_kind,
+            credential=source.credential,
+        )
+        TestFileFactory(
+            endpoint=endpoint, path=test_file.path, size=test_file.size, adler32=test_file.adler32
+        )
+        check = endpoint_test_connection(endpoint=endpoint)
+        endpoint.credential_hosts = ["localhost"]
+        listed = endpoint_test_connection(endpoint=endpoint)
+    assert not check.ok
+    assert check.error_class == "egress", check
+    assert f":{second} (localhost)" in check.message
+    assert "carrying the run's credential" in check.message
+    assert listed.ok, listed  # listed, the same redirection is followed, and logged
+    logins = watch.logins()
+    assert len(logins) >= 1
+    assert all(urlsplit(f"//{served}").port == second for served in listed.served_by)

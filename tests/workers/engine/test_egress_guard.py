@@ -10,7 +10,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.redirecting_server import wait_listening
 from tests.servers import free_port
 from workers.engine.driver import run_probe
 from workers.engine.egress import EgressPolicy
@@ -99,24 +99,12 @@ def redirecting_server(elsewhere: Listener) -> Iterator[str]:
         os.chown(folder / "admin", uid, gid)
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     try:
-        _wait_listening(port, process)
+        wait_listening(port, process)
         yield f"root://127.0.0.1:{port}//store/file"
     finally:
         process.terminate()
         process.wait(timeout=10)
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    give_up = time.monotonic() + 20
-    while time.monotonic() < give_up:
-        assert process.poll() is None, "xrootd ended while starting"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"xrootd not listening on {port}")
 
 
 def _params(url: str, method: Method, policy: EgressPolicy, **more: object) -> RunParams:
@@ -331,7 +319,7 @@ def test_a_host_without_seccomp_user_notification_refuses_guarded_runs(
     assert result.run_error is not None
     error_class, message = result.run_error
     assert error_class == ErrorClass.EGRESS
-    assert "cannot be enforced on this host" in message
+    assert "connections cannot be guarded on this host" in message
     with (
         pytest.raises(ProbeError, match="seccomp user notification"),
         EgressGuard.running(ALL_LOOPBACK),

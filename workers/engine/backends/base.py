@@ -100,6 +100,10 @@ class Backend(abc.ABC):
     # with an egress policy then puts its processes under the egress guard. The HTTP
     # backend connects only to addresses it has checked; file:// connects nowhere.
     connects_itself = False
+    # Where such a protocol's credential may go on the endpoint's own host: its own port only
+    # (another port is another server), or any port (GridFTP: the data channel goes to a port
+    # the server names). Listed hosts take any port (credential_scope.py).
+    credential_any_port = False
 
     def check_egress(self, url: str, options: OpenOptions) -> None:
         """Refuse (ProbeError, class egress) before any connection a URL whose host, or a

@@ -33,6 +33,7 @@ class GridFtpBackend(Backend):
     """gsiftp:// and ftp:// endpoints, copied whole with globus-url-copy."""
 
     connects_itself = True
+    credential_any_port = True
 
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         raise ProbeError(ErrorClass.SERVER_ERROR, NOT_A_READ_PROTOCOL)

@@ -13,7 +13,7 @@ Redirections are followed here, not by httpx, so that the token rule holds for e
 bearer token goes only over https, to the endpoint's own origin (its host and port) or to a
 host listed for it (`credential_hosts`: door.example.org may send us to pool7.example.org
 when `.example.org` or that host is listed), never anywhere else (`token_may_go`). An X.509
-proxy is presented as TLS client certificate.
+proxy is presented as TLS client certificate: a redirection elsewhere ends the request.
 """
 
 from __future__ import annotations
@@ -355,20 +355,41 @@ def _port(url: httpx.URL) -> int:
     return url.port or 443  # both URLs are https:// here (http_url writes davs:// so)
 
 
-class _BearerAuth(httpx.Auth):
-    """Authorization: Bearer on each request the token may go to (`token_may_go`)."""
+class _CredentialAuth(httpx.Auth):
+    """The run's credential on each request it may go to (`token_may_go`): the bearer token as
+    Authorization, left off elsewhere. A proxy is the TLS client certificate of every
+    connection the client makes, which cannot be held back from one hop: a redirection over
+    https to a host it may not go to ends the request instead (class egress)."""
 
-    def __init__(self, token: str, origin: httpx.URL, hosts: Sequence[str] = ()) -> None:
-        self._header = f"Bearer {token}"
+    def __init__(
+        self,
+        origin: httpx.URL,
+        hosts: Sequence[str] = (),
+        *,
+        token: str | None = None,
+        client_cert: bool = False,
+    ) -> None:
+        self._header = None if token is None else f"Bearer {token}"
+        self._client_cert = client_cert
         self._origin = origin
         self._hosts = tuple(hosts)
 
     def __repr__(self) -> str:
-        return f"_BearerAuth(origin={self._origin})"  # never the token
+        return f"_CredentialAuth(origin={self._origin})"  # never the token
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         if token_may_go(self._origin, request.url, self._hosts):
-            request.headers["Authorization"] = self._header
+            if self._header is not None:
+                request.headers["Authorization"] = self._header
+        elif self._client_cert and request.url.scheme == "https":
+            listed = ", ".join(self._hosts) if self._hosts else "none"
+            raise ProbeError(
+                ErrorClass.EGRESS,
+                f"refused: a redirection to {request.url.host}:{_port(request.url)}, where the "
+                "run's proxy (the TLS client certificate) may not go: neither the endpoint's "
+                f"own origin ({self._origin.host}:{_port(self._origin)}) nor a host listed in "
+                f"its credential_hosts ({listed})",
+            )
         yield request
 
 
@@ -387,7 +408,11 @@ class ClientConfig:
         context = ssl_context(access.ca_dir, client_cert)
         token = access.bearer_token()
         origin = httpx.URL(http_url(url))
-        auth = None if token is None else _BearerAuth(token, origin, access.credential_hosts)
+        auth = None
+        if token is not None or client_cert is not None:
+            auth = _CredentialAuth(
+                origin, access.credential_hosts, token=token, client_cert=client_cert is not None
+            )
         return cls(options.egress, context, auth)
 
     @classmethod
@@ -508,7 +533,7 @@ def _request(
 
 def _send(client: httpx.Client, request: httpx.Request, what: str = "") -> httpx.Response:
     """Send, following redirections (each hop passes the egress policy at connect time and
-    the token rule in _BearerAuth)."""
+    the credential rule in _CredentialAuth)."""
     for _ in range(MAX_REDIRECTS + 1):
         try:
             response = client.send(request, stream=True)

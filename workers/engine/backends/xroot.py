@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,9 +24,9 @@ from workers.engine.backends.base import (
     VectorLimits,
 )
 from workers.engine.backends.tools import run_copy_tool
+from workers.engine.credential_scope import CredentialScope
 from workers.engine.credentials import AuthMethod
 from workers.engine.deadline import Deadline
-from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.urls import host_of, normalize_server, with_user
 
@@ -217,10 +217,16 @@ class XRootDBackend(Backend):
         return Negotiated(version, tls)
 
     def check_egress(self, url: str, options: OpenOptions) -> None:
-        """The URL's host, and, when it is a redirector, the servers it would send us to."""
+        """The URL's host, and, when it is a redirector, the servers it would send us to:
+        by the egress policy, and in a run with a credential, by where it may go."""
         super().check_egress(url, options)
+        checks: list[Callable[[str], object]] = []
         if options.egress is not None:
-            check_redirect_targets(self._client_url(url, options), options.egress, options.deadline)
+            checks.append(options.egress.check_server)
+        if options.access.auth != AuthMethod.NONE:
+            checks.append(CredentialScope.of((url,), options.access.credential_hosts).check_server)
+        if checks:
+            check_redirect_targets(self._client_url(url, options), checks, options.deadline)
 
     def stat_size(self, url: str, options: OpenOptions) -> int:
         client_url = self._client_url(url, options)
@@ -270,11 +276,15 @@ class XRootDBackend(Backend):
 
 
 def check_redirect_targets(
-    url: str, egress: EgressPolicy, deadline: Deadline, levels: int = MAX_REDIRECTOR_LEVELS
+    url: str,
+    checks: Sequence[Callable[[str], object]],
+    deadline: Deadline,
+    levels: int = MAX_REDIRECTOR_LEVELS,
 ) -> None:
     """Before anything connects to them: the servers a redirector (an XRootD manager) locates
-    the file on, level by level. XrdCl follows redirections on its own, so this is where the
-    policy sees them first; a data server or a cache is not asked (it redirects no one)."""
+    the file on, level by level, each passed to `checks` (which raise ProbeError). XrdCl
+    follows redirections on its own, so this is where they are seen first, by the names the
+    redirector gives; a data server or a cache is not asked (it redirects no one)."""
     fs = xrd.FileSystem(_root_of(url))
     status, info = fs.protocol(timeout=deadline.timeout_s())
     if not status.ok:
@@ -284,12 +294,13 @@ def check_redirect_targets(
     if levels == 0:
         raise ProbeError(
             ErrorClass.EGRESS,
-            f"refused by egress policy: more than {MAX_REDIRECTOR_LEVELS} redirector levels "
-            f"to check at {host_of(url)}",
+            f"refused: more than {MAX_REDIRECTOR_LEVELS} redirector levels to check at "
+            f"{host_of(url)}",
         )
     for server, is_manager in _locate(fs, url, deadline):
         try:
-            egress.check_server(server)
+            for check in checks:
+                check(server)
         except ProbeError as exc:
             where = f"redirector {host_of(url)} sends clients to {server}"
             raise ProbeError(exc.error_class, f"{where}: {exc.message}") from None
@@ -297,7 +308,7 @@ def check_redirect_targets(
             parts = urlsplit(url)
             user = f"{parts.username}@" if parts.username else ""
             next_url = parts._replace(netloc=f"{user}{server}").geturl()
-            check_redirect_targets(next_url, egress, deadline, levels - 1)
+            check_redirect_targets(next_url, checks, deadline, levels - 1)
 
 
 def _locate(fs: Any, url: str, deadline: Deadline) -> list[tuple[str, bool]]:

@@ -20,6 +20,7 @@ from workers.engine.backends.http import HttpBackend
 from workers.engine.credentials import Access, AuthMethod
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
+from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.urls import check_credential_hosts
 from workers.lab.pki import LabPki
 
@@ -85,6 +86,10 @@ def open_with_token(url: str, lab: Any, tmp_path: Path, hosts: tuple[str, ...]) 
         ca_dir=str(lab.ca_dir()),
         credential_hosts=check_credential_hosts(hosts),
     )
+    open_with(url, access)
+
+
+def open_with(url: str, access: Access) -> None:
     options = OpenOptions(
         user="c0",
         streams=1,
@@ -107,3 +112,29 @@ def test_a_redirect_to_another_host_gets_no_token_unless_it_is_listed(
     assert target.seen == [None, f"Bearer {TOKEN}"]
     open_with_token(url, lab, tmp_path, hosts=("127.0.0.1",))  # an address is no name
     assert target.seen[-1] is None
+
+
+def test_a_proxy_is_not_taken_to_another_host_unless_it_is_listed(
+    redirected: tuple[Recorded, Recorded], lab: Any, tmp_path: Path
+) -> None:
+    """A proxy is the TLS client certificate of every connection the client makes: it cannot
+    be left off one hop as a token is, so the redirection is refused before any connection
+    to that host (and followed once the host is listed)."""
+    origin, target = redirected
+    url = f"https://127.0.0.1:{origin.port}/store/f"
+    proxy = str(lab.write_proxy(tmp_path / "proxy"))
+
+    def access(hosts: tuple[str, ...]) -> Access:
+        listed = check_credential_hosts(hosts)
+        return Access(
+            AuthMethod.X509, proxy_file=proxy, ca_dir=str(lab.ca_dir()), credential_hosts=listed
+        )
+
+    with pytest.raises(ProbeError) as refused:
+        open_with(url, access(()))
+    assert refused.value.error_class == ErrorClass.EGRESS
+    assert f"a redirection to localhost:{target.port}" in refused.value.message
+    assert "the run's proxy (the TLS client certificate) may not go" in refused.value.message
+    assert (len(origin.seen), target.seen) == (1, [])
+    open_with(url, access(("localhost",)))
+    assert target.seen == [None]
