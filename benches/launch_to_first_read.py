@@ -38,15 +38,17 @@ def first_read(run: Any) -> datetime:
     return released + timedelta(seconds=start_s)
 
 
-def one_trial(endpoint: Any) -> dict[str, float]:
+def one_trial(endpoint: Any, vantage_point: Any = None) -> dict[str, float]:
+    """One one-run campaign on `endpoint` from `vantage_point` (default: the local one)."""
     from django.db import transaction
 
     from webapp.campaigns.models import Campaign, Run
     from webapp.campaigns.services import campaign_launch
     from webapp.sites.services import vantage_point_local
 
+    vantage_point = vantage_point or vantage_point_local()
     campaign = Campaign.objects.create(
-        name="bench-launch",
+        name=f"bench-launch-{vantage_point.name}",
         methods=["direct"],
         patterns=["random"],
         read_sizes=[4096],
@@ -54,7 +56,7 @@ def one_trial(endpoint: Any) -> dict[str, float]:
         clients=[1],
     )
     campaign.endpoints.set([endpoint])
-    campaign.vantage_points.set([vantage_point_local()])
+    campaign.vantage_points.set([vantage_point])
     launched = datetime.now(UTC)
     with transaction.atomic():
         (run,) = campaign_launch(campaign=campaign, trigger="api")
@@ -105,8 +107,13 @@ def main() -> None:
             trials = [one_trial(endpoint) for _ in range(args.trials + 1)]
         finally:
             worker.stop()
+    report("first (cold worker)", trials)
+
+
+def report(title: str, trials: list[dict[str, float]]) -> None:
+    """The first trial's total (a cold worker) apart, then each part's percentiles."""
     cold, warm = trials[0], trials[1:]
-    print(f"first (cold worker): {cold['total'] * 1e3:.0f} ms")
+    print(f"{title}: {cold['total'] * 1e3:.0f} ms")
     print("| part | p50 ms | p95 ms | max ms |")
     print("|---|---|---|---|")
     for part in ("claim", "start", "open", "total"):

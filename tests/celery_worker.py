@@ -45,7 +45,12 @@ class WorkerProcess:
         env: Mapping[str, str],
         log_path: Path,
         concurrency: int = 1,
+        *,
+        argv: Sequence[str] = (),
     ) -> None:
+        """`argv`: another program that runs a Celery worker named NAME@host (a remote
+        vantage point's agent), instead of `celery -A webapp worker`."""
+        self.argv = tuple(argv)
         self.name = name
         self.concurrency = concurrency
         self.queues = tuple(queues)
@@ -60,7 +65,7 @@ class WorkerProcess:
         return f"{self.name}@{socket.gethostname()}"
 
     def start(self) -> WorkerProcess:
-        argv = [
+        argv = list(self.argv) or [
             sys.executable, "-m", "celery", "-A", "webapp", "worker",
             "-Q", ",".join(self.queues), "--concurrency", str(self.concurrency), "-P", "prefork",
             "--without-heartbeat", "--without-gossip", "--without-mingle",

@@ -25,6 +25,9 @@ from workers.lab.errors import PortTaken
 from workers.lab.files import MiB
 from workers.lab.ports import free_base_port
 
+# Fixtures of the remote vantage point tests: a RabbitMQ virtual host, the central settings.
+pytest_plugins = ["tests.rabbitmq"]
+
 TEST_FILE_SIZES = (1 * MiB, 4 * MiB, 16 * MiB)
 _PORT_TRIES = 3
 _BROWSER_TESTS = Path(__file__).parent / "browser"

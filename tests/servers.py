@@ -126,7 +126,8 @@ class PostgresCluster:
     in a folder of /tmp that user owns (pytest's tmp_path is private to root).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
+        """`tls`: a certificate and its key the server offers TLS with (ssl=on)."""
         self.port = free_port()
         self.bin = postgres_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="fedprobe-test-pg-", dir="/tmp"))
@@ -135,6 +136,18 @@ class PostgresCluster:
         self._user = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
         if self._user is not None:
             os.chown(self.dir, self._user.pw_uid, self._user.pw_gid)
+        self._tls = ""
+        if tls is not None:
+            for source, name in zip(tls, ("server.crt", "server.key"), strict=True):
+                target = self.dir / name
+                shutil.copyfile(source, target)
+                target.chmod(0o600)  # PostgreSQL refuses a key others may read
+                if self._user is not None:
+                    os.chown(target, self._user.pw_uid, self._user.pw_gid)
+            self._tls = (
+                f" -c ssl=on -c ssl_cert_file={self.dir / 'server.crt'}"
+                f" -c ssl_key_file={self.dir / 'server.key'}"
+            )
 
     def url(self, database: str) -> str:
         return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
@@ -164,7 +177,7 @@ class PostgresCluster:
     def _pg_ctl(self, action: str, *extra: str) -> None:
         options = (
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} -c fsync=off "
-            "-c full_page_writes=off -c synchronous_commit=off"
+            "-c full_page_writes=off -c synchronous_commit=off" + self._tls
         )
         self._run(
             "pg_ctl", action, "-D", str(self.data), "-l", str(self.log_path), "-o", options,

@@ -9,13 +9,11 @@ starts without Celery; `celery -A webapp` finds it as `webapp.celery`.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import threading
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]  # private, untyped
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from celery.signals import worker_init, worker_process_init, worker_ready, worke
 from celery.worker import state as worker_state
 
 from workers.engine.credentials import remove_stale_run_dirs
+from workers.engine.processes import allow_children_in_pool_process
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
@@ -50,13 +49,7 @@ class Scheduler(PersistentScheduler):
 
 @worker_process_init.connect
 def _let_pool_processes_start_clients(**kwargs: Any) -> None:
-    # billiard makes each pool process the stdlib's current process too, as a daemon (which
-    # multiprocessing forbids to have children) holding billiard's authkey (which the fork
-    # server refuses to pickle). The engine starts one stdlib process per client and ends
-    # them itself, by its deadline.
-    process = multiprocessing.current_process()
-    process.daemon = False
-    process._config["authkey"] = AuthenticationString(process.authkey)  # type: ignore[attr-defined]
+    allow_children_in_pool_process()
 
 
 @worker_init.connect

@@ -7,6 +7,7 @@ DEBUG off, loopback-only hosts. Malformed values fail loudly at start-up.
 import importlib.util
 import os
 import re
+import ssl
 import stat
 from pathlib import Path
 
@@ -218,12 +219,30 @@ TEMPLATES = [
 ]
 
 
+# DATABASE_URL query parameters passed to libpq as they are: TLS to a PostgreSQL on another
+# host (?sslmode=verify-full&sslrootcert=/etc/fedprobe/db-ca.pem), and how long to try.
+_DATABASE_URL_OPTIONS = frozenset(
+    {"sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "connect_timeout", "application_name"}
+)
+_SSLMODES = frozenset({"disable", "allow", "prefer", "require", "verify-ca", "verify-full"})
+
+
 def _database_from_url(url: str) -> dict[str, object]:
-    from urllib.parse import unquote, urlparse
+    from urllib.parse import parse_qsl, unquote, urlparse
 
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:
         raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported")
+    options: dict[str, object] = {"options": "-c jit=off"}
+    for name, value in parse_qsl(parsed.query, keep_blank_values=True):
+        if name not in _DATABASE_URL_OPTIONS:
+            known = ", ".join(sorted(_DATABASE_URL_OPTIONS))
+            raise ImproperlyConfigured(f"DATABASE_URL option {name!r} is not one of {known}")
+        if name == "sslmode" and value not in _SSLMODES:
+            raise ImproperlyConfigured(
+                f"DATABASE_URL sslmode {value!r} is not one of {', '.join(sorted(_SSLMODES))}"
+            )
+        options[name] = value
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": parsed.path.lstrip("/"),
@@ -235,7 +254,7 @@ def _database_from_url(url: str) -> dict[str, object]:
         # handful), whose estimated cost passes jit_above_cost at a few thousand cells (or
         # sooner on never-analyzed small tables), and compiling them took 1-3 s for a query
         # that runs in 30 ms.
-        "OPTIONS": {"options": "-c jit=off"},
+        "OPTIONS": options,
     }
 
 
@@ -491,6 +510,15 @@ FEDPROBE_RESEND_MAX_SENDS = env_int("FEDPROBE_RESEND_MAX_SENDS", 3)
 # Worker health (webapp/campaigns/health.py; docs/workers.md): each worker writes a heartbeat row
 # per queue it consumes this often, and counts as gone once its last one is this old.
 FEDPROBE_WORKER_HEARTBEAT_S = env_int("FEDPROBE_WORKER_HEARTBEAT_S", 30)
+# Remote vantage points' broker accounts (webapp/sites/broker_accounts.py): RabbitMQ's
+# management API with an administrator's credentials, and the address agents connect to.
+FEDPROBE_BROKER_ADMIN_URL = env_str("FEDPROBE_BROKER_ADMIN_URL", "")
+FEDPROBE_AGENT_BROKER_URL = env_str("FEDPROBE_AGENT_BROKER_URL", "")
+if FEDPROBE_AGENT_BROKER_URL and not FEDPROBE_AGENT_BROKER_URL.startswith(("amqp://", "amqps://")):
+    raise ImproperlyConfigured(
+        "FEDPROBE_AGENT_BROKER_URL must be an amqps:// (or amqp://) URL of the RabbitMQ broker "
+        "agents connect to, without user or password"
+    )
 FEDPROBE_WORKER_STALE_S = env_int("FEDPROBE_WORKER_STALE_S", 120)
 # The reaper (webapp.campaigns.services.runs_reap; docs/workers.md#when-a-worker-dies): a
 # running client whose heartbeat is this old is lost (its worker died). Beat sends the reaper
@@ -650,15 +678,49 @@ if not 0 < FEDPROBE_WATCH_BLAME_MIN_SHARE <= 1:
 if not 0 <= FEDPROBE_WATCH_MINUTE < 60:
     raise ImproperlyConfigured("FEDPROBE_WATCH_MINUTE must be 0 to 59")
 
+
 # Celery (webapp/celery.py; docs/workers.md). The broker only carries "measure run N" and
 # control messages: state lives in our rows, so there is no result backend.
-# FEDPROBE_BROKER_URL is a Redis URL (redis://127.0.0.1:6379/0). Unset, the embedded default
-# is kombu's filesystem transport in VAR_DIR/broker: no server, works between the processes
-# of one host (one worker per queue: a message is taken by moving its file).
-_BROKER_SCHEMES = ("redis://", "rediss://", "redis+socket://")
+# FEDPROBE_BROKER_URL is a Redis URL (redis://127.0.0.1:6379/0) or a RabbitMQ one
+# (amqps://fedprobe:PASSWORD@broker.example.org:5671/fedprobe: the broker remote vantage
+# points need, docs/vantage-points.md). Unset, the embedded default is kombu's filesystem
+# transport in VAR_DIR/broker: no server, works between the processes of one host (one worker
+# per queue: a message is taken by moving its file).
+def _amqp_tls(url: str) -> dict[str, object] | bool:
+    """amqps:// verifies the broker's certificate against FEDPROBE_BROKER_CA_FILE (else the
+    system store) and its name; amqp:// is plain (one host, or a private network)."""
+    if not url.startswith("amqps://"):
+        return False
+    from urllib.parse import urlsplit
+
+    # py-amqp checks the certificate's name only when it is told which name to expect.
+    options: dict[str, object] = {
+        "cert_reqs": ssl.CERT_REQUIRED,
+        "server_hostname": urlsplit(url).hostname,
+    }
+    ca_file = env_str("FEDPROBE_BROKER_CA_FILE", "")
+    if ca_file:
+        options["ca_certs"] = ca_file
+    return options
+
+
+_REDIS_SCHEMES = ("redis://", "rediss://", "redis+socket://")
+_AMQP_SCHEMES = ("amqp://", "amqps://")
+_BROKER_SCHEMES = _REDIS_SCHEMES + _AMQP_SCHEMES
 _broker_url = env_str("FEDPROBE_BROKER_URL", "")
-if _broker_url:
-    if not _broker_url.startswith(_BROKER_SCHEMES):
+if _broker_url.startswith(_AMQP_SCHEMES):
+    CELERY_BROKER_URL = _broker_url
+    CELERY_BROKER_USE_SSL = _amqp_tls(_broker_url)
+    # A publish (enqueue on commit, in a web request) must not wait forever on a broker that
+    # vanished; a consumer notices a dead connection by AMQP heartbeats.
+    CELERY_BROKER_CONNECTION_TIMEOUT = 5
+    CELERY_BROKER_HEARTBEAT = 30
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+        # A message the broker did not take fails the send, rather than vanish.
+        "confirm_publish": True,
+    }
+elif _broker_url:
+    if not _broker_url.startswith(_REDIS_SCHEMES):
         raise ImproperlyConfigured(
             f"FEDPROBE_BROKER_URL must be a {', '.join(_BROKER_SCHEMES)} URL, or unset for the "
             "embedded broker"
@@ -667,7 +729,7 @@ if _broker_url:
     if _visibility_timeout_s < 1:
         raise ImproperlyConfigured("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S must be at least 1")
     CELERY_BROKER_URL = _broker_url
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
         # An unacked message (its worker died) returns to the queue after this. It does not
         # matter for runs: a redelivered run was already claimed and is left alone, and runs
         # lost mid-measurement are ended by the reaper, never by redelivery. It only brings

@@ -148,7 +148,7 @@ def test_a_redis_broker_url_is_used_with_a_visibility_timeout() -> None:
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("FEDPROBE_BROKER_URL", "amqp://guest@rabbit//"),
+        ("FEDPROBE_BROKER_URL", "kafka://broker:9092"),
         ("FEDPROBE_BROKER_URL", "127.0.0.1:6379"),
         ("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S", "0"),
         ("FEDPROBE_BROKER_VISIBILITY_TIMEOUT_S", "an hour"),

@@ -41,6 +41,7 @@ from webapp.sites.credentials import (
     credential_check,
 )
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
+from workers.agent.sealing import fingerprint
 from workers.engine import InvalidParams
 from workers.engine.urls import ascii_url, check_credential_hosts, check_url
 
@@ -216,6 +217,10 @@ class VantagePointSerializer(serializers.ModelSerializer[VantagePoint]):
     health = serializers.SerializerMethodField(
         help_text="workers listening on its queue and the runs waiting there (read-only)"
     )
+    public_key = serializers.SerializerMethodField(
+        help_text="the fingerprint (SHA256:...) of its agent's key, which run credentials are "
+        "sealed to; null when no agent enrolled (read-only)"
+    )
 
     class Meta:
         model = VantagePoint
@@ -227,7 +232,14 @@ class VantagePointSerializer(serializers.ModelSerializer[VantagePoint]):
             "max_parallel_runs",
             "queue",
             "health",
+            "public_key",
+            "enrolled_at",
+            "revoked_at",
         ]
+        read_only_fields = ["enrolled_at", "revoked_at"]
+
+    def get_public_key(self, obj: VantagePoint) -> str | None:
+        return fingerprint(obj.public_key) if obj.public_key else None
 
     @extend_schema_field(VantagePointHealthSerializer)
     def get_health(self, obj: VantagePoint) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from webapp.api import views
+from webapp.api import agents, views
 from webapp.api.availability import AvailabilityAPIView
 from webapp.api.downtimes import DowntimeViewSet
 from webapp.api.regressions import RegressionViewSet
@@ -46,5 +46,11 @@ urlpatterns = [
         name="campaign-results-api",
     ),
     path("sites/<int:pk>/summary/", SiteSummaryAPIView.as_view(), name="site-summary-api"),
+    path("agent/enrol/", agents.EnrolView.as_view(), name="agent-enrol"),
+    path("agent/heartbeat/", agents.HeartbeatView.as_view(), name="agent-heartbeat"),
+    path("agent/runs/<int:pk>/claim/", agents.ClaimView.as_view(), name="agent-claim"),
+    path("agent/runs/<int:pk>/progress/", agents.ProgressView.as_view(), name="agent-progress"),
+    path("agent/runs/<int:pk>/result/", agents.ResultView.as_view(), name="agent-result"),
+    path("agent/runs/<int:pk>/failure/", agents.FailureView.as_view(), name="agent-failure"),
     path("", include(router.urls)),
 ]

@@ -11,6 +11,7 @@ cannot reach the database. Pages read those rows; nothing here broadcasts to the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ logger = logging.getLogger(__name__)
 # A page asking the broker how many messages wait gives up after this: a vanished Redis must
 # not hold the page for the broker's usual 5 s connect timeout.
 BROKER_TIMEOUT_S = 1.0
+# AMQP's reply code for a queue that does not exist.
+NOT_FOUND = 404
 
 
 @dataclass(frozen=True)
@@ -166,14 +169,19 @@ def _worker_seen(heartbeat: WorkerHeartbeat, now: datetime, stale_after_s: int) 
 
 def broker_message_counts(*, queues: Sequence[str]) -> dict[str, int]:
     """How many messages wait in the broker on each queue (not those a worker has taken):
-    Redis's list lengths (all of a queue's priority lists), or the embedded broker's message
-    files. Empty when the broker does not answer within BROKER_TIMEOUT_S."""
+    Redis's list lengths (all of a queue's priority lists), RabbitMQ's ready messages, or the
+    embedded broker's message files. Empty when the broker does not answer within
+    BROKER_TIMEOUT_S."""
     from webapp.celery import app  # the Celery app loads with Django's settings
 
     options = {"socket_connect_timeout": BROKER_TIMEOUT_S, "socket_timeout": BROKER_TIMEOUT_S}
     try:
-        with app.connection_for_read(transport_options=options) as connection:
+        with app.connection_for_read(
+            transport_options=options, connect_timeout=BROKER_TIMEOUT_S
+        ) as connection:
             connection.connect()  # one try: the app's own retries are for workers
+            if connection.transport.driver_type == "amqp":
+                return _amqp_message_counts(connection, queues)
             channel: Any = connection.channel()  # a virtual transport's Channel, untyped
             try:
                 # kombu's virtual transports (Redis, filesystem) count a queue with _size.
@@ -183,3 +191,21 @@ def broker_message_counts(*, queues: Sequence[str]) -> dict[str, int]:
     except Exception as exc:  # any broker failure only costs the figure
         logger.warning("broker message counts unavailable: %s", exc)
         return {}
+
+
+def _amqp_message_counts(connection: Any, queues: Sequence[str]) -> dict[str, int]:
+    """RabbitMQ's ready messages per queue, by a passive declare (which creates nothing); a
+    queue nobody declared yet holds none, and its refusal closes only its own channel."""
+    counts = {}
+    for queue in queues:
+        channel = connection.channel()
+        try:
+            counts[queue] = int(channel.queue_declare(queue=queue, passive=True).message_count)
+        except Exception as exc:  # NOT_FOUND (404): no message was ever sent there
+            if getattr(exc, "code", None) != NOT_FOUND:
+                raise
+            counts[queue] = 0
+        finally:
+            with contextlib.suppress(Exception):
+                channel.close()
+    return counts

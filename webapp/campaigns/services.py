@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -184,6 +184,15 @@ def campaign_launch(
     )
     if spending:
         raise PermissionDenied(spending)
+    revoked = campaign.vantage_points.filter(revoked_at__isnull=False).first()
+    if revoked is not None:
+        raise ValidationError(
+            {
+                "vantage_points": f"{revoked.name} was revoked at "
+                f"{revoked.revoked_at:%Y-%m-%d %H:%M} UTC: enrol it again or measure from "
+                "another vantage point"
+            }
+        )
     with transaction.atomic():
         # Two launches of one campaign at once wait for each other here, so the second
         # sees the first one's runs (PostgreSQL; SQLite runs one writer at a time anyway).
@@ -226,7 +235,7 @@ def campaign_clone(*, campaign: Campaign, owner: User) -> Campaign:
     return copy
 
 
-def _enqueue_later(run_id: int) -> None:
+def run_enqueue_later(run_id: int) -> None:
     from webapp.campaigns.dispatch import enqueue_run
 
     run = Run.objects.select_related("vantage_point").get(pk=run_id)
@@ -315,7 +324,7 @@ def run_execute(*, run_id: int, worker: str) -> None:
         run = run_claim(run_id=run_id, worker=worker)
     except RunMustWait as wait:
         log.info("run %s waits: %s", run_id, wait)
-        _enqueue_later(run_id)
+        run_enqueue_later(run_id)
         return
     if run is None:
         log.info("run %s is not queued: nothing to do", run_id)
@@ -702,47 +711,53 @@ class _Heartbeat:
 
     def _beat_once(self) -> None:
         try:
-            ClientAttempt.objects.filter(
-                run_id=self.run_id, status=ClientAttempt.Status.RUNNING
-            ).update(heartbeat_at=timezone.now(), bytes_read=self._bytes_read())
-            self._store_finished()
-            if Run.objects.filter(pk=self.run_id, cancel_requested=True).exists():
+            finished = [c.to_json() for c in self._finished if c.client not in self._stored]
+            if run_heartbeat(
+                run_id=self.run_id, client_bytes=self._client_bytes, finished=finished
+            ):
                 self._cancel.set()
+            self._stored.update(record["client"] for record in finished)
         except (OperationalError, InterfaceError) as exc:
             # PostgreSQL restarting, or the connection cut: this beat is lost and the next one
             # reconnects. Beats must only stop with the worker (the reaper relies on it).
             log.warning("run %s: heartbeat missed (%s)", self.run_id, exc)
             connection.close()
 
-    def _store_finished(self) -> None:
-        """Each client's record once it has ended: if the worker dies later, the reaper finds
-        these attempts ended (a run with some is partial). Ingestion writes them again,
-        the same."""
-        now = timezone.now()
-        for client in self._finished:
-            if client.client in self._stored:
-                continue
-            record = client.to_json()
-            error = record["error"]
-            ClientAttempt.objects.filter(
-                run_id=self.run_id, client=client.client, status=ClientAttempt.Status.RUNNING
-            ).update(
-                status=_attempt_status(error),
-                heartbeat_at=now,
-                finished_at=now,
-                error_class=_error_class(error),
-                error_message=_error_message(error),
-                bytes_read=client.bytes_read,
-                record=record,
-            )
-            self._stored.add(client.client)
 
-    def _bytes_read(self) -> Case | F:
-        done = self._client_bytes
-        if not done:
-            return F("bytes_read")
-        return Case(
-            *(When(client=client, then=Value(n)) for client, n in enumerate(done)),
-            default=F("bytes_read"),
-            output_field=BigIntegerField(),
+def run_heartbeat(
+    *, run_id: int, client_bytes: Sequence[int], finished: Sequence[ClientRecordJson]
+) -> bool:
+    """One beat of a running run (from its worker, or a remote agent): its running attempts
+    are alive and have read `client_bytes` so far; the clients in `finished` have ended, as
+    their records say (if the worker dies later, the reaper finds those attempts ended: a run
+    with some is partial; ingestion writes them again, the same). True when a cancel was
+    asked for."""
+    now = timezone.now()
+    ClientAttempt.objects.filter(run_id=run_id, status=ClientAttempt.Status.RUNNING).update(
+        heartbeat_at=now, bytes_read=_bytes_read(client_bytes)
+    )
+    for record in finished:
+        error = record["error"]
+        ClientAttempt.objects.filter(
+            run_id=run_id, client=record["client"], status=ClientAttempt.Status.RUNNING
+        ).update(
+            status=_attempt_status(error),
+            heartbeat_at=now,
+            finished_at=now,
+            error_class=_error_class(error),
+            error_message=_error_message(error),
+            bytes_read=record["bytes_read"],
+            record=record,
         )
+    return Run.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+def _bytes_read(client_bytes: Sequence[int]) -> Case | F:
+    """Each attempt's bytes read so far, by client index (unchanged where none is known)."""
+    if not client_bytes:
+        return F("bytes_read")
+    return Case(
+        *(When(client=client, then=Value(n)) for client, n in enumerate(client_bytes)),
+        default=F("bytes_read"),
+        output_field=BigIntegerField(),
+    )

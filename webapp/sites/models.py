@@ -337,12 +337,38 @@ class VantagePoint(models.Model):
         " never two of one endpoint",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # A remote vantage point's agent (workers/agent; docs/vantage-points.md): its X25519
+    # public key (base64), which run credentials are sealed to; when it enrolled and, if so,
+    # when it was revoked. Only digests of its tokens are kept: the one-time enrolment token
+    # an admin hands out (until it expires) and the agent token it authenticates with.
+    public_key = models.CharField(max_length=64, blank=True, editable=False)
+    enrolled_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    enrolment_token_digest = models.CharField(max_length=64, blank=True, editable=False)
+    enrolment_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    agent_token_digest = models.CharField(max_length=64, blank=True, editable=False)
+    # Its account on the broker (RabbitMQ), which reaches only its own queue.
+    broker_user = models.CharField(max_length=100, blank=True, editable=False)
 
     class Meta:
         ordering = ["name"]
+        indexes = [
+            models.Index(fields=["agent_token_digest"], name="vantage_agent_token"),
+            models.Index(fields=["enrolment_token_digest"], name="vantage_enrolment_token"),
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_remote(self) -> bool:
+        """Measured from by an enrolled agent (sealed credentials, no database), not by a
+        worker of the deployment's own."""
+        return self.enrolled_at is not None
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
 
     @classmethod
     def local(cls) -> VantagePoint:
@@ -368,6 +394,11 @@ class VantagePoint(models.Model):
 
     def rename_refusal(self, name: str) -> str | None:
         """Why this (saved) vantage point may not be renamed to `name`, or None."""
+        if self.pk is not None and self.is_remote and name != self.name:
+            return (
+                f"{self.name} has an enrolled agent, whose broker account reaches "
+                f"{self.queue} only: enrol a new vantage point under the new name instead"
+            )
         if self.pk is not None and self.is_local and name != self.LOCAL:
             return (
                 f"the built-in vantage point {self.LOCAL!r} cannot be renamed: "
@@ -377,6 +408,11 @@ class VantagePoint(models.Model):
 
     def delete_refusal(self) -> str | None:
         """Why this vantage point may not be deleted, or None."""
+        if self.is_remote and not self.is_revoked:
+            return (
+                f"{self.name} has an enrolled agent: revoke it first "
+                f"(python manage.py vantage revoke {self.name})"
+            )
         if self.is_local:
             return (
                 f"the built-in vantage point {self.LOCAL!r} cannot be deleted: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import TypeVar
@@ -291,6 +291,48 @@ class RunParams:
         data.pop("scratch_dir")
         data.pop("credential")
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> RunParams:
+        """What to_json wrote (a remote vantage point's claim answer), checked as validate
+        checks; a field of the wrong shape is InvalidParams naming it. Nothing this host adds
+        (file roots, egress policy, credential, CA folder) is read from it."""
+        known = {f.name for f in fields(cls)} - _HOST_FIELDS
+        unknown = sorted(set(data) - known - {"ca_dir"})
+        if unknown:
+            raise InvalidParams(unknown[0], "is not a run parameter")
+        values = {name: data[name] for name in known if name in data}
+        values["urls"] = tuple(str(url) for url in _listed(data.get("urls"), "urls"))
+        values["credential_hosts"] = tuple(
+            str(host) for host in _listed(data.get("credential_hosts", []), "credential_hosts")
+        )
+        adler32 = data.get("adler32", {})
+        if not isinstance(adler32, dict):
+            raise InvalidParams("adler32", "is not a map of URL to checksum")
+        values["adler32"] = tuple((str(url), str(a)) for url, a in adler32.items())
+        method, pattern = data.get("method", Method.DIRECT), data.get("pattern", Pattern.SEQUENTIAL)
+        _check_choice("method", method, Method)
+        _check_choice("pattern", pattern, Pattern)
+        values["method"], values["pattern"] = Method(str(method)), Pattern(str(pattern))
+        for name in ("fraction", "credential_s"):
+            if name in values and not isinstance(values[name], int | float):
+                raise InvalidParams(name, f"{values[name]!r} is not a number")
+        timeout = values.get("timeout_s")
+        if timeout is not None and not isinstance(timeout, int | float):
+            raise InvalidParams("timeout", f"{timeout!r} is not a number")
+        params = cls(**values)  # type: ignore[arg-type]
+        params.validate()
+        return params
+
+
+# What a host adds to a run's parameters itself: never taken from another host's JSON.
+_HOST_FIELDS = frozenset({"file_roots", "egress", "credential", "ca_dir", "scratch_dir"})
+
+
+def _listed(value: object, name: str) -> list[object]:
+    if not isinstance(value, list):
+        raise InvalidParams(name, "is not a list")
+    return value
 
 
 def _vector_batches(

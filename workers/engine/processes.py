@@ -14,6 +14,18 @@ import time
 import types
 from collections.abc import Iterator
 from multiprocessing.context import ForkServerContext, SpawnContext
+from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]  # private, untyped
+
+
+def allow_children_in_pool_process() -> None:
+    """Let a Celery (billiard) pool process start the engine's processes: billiard makes each
+    pool process the stdlib's current process too, as a daemon (which multiprocessing forbids
+    to have children) holding billiard's authkey (which the fork server refuses to pickle).
+    The engine starts one stdlib process per client and ends them itself, by its deadline.
+    Call it from Celery's worker_process_init signal."""
+    process = multiprocessing.current_process()
+    process.daemon = False
+    process._config["authkey"] = AuthenticationString(process.authkey)  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager

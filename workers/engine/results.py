@@ -8,11 +8,22 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import NotRequired, TypedDict
+from types import UnionType
+from typing import (
+    Any,
+    NotRequired,
+    TypedDict,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 from workers.engine.backends.base import Negotiated
 from workers.engine.credentials import AuthMethod
-from workers.engine.errors import ErrorClass
+from workers.engine.errors import ErrorClass, InvalidParams
 from workers.engine.histogram import LatencyHistogram
 from workers.engine.metrics import READ_KINDS, ClientResult
 from workers.engine.params import RunParams
@@ -130,6 +141,88 @@ class RunStatus:
     FAILED = "failed"
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
+
+    ALL = frozenset({SUCCEEDED, PARTIAL, FAILED, TIMEOUT, CANCELLED})
+
+
+def check_run_json(data: object) -> RunJson:
+    """`data` if it has the run JSON's shape (RunJson: every key, of its type, and no other),
+    else InvalidParams naming the first path that does not (`clients[3].error.class`): a
+    remote vantage point's report is checked before it is stored."""
+    _check_shape(data, RunJson, "run")
+    assert isinstance(data, dict)
+    if data["status"] not in RunStatus.ALL:
+        raise InvalidParams("status", f"{data['status']!r} is not one of {sorted(RunStatus.ALL)}")
+    return cast(RunJson, data)
+
+
+def check_client_record(data: object, path: str = "client") -> ClientRecordJson:
+    """`data` if it has a client record's shape (ClientRecordJson), else InvalidParams."""
+    _check_shape(data, ClientRecordJson, path)
+    return cast(ClientRecordJson, data)
+
+
+def _check_shape(value: object, hint: Any, path: str) -> None:
+    origin, args = get_origin(hint), get_args(hint)
+    if is_typeddict(hint):
+        if not isinstance(value, dict):
+            raise InvalidParams(path, "is not an object")
+        hints = get_type_hints(hint, include_extras=True)
+        for key in value:
+            if key not in hints:
+                raise InvalidParams(f"{path}.{key}", "is not a field of it")
+        for key, sub in hints.items():
+            optional = get_origin(sub) is NotRequired
+            if key not in value:
+                if optional:
+                    continue
+                raise InvalidParams(f"{path}.{key}", "is missing")
+            _check_shape(value[key], get_args(sub)[0] if optional else sub, f"{path}.{key}")
+        return
+    if origin in (Union, UnionType):
+        for arg in args:
+            try:
+                _check_shape(value, arg, path)
+            except InvalidParams:
+                continue
+            return
+        raise InvalidParams(path, f"is not {_describe(hint)}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise InvalidParams(path, "is not a list")
+        for index, item in enumerate(value):
+            _check_shape(item, args[0], f"{path}[{index}]")
+        return
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise InvalidParams(path, "is not an object")
+        for key, item in value.items():
+            _check_shape(item, args[1], f"{path}.{key}")
+        return
+    if hint is object:
+        return
+    if hint is type(None) or hint is None:
+        if value is not None:
+            raise InvalidParams(path, "is not null")
+        return
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidParams(path, "is not a number")
+        return
+    if hint in (int, str, bool):
+        if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+            raise InvalidParams(path, f"is not {_describe(hint)}")
+        return
+    raise TypeError(f"{path}: no check for {hint!r}")
+
+
+def _describe(hint: Any) -> str:
+    names = {int: "a whole number", str: "text", bool: "true or false", float: "a number"}
+    if get_origin(hint) in (Union, UnionType):
+        return " or ".join(_describe(arg) for arg in get_args(hint))
+    if hint is type(None):
+        return "null"
+    return names.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 @dataclass

@@ -170,7 +170,8 @@ def test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift(
 
 
 def _collection(operation: APIOperation) -> str:
-    return operation.path.removeprefix("/api/v1/").split("/")[0]
+    """The collection a path's {id} names (`/api/v1/agent/runs/{id}/claim/`: runs)."""
+    return operation.path.removeprefix("/api/v1/").removeprefix("agent/").split("/")[0]
 
 
 def _has_inputs(operation: APIOperation) -> bool:

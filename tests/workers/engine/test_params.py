@@ -238,3 +238,46 @@ class _CountingFile(RemoteFile):
 
     def close(self) -> None:
         pass
+
+
+def test_a_run_travels_as_json_and_comes_back_the_same_without_host_settings() -> None:
+    """A remote vantage point's claim answer (RunParams.to_json) read back: the same run; what
+    a host decides itself (egress policy, file roots, CA folder) is never taken from it."""
+    params = RunParams(
+        urls=("roots://se.example.org:1094//store/f",),
+        method=Method.COPY,
+        pattern=Pattern.RANDOM,
+        read_size=65536,
+        timeout_s=30.0,
+        adler32=(("roots://se.example.org:1094//store/f", "0000abcd"),),
+        credential_hosts=(".example.org",),
+        credential_s=0.25,
+    )
+    data = params.to_json()
+    assert RunParams.from_json(data) == params
+    with pytest.raises(InvalidParams) as smuggled:
+        RunParams.from_json({**data, "egress": None})
+    assert smuggled.value.field == "egress"
+    assert RunParams.from_json({**data, "ca_dir": "/etc/evil"}).ca_dir is None
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"urls": "root://h//f"}, "urls"),
+        ({"method": "teleport"}, "method"),
+        ({"pattern": 3}, "pattern"),
+        ({"fraction": "all"}, "fraction"),
+        ({"timeout_s": "soon"}, "timeout"),
+        ({"adler32": ["x"]}, "adler32"),
+        ({"credential_hosts": [".ac.uk"]}, "credential_hosts"),
+        ({"clients": 10_000}, "clients"),
+    ],
+)
+def test_a_run_json_of_the_wrong_shape_is_refused_naming_the_field(
+    change: dict[str, object], field: str
+) -> None:
+    data = {**RunParams(urls=("root://h:1094//f",)).to_json(), **change}
+    with pytest.raises(InvalidParams) as refused:
+        RunParams.from_json(data)
+    assert refused.value.field == field

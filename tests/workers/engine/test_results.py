@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from tests.contract import RUN_KEYS
-from workers.engine.errors import ErrorClass
+from workers.engine.errors import ErrorClass, InvalidParams
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import RunParams
 from workers.engine.results import (
@@ -18,6 +20,7 @@ from workers.engine.results import (
     RunErrorJson,
     RunJson,
     RunResult,
+    check_run_json,
 )
 
 
@@ -68,3 +71,29 @@ def test_a_credential_error_before_any_request_says_its_phase() -> None:
 
 def test_run_json_typeddict_holds_the_documented_contract() -> None:
     assert _keys(RunJson) >= RUN_KEYS
+
+
+def test_a_run_json_of_the_run_json_shape_passes_the_check_and_nothing_else_does() -> None:
+    """What a remote vantage point hands in is checked against the TypedDicts before it is
+    stored (check_run_json): each refusal names the path that is wrong."""
+    run = json.loads(json.dumps(_result().to_json()))
+    assert check_run_json(run) == run
+    cases: list[tuple[str, Any, str]] = [
+        ("status", "running", "status"),
+        ("bytes_read", "12 kB", "run.bytes_read"),
+        ("wall_s", True, "run.wall_s"),
+        ("served_by", "a:1094", "run.served_by"),
+        ("extra", {"huge": "x" * 100}, "run.extra"),
+    ]
+    for key, value, path in cases:
+        with pytest.raises(InvalidParams) as refused:
+            check_run_json({**run, key: value})
+        assert refused.value.field == path
+    broken = json.loads(json.dumps(run))
+    broken["clients"][1]["error"]["wasted_s"] = "long"
+    with pytest.raises(InvalidParams) as refused:
+        check_run_json(broken)
+    assert refused.value.field == "run.clients[1].error"
+    missing = {k: v for k, v in run.items() if k != "errors"}
+    with pytest.raises(InvalidParams, match="is missing"):
+        check_run_json(missing)

@@ -1,0 +1,147 @@
+"""The agent API's refusals (docs/vantage-points.md#the-agent-api): enrolment tokens that do
+not enrol, bad keys, runs of another vantage point, reports that are not run JSON, and the
+vantage point's read-only fields in the API. The broker accounts are real (RabbitMQ, a
+virtual host of the test's own); the whole agent runs in
+tests/workers/test_remote_vantage_point.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from tests.webapp.factories import EndpointFactory, TestFileFactory
+from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.services import campaign_launch
+from webapp.sites.enrolment import vantage_enrolment_start
+from webapp.sites.models import VantagePoint
+from workers.agent.sealing import encode_key, fingerprint, new_private_key
+
+pytestmark = pytest.mark.django_db
+
+ENROL = "/api/v1/agent/enrol/"
+
+
+def public_key() -> str:
+    return encode_key(new_private_key().public_key)
+
+
+def enrolled(client: APIClient, name: str) -> tuple[VantagePoint, str]:
+    _, token = vantage_enrolment_start(name=name, now=timezone.now())
+    answer = client.post(ENROL, {"token": token, "public_key": public_key()}, format="json")
+    assert answer.status_code == 201, answer.content
+    return VantagePoint.objects.get(name=name), answer.json()["agent_token"]
+
+
+def queued_run(vantage_point: VantagePoint) -> Run:
+    endpoint = EndpointFactory(base_url="root://127.0.0.1:1094/")
+    TestFileFactory(endpoint=endpoint, path="/data/f", size=1024 * 1024)
+    campaign = Campaign.objects.create(
+        name=f"c-{vantage_point.name}",
+        methods=["direct"],
+        patterns=["random"],
+        read_sizes=[4096],
+        fractions=[0.05],
+        clients=[1],
+    )
+    campaign.endpoints.set([endpoint])
+    campaign.vantage_points.set([vantage_point])
+    return campaign_launch(campaign=campaign, trigger="api")[0]
+
+
+def test_an_enrolment_token_enrols_once_and_not_after_it_expires(central: str) -> None:
+    client = APIClient()
+    _, token = vantage_enrolment_start(name="far-away", now=timezone.now())
+    first = client.post(ENROL, {"token": token, "public_key": public_key()}, format="json")
+    assert first.status_code == 201
+    assert first["Cache-Control"] == "no-store"
+    assert set(first.json()) == {
+        "vantage_point",
+        "queue",
+        "agent_token",
+        "broker_url",
+        "public_key",
+    }
+    again = client.post(ENROL, {"token": token, "public_key": public_key()}, format="json")
+    assert again.status_code == 403
+    late = timezone.now() - timedelta(days=2)
+    _, old = vantage_enrolment_start(name="late", now=late)
+    expired = client.post(ENROL, {"token": old, "public_key": public_key()}, format="json")
+    assert expired.status_code == 403
+    assert not VantagePoint.objects.get(name="late").is_remote
+
+
+def test_a_bad_public_key_is_refused_naming_it_and_the_token_still_enrols(central: str) -> None:
+    client = APIClient()
+    _, token = vantage_enrolment_start(name="far-away", now=timezone.now())
+    bad = client.post(ENROL, {"token": token, "public_key": "not a key"}, format="json")
+    assert bad.status_code == 400
+    assert "public_key" in bad.json()
+    good = client.post(ENROL, {"token": token, "public_key": public_key()}, format="json")
+    assert good.status_code == 201
+
+
+def test_the_api_shows_the_keys_fingerprint_and_when_it_enrolled(
+    central: str, admin_client: Any
+) -> None:
+    vantage_point, _ = enrolled(APIClient(), "far-away")
+    shown = admin_client.get(f"/api/v1/vantage-points/{vantage_point.pk}/").json()
+    assert shown["public_key"] == fingerprint(vantage_point.public_key)
+    assert shown["enrolled_at"] is not None
+    assert shown["revoked_at"] is None
+    changed = admin_client.patch(
+        f"/api/v1/vantage-points/{vantage_point.pk}/",
+        {"public_key": "x", "enrolled_at": None, "name": "renamed"},
+        content_type="application/json",
+    )
+    assert changed.status_code == 400  # renaming an enrolled one: its broker account's queue
+    assert "name" in changed.json()
+    vantage_point.refresh_from_db()
+    assert vantage_point.name == "far-away" and vantage_point.enrolled_at is not None
+
+
+def test_an_agent_reaches_only_its_own_runs_and_reports_must_be_run_json(central: str) -> None:
+    client = APIClient()
+    mine, token = enrolled(client, "mine")
+    theirs, _ = enrolled(client, "theirs")
+    other_run = queued_run(theirs)
+    own_run = queued_run(mine)
+    client.credentials(HTTP_AUTHORIZATION=f"Agent {token}")
+    assert client.post(f"/api/v1/agent/runs/{other_run.pk}/claim/", {}).status_code == 404
+    assert client.post(f"/api/v1/agent/runs/{other_run.pk}/result/", {}).status_code == 404
+    assert Run.objects.get(pk=other_run.pk).status == "queued"
+    claim = client.post(f"/api/v1/agent/runs/{own_run.pk}/claim/", {"worker": "w"}, format="json")
+    assert claim.status_code == 200, claim.content
+    assert claim.json()["credential"] is None  # an anonymous endpoint: nothing sealed
+    assert "ca_dir" not in claim.json()["params"]
+    bad = client.post(
+        f"/api/v1/agent/runs/{own_run.pk}/result/", {"status": "succeeded"}, format="json"
+    )
+    assert bad.status_code == 400
+    assert Run.objects.get(pk=own_run.pk).status == "running"  # nothing of it was stored
+    forged = client.post(
+        f"/api/v1/agent/runs/{own_run.pk}/result/", {"status": "running"}, format="json"
+    )
+    assert forged.status_code == 400
+    unknown = APIClient()
+    unknown.credentials(HTTP_AUTHORIZATION="Agent not-a-token")
+    assert unknown.post(f"/api/v1/agent/runs/{own_run.pk}/claim/", {}).status_code == 401
+    # A user's API token is not an agent's.
+    assert APIClient().post(f"/api/v1/agent/runs/{own_run.pk}/claim/", {}).status_code == 401
+
+
+def test_enrolment_needs_a_broker_that_makes_accounts(settings: Any) -> None:
+    settings.FEDPROBE_BROKER_ADMIN_URL = ""
+    with pytest.raises(CommandError, match="FEDPROBE_BROKER_ADMIN_URL"):
+        call_command("vantage", "enrol", "far-away", stdout=StringIO(), stderr=StringIO())
+    assert not VantagePoint.objects.filter(name="far-away").exists()
+
+
+def test_the_local_vantage_point_is_never_enrolled(central: str) -> None:
+    with pytest.raises(CommandError, match="deployment's own vantage point"):
+        call_command("vantage", "enrol", "local", stdout=StringIO(), stderr=StringIO())

@@ -1,0 +1,223 @@
+"""A remote vantage point end to end (issue 17, items 6-11; docs/vantage-points.md): an admin
+enrols it; its agent runs on a test host of its own (a network namespace that reaches the
+broker, the server and the lab's doors, and not PostgreSQL), with none of the central secrets
+in its environment; it makes its keys there, gets a RabbitMQ account that reaches only its
+queue, measures the lab's token and proxy doors with credentials sealed to its key, and
+reports through the agent API into the real database; revoking it ends its token, its broker
+account (the agent is cut off) and its queued runs.
+
+The broker is the machine's RabbitMQ, in a virtual host of the test's own (removed after);
+the server is Django's live server; the agent runs as `python -m workers.agent run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from io import StringIO
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import amqp
+import httpx
+import kombu
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from tests.celery_worker import REPO, WorkerProcess, wait_until
+from tests.netns import remote_host
+from tests.rabbitmq import RABBIT_ADMIN
+from tests.workers.test_celery_credentials import campaign, endpoint
+from webapp.campaigns.models import Run
+from webapp.campaigns.services import campaign_launch
+from webapp.sites.models import VantagePoint, WorkerHeartbeat
+from workers.agent.api import AgentApi, AgentApiError
+from workers.agent.config import AgentConfig
+from workers.agent.sealing import encode_key
+from workers.lab import Lab
+
+pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
+
+NAME = "remote-a"
+BROKER_PORT, POSTGRES_PORT = 5672, 5432
+# What a remote host must never hold: the central side's own settings.
+CENTRAL_VARIABLES = (
+    "DATABASE_URL",
+    "DJANGO_SETTINGS_MODULE",
+    "FEDPROBE_SECRET_KEY",
+    "FEDPROBE_CREDENTIAL_KEY",
+    "FEDPROBE_BROKER_URL",
+    "FEDPROBE_BROKER_ADMIN_URL",
+)
+
+
+def agent_env(lab: Lab, folder: Path, home: Path) -> dict[str, str]:
+    """All a remote host's agent is given: its folder, its own egress policy and CA folder."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "FEDPROBE_AGENT_DIR": str(folder),
+        "FEDPROBE_EGRESS_ALLOW": "127.0.0.0/8,::1/128",
+        "FEDPROBE_CA_DIR": str(lab.ca_dir()),
+        "FEDPROBE_SECRETS_DIR": str(home / "secrets"),
+        "FEDPROBE_WORKER_HEARTBEAT_S": "2",
+    }
+
+
+def enrol(live_server: Any, env: dict[str, str], inside: Sequence[str] = ()) -> str:
+    """`manage.py vantage enrol NAME`, then the agent's `enrol` on the remote host (`inside`:
+    the command prefix that runs there); returns what the agent printed."""
+    out, err = StringIO(), StringIO()
+    call_command("vantage", "enrol", NAME, stdout=out, stderr=err)
+    token = out.getvalue().strip()
+    assert "python -m workers.agent enrol" in err.getvalue()
+    done = subprocess.run(
+        [*inside, sys.executable, "-m", "workers.agent", "enrol", live_server.url, "-"],
+        input=token + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def agent(name: str, env: dict[str, str], log: Path, inside: Sequence[str]) -> WorkerProcess:
+    argv = [*inside, sys.executable, "-m", "workers.agent", "run"]
+    return WorkerProcess(name, (f"vantage.{name}",), env, log, argv=argv)
+
+
+def test_an_agent_on_a_host_of_its_own_measures_sealed_credentials_and_revocation_ends_it(
+    lab: Lab, live_server: Any, central: str, tmp_path: Path
+) -> None:
+    folder, home = tmp_path / "agent", tmp_path / "home"
+    home.mkdir()
+    env = agent_env(lab, folder, home)
+    assert not set(CENTRAL_VARIABLES) & set(env)
+    token = lab.mint_token()
+    proxy = lab.write_proxy(tmp_path / "proxy").read_text()
+    endpoints = [
+        endpoint(lab, "local-roots", "token", token),
+        endpoint(lab, "local-gsi-root", "x509-proxy", proxy),
+    ]
+    doors = [port_of(lab.endpoint(name).url) for name in ("local-roots", "local-gsi-root")]
+    with remote_host([BROKER_PORT, port_of(live_server.url), *doors]) as host:
+        assert host.reaches("127.0.0.1", BROKER_PORT)
+        assert not host.reaches("127.0.0.1", POSTGRES_PORT)
+        assert not host.reaches(host.gateway, POSTGRES_PORT)
+        inside = host.command([])
+        enrolled_as(enrol(live_server, env, inside), folder)
+        worker = agent(NAME, env, tmp_path / "agent.log", inside).start()
+        try:
+            worker.wait_ready()
+            assert worker.process is not None
+            environ = Path(f"/proc/{worker.process.pid}/environ").read_bytes().decode()
+            assert not any(f"{name}=" in environ for name in CENTRAL_VARIABLES)
+            measured = measure_through(worker, endpoints)
+            assert sorted((run.status, run.auth) for run in measured) == [
+                ("succeeded", "gsi"),
+                ("succeeded", "token"),
+            ], [run.errors for run in measured]
+            assert all(run.worker.endswith(f"({NAME})") for run in measured)
+            config, _ = AgentConfig.read(folder)
+            log = worker.log()
+            for secret in (token, proxy_key_line(proxy), config.agent_token):
+                assert secret not in log
+            assert_revocation_ends_it(endpoints[0], config.agent_token, live_server.url)
+            # Its broker account is gone: RabbitMQ closed its connection and refuses it.
+            wait_until(lambda: "ACCESS_REFUSED" in worker.log(), 30, "the agent cut off", worker)
+        finally:
+            worker.stop()
+
+
+def port_of(url: str) -> int:
+    port = urlsplit(url).port
+    assert port is not None
+    return port
+
+
+def proxy_key_line(proxy: str) -> str:
+    return max(proxy.split("PRIVATE KEY-----")[1].splitlines(), key=len)
+
+
+def enrolled_as(printed: str, folder: Path) -> None:
+    """The agent enrolled: the server keeps its public key, the private key and the agent
+    token stayed on the remote host, which holds none of the central keys."""
+    vantage_point = VantagePoint.objects.get(name=NAME)
+    assert vantage_point.is_remote and not vantage_point.is_revoked
+    assert f"enrolled as vantage point {NAME}" in printed
+    config, key = AgentConfig.read(folder)  # refuses files open to others
+    assert (folder.stat().st_mode & 0o777) == 0o700
+    assert vantage_point.public_key == encode_key(key.public_key)
+    assert config.agent_token not in json.dumps(list(VantagePoint.objects.values()), default=str)
+    held = "".join(path.read_text() for path in folder.iterdir())
+    for secret in (settings.SECRET_KEY, *settings.FEDPROBE_CREDENTIAL_KEYS):
+        assert secret not in held
+
+
+def measure_through(worker: WorkerProcess, endpoints: list[Any]) -> list[Run]:
+    """Launch a campaign on `endpoints` from the remote vantage point; its runs once ended,
+    with the agent's health seen meanwhile."""
+    runs = campaign_launch(campaign=campaign("remote", endpoints, NAME), trigger="api")
+    ids = [run.pk for run in runs]
+
+    def ended() -> bool:
+        return not Run.objects.filter(pk__in=ids, status__in=("queued", "running")).exists()
+
+    wait_until(ended, 120, "the remote vantage point's runs", worker)
+    wait_until(
+        lambda: WorkerHeartbeat.objects.filter(queue=f"vantage.{NAME}").exists(),
+        20,
+        "the agent's health",
+        worker,
+    )
+    return list(Run.objects.filter(pk__in=ids).order_by("pk"))
+
+
+def assert_revocation_ends_it(measured: Any, agent_token: str, server: str) -> None:
+    """Revoked while a run waits for it: the run ends as a tester fault saying so, the
+    broker account is gone, and the agent token is refused."""
+    waiting = campaign_launch(campaign=campaign("remote-2", [measured], NAME), trigger="api")
+    out = StringIO()
+    call_command("vantage", "revoke", NAME, stdout=out)
+    assert f"{NAME} revoked; 1 of its runs ended" in out.getvalue()
+    run = Run.objects.get(pk=waiting[0].pk)
+    assert run.status == "failed"
+    assert run.errors[0]["class"] == "harness"
+    assert f"vantage point {NAME} was revoked" in run.errors[0]["message"]
+    assert run.is_tester_fault
+    with httpx.Client(base_url=f"{RABBIT_ADMIN}/api/", timeout=10) as admin:
+        assert admin.get(f"users/fedprobe-vp-{NAME}").status_code == 404
+    api = AgentApi(server, token=agent_token)
+    with pytest.raises(AgentApiError) as refused:
+        api.heartbeat({"hostname": "h", "pid": 1})
+    assert refused.value.status == 401
+
+
+def test_the_agents_broker_account_reaches_its_own_queue_only(
+    lab: Lab, live_server: Any, central: str, tmp_path: Path
+) -> None:
+    folder, home = tmp_path / "agent", tmp_path / "home"
+    home.mkdir()
+    enrol(live_server, agent_env(lab, folder, home))
+    config, _ = AgentConfig.read(folder)
+    with kombu.Connection(config.broker_url, connect_timeout=10) as connection:
+        own = connection.channel()
+        own.queue_declare(queue=config.queue, durable=True, auto_delete=False)  # allowed
+        own.close()
+        other = connection.channel()
+        with pytest.raises(Exception, match=r"ACCESS_REFUSED"):
+            other.queue_declare(queue="vantage.local", durable=True, auto_delete=False)
+        publisher = connection.channel()
+        publisher.basic_publish(
+            amqp.Message(b"x"), exchange="vantage.local", routing_key="vantage.local"
+        )
+        with pytest.raises(Exception, match=r"ACCESS_REFUSED"):
+            publisher.basic_qos(0, 1, False)  # the publish's refusal comes on the next call

@@ -1,0 +1,204 @@
+"""What a remote vantage point's agent asks of the server (docs/vantage-points.md): it holds no
+database URL and no central key, so it claims each run sent to its queue here, gets the
+run's parameters and its credential sealed to its own key, reports progress (and learns of
+a cancel) and hands in the run JSON, which is stored exactly as a local worker's: once, in
+one transaction (run_ingest), a second delivery adding nothing.
+
+Every call names a run of the agent's own vantage point; any other is refused as unknown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from webapp.campaigns import health
+from webapp.campaigns.models import Run
+from webapp.campaigns.services import (
+    RunMustWait,
+    run_claim,
+    run_enqueue_later,
+    run_fail,
+    run_heartbeat,
+    run_ingest,
+)
+from webapp.sites.enrolment import vantage_revoke
+from webapp.sites.models import VantagePoint
+from workers.agent.sealing import Sealed, seal
+from workers.engine.errors import ErrorClass, InvalidParams, OutsideFileRoots, ProbeError
+from workers.engine.results import check_client_record, check_run_json
+
+log = logging.getLogger(__name__)
+
+
+class UnknownRun(Exception):
+    """Not a run of this vantage point (or none at all): the agent is told nothing more."""
+
+
+class MalformedReport(Exception):
+    """A report the server cannot store; the message names what is wrong."""
+
+
+@dataclass(frozen=True)
+class AgentClaim:
+    """A claimed run as the agent measures it: its parameters (RunParams.to_json without
+    anything of the server's host) and its credential, sealed to the vantage point's key."""
+
+    run_id: int
+    params: dict[str, object]
+    sealed_credential: str | None
+
+
+def _own_run(vantage_point: VantagePoint, run_id: int) -> Run:
+    run = Run.objects.filter(pk=run_id, vantage_point=vantage_point).first()
+    if run is None:
+        raise UnknownRun(run_id)
+    return run
+
+
+def agent_claim(*, vantage_point: VantagePoint, run_id: int, worker: str) -> AgentClaim | None:
+    """Claim run `run_id` for the agent's worker `worker`: its parameters and sealed
+    credential, or None when there is nothing to measure (taken already, cancelled, or its
+    credential or parameters failed here: the run is then ended with the reason). RunMustWait
+    when the vantage point is busy: the run is sent again a little later, from here (the
+    agent cannot publish)."""
+    _own_run(vantage_point, run_id)
+    try:
+        run = run_claim(run_id=run_id, worker=f"{worker} ({vantage_point.name})")
+    except RunMustWait:
+        run_enqueue_later(run_id)
+        raise
+    if run is None:
+        return None
+    try:
+        params = run.engine_params()
+    except OutsideFileRoots as exc:
+        run_fail(
+            run_id=run_id, message=f"{exc.field}: {exc.message}", error_class=ErrorClass.EGRESS
+        )
+        return None
+    except InvalidParams as exc:
+        run_fail(run_id=run_id, message=f"{exc.field}: {exc.message}")
+        return None
+    except ProbeError as exc:  # an oauth client's issuer gave no token (phase credential)
+        run_fail(run_id=run_id, message=exc.message, error_class=exc.error_class, phase=exc.phase)
+        return None
+    sealed = None
+    if params.credential is not None:
+        credential = Sealed(
+            run_id, vantage_point.name, params.credential.kind, params.credential.secret
+        )
+        sealed = seal(credential, vantage_point.public_key)
+    answer = params.to_json()
+    answer.pop("ca_dir", None)  # the agent verifies servers against its own CA folder
+    return AgentClaim(run_id, answer, sealed)
+
+
+def agent_progress(
+    *,
+    vantage_point: VantagePoint,
+    run_id: int,
+    client_bytes: Sequence[int],
+    finished: Sequence[object],
+) -> bool:
+    """One heartbeat of a run the agent measures; True when a cancel was asked for."""
+    run = _own_run(vantage_point, run_id)
+    if run.status != Run.Status.RUNNING:
+        return True  # ended meanwhile (the reaper, a revocation): stop measuring
+    if not all(isinstance(n, int) and n >= 0 for n in client_bytes):
+        raise MalformedReport("client_bytes: a list of byte counts")
+    try:
+        records = [check_client_record(f, f"finished[{i}]") for i, f in enumerate(finished)]
+    except InvalidParams as exc:
+        raise MalformedReport(f"{exc.field}: {exc.message}") from None
+    return run_heartbeat(run_id=run_id, client_bytes=client_bytes, finished=records)
+
+
+def agent_result(*, vantage_point: VantagePoint, run_id: int, run_json: object) -> bool:
+    """Store the run JSON the agent measured; False when the run had already ended (a second
+    delivery, or ended here meanwhile). MalformedReport, storing nothing, for anything that
+    does not have the run JSON's shape (results.check_run_json): a compromised vantage point
+    can report wrong figures for its own runs, not break or bloat the database."""
+    _own_run(vantage_point, run_id)
+    try:
+        checked = check_run_json(run_json)
+    except InvalidParams as exc:
+        raise MalformedReport(f"{exc.field}: {exc.message}") from None
+    return run_ingest(run_id=run_id, run_json=checked)
+
+
+def agent_failure(
+    *, vantage_point: VantagePoint, run_id: int, message: str, error_class: str, phase: str
+) -> bool:
+    """The agent could not measure a run it claimed (its parameters refused on its host, its
+    credential did not open): ended as failed with its reason."""
+    _own_run(vantage_point, run_id)
+    try:
+        cls = ErrorClass(error_class)
+    except ValueError:
+        raise MalformedReport(f"error_class: {error_class!r} is not an error class") from None
+    return run_fail(run_id=run_id, message=message[:2000], error_class=cls, phase=phase[:50])
+
+
+def agent_heartbeat(
+    *, vantage_point: VantagePoint, worker: dict[str, Any], now: datetime, stopped: bool = False
+) -> None:
+    """The agent's worker reports itself, on its own queue only (pages show it as any
+    worker's: docs/workers.md#worker-health)."""
+    hostname = str(worker.get("hostname", ""))[:200]
+    pid = int(worker.get("pid", 0))
+    if not hostname or pid <= 0:
+        raise MalformedReport("worker: hostname and pid")
+    if stopped:
+        health.worker_stopped(hostname=hostname, pid=pid, now=now)
+        return
+    current = worker.get("current_run_id")
+    if (
+        current is not None
+        and not Run.objects.filter(pk=current, vantage_point=vantage_point).exists()
+    ):
+        current = None
+    health.worker_heartbeat(
+        hostname=hostname,
+        queues=[vantage_point.queue],
+        pid=pid,
+        version=str(worker.get("version", ""))[:50],
+        started_at=_started_at(worker.get("started_at"), now),
+        current_run_id=current,
+        now=now,
+    )
+
+
+def _started_at(value: object, now: datetime) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        return now
+    return parsed if parsed.tzinfo is not None else now
+
+
+def vantage_point_revoke(*, vantage_point: VantagePoint, now: datetime | None = None) -> int:
+    """Revoke a remote vantage point (its agent token, broker account and key end) and end
+    its queued and running runs as tester faults saying so; returns how many runs ended."""
+    now = now or timezone.now()
+    message = (
+        f"vantage point {vantage_point.name} was revoked at {now.isoformat(timespec='seconds')}: "
+        "its agent may no longer measure"
+    )
+    error = [{"class": str(ErrorClass.HARNESS), "message": message, "client": None}]
+    try:
+        vantage_revoke(vantage_point=vantage_point, now=now)
+    finally:  # the agent's token is gone even when the broker did not answer: end its runs
+        ended = Run.objects.filter(vantage_point=vantage_point, status=Run.Status.QUEUED).update(
+            status=Run.Status.FAILED, finished_at=now, errors=error
+        )
+        running = Run.objects.filter(vantage_point=vantage_point, status=Run.Status.RUNNING)
+        for run_id in running.values_list("pk", flat=True):
+            ended += run_fail(run_id=run_id, message=message, error_class=ErrorClass.HARNESS)
+        log.info("vantage point %s revoked: %d runs ended", vantage_point.name, ended)
+    return ended

@@ -1,0 +1,171 @@
+"""The agent's Celery worker: it consumes its vantage point's queue on the broker with the
+account enrolment gave it (which reaches that queue only), one run at a time, and measures
+each run the server sends there (the message carries only the run's id: runner.measure
+asks the server for the rest). Its health is reported to the server as a deployment's
+workers report theirs (webapp/celery.py's Heartbeat), through the agent API.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import ssl
+import threading
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from celery import Celery
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
+from celery.worker import state as worker_state
+
+from workers.agent.api import AgentApi, AgentApiError
+from workers.agent.config import AgentConfig, HostSettings
+from workers.agent.runner import measure
+from workers.engine.credentials import remove_stale_run_dirs
+from workers.engine.processes import allow_children_in_pool_process
+
+log = logging.getLogger(__name__)
+
+# The server's name for the task (webapp/campaigns/dispatch.py MEASURE_RUN).
+MEASURE_RUN = "fedprobe.measure_run"
+HEALTH_S = float(os.environ.get("FEDPROBE_WORKER_HEARTBEAT_S", "30"))
+
+
+def make_app(folder: Path) -> tuple[Celery, AgentConfig]:
+    """The agent's Celery app for the agent enrolled in `folder`."""
+    config, key = AgentConfig.read(folder)
+    host = HostSettings.from_environment()
+    app = Celery("fedprobe-agent")
+    app.conf.update(
+        broker_url=config.broker_url,
+        broker_use_ssl=_broker_tls(config),
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,  # rides out a broker restart
+        broker_heartbeat=30,
+        task_default_queue=config.queue,
+        task_create_missing_queues=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=False,
+        task_ignore_result=True,
+        result_backend=None,
+        worker_prefetch_multiplier=1,
+        # The account may touch its own queue and nothing else: no remote control (its
+        # pidbox exchange), no events, nothing to publish.
+        worker_enable_remote_control=False,
+        worker_send_task_events=False,
+        task_send_sent_event=False,
+    )
+
+    @app.task(name=MEASURE_RUN, acks_late=True, reject_on_worker_lost=False)
+    def measure_run(run_id: int) -> None:
+        api = AgentApi(config.server, token=config.agent_token, ca_file=config.server_ca_file)
+        try:
+            measure(int(run_id), api=api, config=config, key=key, host=host, worker=_worker_name())
+        finally:
+            api.close()
+
+    _Health.configure(config)
+    return app, config
+
+
+def _broker_tls(config: AgentConfig) -> dict[str, Any] | bool:
+    if not config.broker_url.startswith("amqps://"):
+        return False
+    # py-amqp checks the certificate's name only when it is told which name to expect.
+    options: dict[str, Any] = {
+        "cert_reqs": ssl.CERT_REQUIRED,
+        "server_hostname": urlsplit(config.broker_url).hostname,
+    }
+    if config.server_ca_file:
+        options["ca_certs"] = config.server_ca_file
+    return options
+
+
+def _worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@worker_process_init.connect
+def _let_pool_processes_start_clients(**kwargs: Any) -> None:
+    allow_children_in_pool_process()
+
+
+class _Health:
+    """A thread of the worker's main process telling the server every HEALTH_S that this
+    worker consumes its vantage point's queue (and which run it measures), and that it
+    stopped, at a warm shutdown."""
+
+    config: AgentConfig | None = None
+    running: _Health | None = None
+
+    @classmethod
+    def configure(cls, config: AgentConfig) -> None:
+        cls.config = config
+
+    def __init__(self, hostname: str) -> None:
+        assert self.config is not None
+        self.api = AgentApi(
+            self.config.server, token=self.config.agent_token, ca_file=self.config.server_ca_file
+        )
+        self.worker = {
+            "hostname": hostname,
+            "pid": os.getpid(),
+            "version": _version(),
+            "started_at": datetime.now(UTC).isoformat(),
+        }
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fedprobe-agent-health", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._report({"current_run_id": _current_run_id()})
+            self._stop.wait(HEALTH_S)
+
+    def _report(self, more: dict[str, Any]) -> None:
+        try:
+            self.api.heartbeat({**self.worker, **more})
+        except AgentApiError as exc:  # a missed beat is logged; the next one tries again
+            log.warning("worker health not reported: %s", exc)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._report({"stopped": True})
+        self.api.close()
+
+
+@worker_ready.connect
+def _start_health(sender: Any, **kwargs: Any) -> None:
+    remove_stale_run_dirs()
+    if _Health.config is not None:
+        _Health.running = _Health(sender.hostname)
+        _Health.running.start()
+
+
+@worker_shutdown.connect
+def _stop_health(**kwargs: Any) -> None:
+    if _Health.running is not None:
+        _Health.running.stop()
+        _Health.running = None
+
+
+def _current_run_id() -> int | None:
+    for request in list(worker_state.active_requests):
+        if request.name == MEASURE_RUN and request.args:
+            return int(request.args[0])
+    return None
+
+
+def _version() -> str:
+    try:
+        return package_version("fedprobe")
+    except PackageNotFoundError:
+        return "unknown"
