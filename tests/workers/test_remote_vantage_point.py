@@ -11,11 +11,15 @@ the server is Django's live server; the agent runs as `python -m workers.agent r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,7 @@ from django.core.management import call_command
 from tests.celery_worker import REPO, WorkerProcess, wait_until
 from tests.netns import remote_host
 from tests.rabbitmq import RABBIT_ADMIN
+from tests.servers import free_port
 from tests.workers.test_celery_credentials import campaign, endpoint
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch
@@ -38,7 +43,9 @@ from webapp.sites.models import VantagePoint, WorkerHeartbeat
 from workers.agent.api import AgentApi, AgentApiError
 from workers.agent.config import AgentConfig
 from workers.agent.sealing import encode_key
+from workers.agent.worker import broker_tls_options
 from workers.lab import Lab
+from workers.lab.pki import LabPki
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
 
@@ -68,7 +75,9 @@ def agent_env(lab: Lab, folder: Path, home: Path) -> dict[str, str]:
     }
 
 
-def enrol(live_server: Any, env: dict[str, str], inside: Sequence[str] = ()) -> str:
+def enrol(
+    live_server: Any, env: dict[str, str], inside: Sequence[str] = (), ca_file: str = ""
+) -> str:
     """`manage.py vantage enrol NAME`, then the agent's `enrol` on the remote host (`inside`:
     the command prefix that runs there); returns what the agent printed."""
     out, err = StringIO(), StringIO()
@@ -76,7 +85,8 @@ def enrol(live_server: Any, env: dict[str, str], inside: Sequence[str] = ()) -> 
     token = out.getvalue().strip()
     assert "python -m workers.agent enrol" in err.getvalue()
     done = subprocess.run(
-        [*inside, sys.executable, "-m", "workers.agent", "enrol", live_server.url, "-"],
+        [*inside, sys.executable, "-m", "workers.agent", "enrol", live_server.url, "-"]
+        + (["--ca-file", ca_file] if ca_file else []),
         input=token + "\n",
         capture_output=True,
         text=True,
@@ -94,8 +104,38 @@ def agent(name: str, env: dict[str, str], log: Path, inside: Sequence[str]) -> W
     return WorkerProcess(name, (f"vantage.{name}",), env, log, argv=argv)
 
 
+@pytest.fixture
+def broker_tls(lab: Lab, settings: Any, vhost: str) -> Iterator[int]:
+    """RabbitMQ behind TLS with the lab's host certificate (localhost): agents are told to
+    connect with amqps:// and verify it against the lab's CA. Yields the TLS port."""
+    port = free_port()
+    pki = LabPki(lab.state_dir / "pki", lab.state_dir / "certs")
+    listen = (
+        f"OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,verify=0,"
+        f"cert={pki.lab.host_cert},key={pki.lab.host_key}"
+    )
+    terminator = subprocess.Popen(["socat", listen, f"TCP:127.0.0.1:{BROKER_PORT}"])
+    try:
+        wait_for_port(port)
+        settings.FEDPROBE_AGENT_BROKER_URL = f"amqps://localhost:{port}/{vhost}"
+        yield port
+    finally:
+        terminator.terminate()
+        terminator.wait()
+
+
+def wait_for_port(port: int) -> None:
+    give_up = time.monotonic() + 10
+    while time.monotonic() < give_up:
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
 def test_an_agent_on_a_host_of_its_own_measures_sealed_credentials_and_revocation_ends_it(
-    lab: Lab, live_server: Any, central: str, tmp_path: Path
+    lab: Lab, live_server: Any, central: str, broker_tls: int, tmp_path: Path
 ) -> None:
     folder, home = tmp_path / "agent", tmp_path / "home"
     home.mkdir()
@@ -108,12 +148,13 @@ def test_an_agent_on_a_host_of_its_own_measures_sealed_credentials_and_revocatio
         endpoint(lab, "local-gsi-root", "x509-proxy", proxy),
     ]
     doors = [port_of(lab.endpoint(name).url) for name in ("local-roots", "local-gsi-root")]
-    with remote_host([BROKER_PORT, port_of(live_server.url), *doors]) as host:
-        assert host.reaches("127.0.0.1", BROKER_PORT)
+    with remote_host([broker_tls, port_of(live_server.url), *doors]) as host:
+        assert host.reaches("127.0.0.1", broker_tls)
+        assert not host.reaches("127.0.0.1", BROKER_PORT)  # only through TLS
         assert not host.reaches("127.0.0.1", POSTGRES_PORT)
         assert not host.reaches(host.gateway, POSTGRES_PORT)
         inside = host.command([])
-        enrolled_as(enrol(live_server, env, inside), folder)
+        enrolled_as(enrol(live_server, env, inside, str(lab.ca_file())), folder)
         worker = agent(NAME, env, tmp_path / "agent.log", inside).start()
         try:
             worker.wait_ready()
@@ -127,14 +168,31 @@ def test_an_agent_on_a_host_of_its_own_measures_sealed_credentials_and_revocatio
             ], [run.errors for run in measured]
             assert all(run.worker.endswith(f"({NAME})") for run in measured)
             config, _ = AgentConfig.read(folder)
+            assert config.broker_url.startswith(f"amqps://fedprobe-vp-{NAME}:")
+            assert_the_broker_is_verified(config, lab)
             log = worker.log()
-            for secret in (token, proxy_key_line(proxy), config.agent_token):
+            broker_password = urlsplit(config.broker_url).password
+            assert broker_password
+            for secret in (token, proxy_key_line(proxy), config.agent_token, broker_password):
                 assert secret not in log
             assert_revocation_ends_it(endpoints[0], config.agent_token, live_server.url)
             # Its broker account is gone: RabbitMQ closed its connection and refuses it.
             wait_until(lambda: "ACCESS_REFUSED" in worker.log(), 30, "the agent cut off", worker)
         finally:
             worker.stop()
+
+
+def assert_the_broker_is_verified(config: AgentConfig, lab: Lab) -> None:
+    """The agent's TLS to the broker checks the certificate against its CA file: one of
+    another CA is refused (what the agent connected with above could have failed so)."""
+    pki = LabPki(lab.state_dir / "pki", lab.state_dir / "certs")
+    stranger = replace(config, server_ca_file=str(pki.rogue.ca_cert))
+    options = broker_tls_options(stranger)
+    with (
+        kombu.Connection(config.broker_url, ssl=options, connect_timeout=5) as connection,
+        pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED"),
+    ):
+        connection.connect()
 
 
 def port_of(url: str) -> int:

@@ -43,7 +43,7 @@ def make_app(folder: Path) -> tuple[Celery, AgentConfig]:
     app = Celery("fedprobe-agent")
     app.conf.update(
         broker_url=config.broker_url,
-        broker_use_ssl=_broker_tls(config),
+        broker_use_ssl=broker_tls_options(config),
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,  # rides out a broker restart
         broker_heartbeat=30,
@@ -73,7 +73,8 @@ def make_app(folder: Path) -> tuple[Celery, AgentConfig]:
     return app, config
 
 
-def _broker_tls(config: AgentConfig) -> dict[str, Any] | bool:
+def broker_tls_options(config: AgentConfig) -> dict[str, Any] | bool:
+    """amqps:// verifies the broker's certificate and name against the agent's CA file."""
     if not config.broker_url.startswith("amqps://"):
         return False
     # py-amqp checks the certificate's name only when it is told which name to expect.
