@@ -87,7 +87,10 @@ def vantage_enrol(*, token: str, public_key: str, now: datetime) -> Enrolment:
         expires = vantage_point.enrolment_expires_at if vantage_point else None
         if vantage_point is None or expires is None or expires <= now:
             raise EnrolmentRefused("the enrolment token is unknown, used or expired")
-        previous_user = vantage_point.broker_user
+        if vantage_point.broker_user:
+            # A re-enrolment: the old account goes first, and RabbitMQ closes its
+            # connections (a new password alone would leave them open).
+            broker_accounts.delete(vantage_point.broker_user)
         broker = broker_accounts.create(vantage_point.name, vantage_point.queue)
         agent_token = secrets.token_urlsafe(32)
         vantage_point.public_key = public_key
@@ -100,8 +103,6 @@ def vantage_enrol(*, token: str, public_key: str, now: datetime) -> Enrolment:
         if vantage_point.location == "remote (enrolling)":
             vantage_point.location = "remote"
         vantage_point.save()
-    if previous_user and previous_user != broker.user:
-        broker_accounts.delete(previous_user)
     return Enrolment(vantage_point, agent_token, broker)
 
 

@@ -394,7 +394,7 @@ class VantagePoint(models.Model):
 
     def rename_refusal(self, name: str) -> str | None:
         """Why this (saved) vantage point may not be renamed to `name`, or None."""
-        if self.pk is not None and self.is_remote and name != self.name:
+        if self.pk is not None and self.is_remote and not self.is_revoked and name != self.name:
             return (
                 f"{self.name} has an enrolled agent, whose broker account reaches "
                 f"{self.queue} only: enrol a new vantage point under the new name instead"
