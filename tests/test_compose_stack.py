@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
+import os
 import re
 import secrets
 import ssl
@@ -125,6 +126,7 @@ def _settings(home: Path) -> dict[str, str]:
 def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
     """The stack built from nothing and up (`up --wait`); afterwards down, and every
     container, volume, network and image it made removed, and its Docker engine stopped."""
+    assert os.geteuid() == 0, "the compose stage runs as root (apt, dockerd), as CI does"
     say = _say(pytestconfig)
     home = new_home()
     daemon = DockerDaemon(home)

@@ -42,6 +42,8 @@ APT_PACKAGES = ("docker.io", "debootstrap")
 # docker.io's own client, of the daemon's version (a newer one may also be on PATH).
 DOCKER = "/usr/bin/docker"
 DOCKERD = "/usr/sbin/dockerd"
+# dockerd 20.10 writes its key there whatever its data root.
+DOCKERD_KEY = Path("/etc/docker/key.json")
 # Made here, beside what docker-compose.yml builds and names.
 BASE_IMAGE = "debian:bookworm"
 PYTHON_IMAGE = "python:3.11-slim-bookworm"
@@ -116,6 +118,7 @@ class DockerDaemon:
     # The host state dockerd changes and leaves behind, put back after it stops.
     _ip_forward: str = ""
     _had_docker0: bool = True
+    _had_key: bool = True
     _firewall: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -132,6 +135,7 @@ class DockerDaemon:
     def start(self, timeout_s: float = 60) -> None:
         self._ip_forward = Path("/proc/sys/net/ipv4/ip_forward").read_text().strip()
         self._had_docker0 = Path("/sys/class/net/docker0").exists()
+        self._had_key = DOCKERD_KEY.exists()
         self._firewall = firewall()
         argv = [
             DOCKERD,
@@ -168,7 +172,7 @@ class DockerDaemon:
     def stop(self, timeout_s: float = 60) -> None:
         """SIGTERM to dockerd (which stops its containerd), SIGKILL if it lingers; then the
         host as it was: IP forwarding, the firewall without dockerd's chains and rules, and
-        no docker0 bridge where there was none."""
+        no docker0 bridge nor dockerd's key where there was none."""
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -182,6 +186,8 @@ class DockerDaemon:
             undo_docker_firewall(self._firewall)
         if not self._had_docker0 and Path("/sys/class/net/docker0").exists():
             subprocess.run(["ip", "link", "delete", "docker0"], check=False)
+        if not self._had_key:
+            DOCKERD_KEY.unlink(missing_ok=True)
 
 
 def firewall() -> dict[str, list[str]]:
