@@ -38,6 +38,7 @@ from tests.compose.stack import (
     DockerDaemon,
     Say,
     Stack,
+    StackError,
     apt_install_missing,
     base_image,
     new_home,
@@ -105,7 +106,7 @@ def _tls_files(folder: Path) -> None:
         serialization.NoEncryption(),
     )
     (folder / "privkey.pem").write_bytes(private)
-    (folder / "privkey.pem").chmod(0o644)  # nginx's master reads it as root; the folder is ours
+    (folder / "privkey.pem").chmod(0o600)  # nginx's master process reads it, as root
 
 
 def _settings(home: Path) -> dict[str, str]:
@@ -145,25 +146,37 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
         with stack.timed("compose build"):
             stack.compose("build")
         with stack.timed("compose up --wait"):
-            stack.compose("up", "--detach", "--wait", "--no-build", "--pull", "never")
+            _up(stack)
         yield stack
     finally:
         try:
-            if daemon.process is not None:
+            if daemon.answers():
                 _take_down(stack)
         finally:
             daemon.stop()
             remove_tree(home)
 
 
+def _up(stack: Stack) -> None:
+    """`up --wait`; if a service does not become healthy, what each one said last."""
+    try:
+        stack.compose("up", "--detach", "--wait", "--no-build", "--pull", "never")
+    except StackError as exc:
+        states = stack.compose("ps", "--all")
+        said = stack.compose("logs", "--no-color", "--tail", "20")
+        raise StackError(f"{exc}\n{states}\n{said}") from None
+
+
 def _take_down(stack: Stack) -> None:
     daemon = stack.daemon
     with stack.timed("compose down and images removed"):
-        stack.down()
-        daemon.docker("image", "rm", PYTHON_IMAGE, BASE_IMAGE)
-        # What builds left: dangling images of the service images built twice, build cache.
-        daemon.docker("image", "prune", "--all", "--force")
-        daemon.docker("builder", "prune", "--all", "--force")
+        try:
+            stack.down()
+        finally:
+            # The rest of what was made: the base and the python stand-in, the images the
+            # fedprobe services' builds left dangling (one per service), the build cache.
+            daemon.docker("image", "prune", "--all", "--force")
+            daemon.docker("builder", "prune", "--all", "--force")
     left = what_is_left(daemon)
     assert left == {"containers": [], "volumes": [], "images": [], "networks": []}
 

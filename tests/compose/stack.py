@@ -150,12 +150,13 @@ class DockerDaemon:
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
         deadline = time.monotonic() + timeout_s
-        while not self._answers():
+        while not self.answers():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise StackError(f"dockerd did not start:\n{self.log_tail()}")
             time.sleep(0.2)
 
-    def _answers(self) -> bool:
+    def answers(self) -> bool:
+        """Whether dockerd answers on its socket."""
         if not self.socket.exists():
             return False
         ping = [DOCKER, "version", "--format", "{{.Server.Version}}"]
