@@ -58,6 +58,7 @@ TOKEN_DOOR, PROXY_DOOR = "local-roots", "local-gsi-root"
 METHODS = ("direct", "copy")
 TEST_FILE = "/fedprobe/file-16M"
 RUNS_WAIT_S = 240
+NGINX_WAIT_S = 30
 # A JSON web token (the lab's tokens, any WLCG token) and a PEM block (a proxy's key).
 JWT = re.compile(r"eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.")
 PEM = "-----BEGIN"
@@ -158,13 +159,35 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Stack]:
 
 
 def _up(stack: Stack) -> None:
-    """`up --wait`; if a service does not become healthy, what each one said last."""
+    """`up --wait`, then nginx answering HTTPS (it has no health check: `--wait` takes a
+    container that starts and exits again for running); if either fails, what each service
+    said last."""
     try:
         stack.compose("up", "--detach", "--wait", "--no-build", "--pull", "never")
-    except StackError as exc:
+        _wait_for("nginx answering", lambda: _answers(stack), NGINX_WAIT_S)
+    except (StackError, AssertionError) as exc:
         states = stack.compose("ps", "--all")
         said = stack.compose("logs", "--no-color", "--tail", "20")
         raise StackError(f"{exc}\n{states}\n{said}") from None
+
+
+def _answers(stack: Stack) -> bool:
+    try:
+        httpx.get(_base_url(stack), verify=_tls(stack), trust_env=False, timeout=5)
+    except httpx.TransportError:
+        return False
+    return True
+
+
+def _base_url(stack: Stack) -> str:
+    return f"https://{HOST}:{stack.settings['FEDPROBE_HTTPS_PORT'].rsplit(':', 1)[1]}"
+
+
+def _tls(stack: Stack) -> ssl.SSLContext:
+    """Trusting nginx's certificate, and nothing else."""
+    return ssl.create_default_context(
+        cafile=Path(stack.settings["FEDPROBE_TLS_DIR"]) / "fullchain.pem"
+    )
 
 
 def _take_down(stack: Stack) -> None:
@@ -194,13 +217,10 @@ def api_key(stack: Stack) -> str:
 @pytest.fixture(scope="module")
 def api(stack: Stack, api_key: str) -> Iterator[httpx.Client]:
     """HTTPS to nginx's published port, verifying its certificate."""
-    port = stack.settings["FEDPROBE_HTTPS_PORT"].rsplit(":", 1)[1]
-    certificate = Path(stack.settings["FEDPROBE_TLS_DIR"]) / "fullchain.pem"
-    context = ssl.create_default_context(cafile=certificate)
     with httpx.Client(
-        base_url=f"https://{HOST}:{port}",
+        base_url=_base_url(stack),
         headers={"Authorization": f"Token {api_key}"},
-        verify=context,
+        verify=_tls(stack),
         trust_env=False,
         timeout=30,
     ) as client:
