@@ -33,6 +33,12 @@ def test_seen_by_two_stages() -> None:
 @pytest.mark.faults
 def test_fault() -> None:
     assert os.environ.get("STAGES_PROBE_FAULT") != "fail"
+
+
+@pytest.mark.compose
+def test_compose_stack() -> None:
+    with Path(os.environ["STAGES_PROBE_LOG"]).open("a") as log:
+        log.write("compose\\n")
 """
 
 
@@ -52,7 +58,7 @@ def stages(tmp_path: Path, *args: str, fault: str = "") -> subprocess.CompletedP
 
 def outcomes(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
     """{stage: outcome} from the summary's lines ("bin/test: quick    passed    0 min 01 s")."""
-    rows = done.stderr.split("bin/test: stage    outcome", 1)[1].splitlines()[1:5]
+    rows = done.stderr.split("bin/test: stage    outcome", 1)[1].splitlines()[1:6]
     return {row.split()[1]: " ".join(row.split()[2:-4]) for row in rows}
 
 
@@ -66,11 +72,14 @@ def test_every_stage_runs_after_a_failed_one_and_the_failure_fails_the_whole(
         "sqlite": "passed",
         "faults": "failed (pytest exit 1)",
         "browser": "selected no test",
+        "compose": "passed",
     }
-    # The sqlite test ran in the quick stage and again with the embedded database's empty URL.
-    assert (tmp_path / "seen.log").read_text().splitlines() == ["'postgres://outer'", "''"]
+    # The sqlite test ran in the quick stage and again with the embedded database's empty URL;
+    # the compose test in the compose stage only.
+    seen = ["'postgres://outer'", "''", "compose"]
+    assert (tmp_path / "seen.log").read_text().splitlines() == seen
     # Each stage that ran tests says which were slowest (bin/test's CI log shows where time goes).
-    assert done.stdout.count("slowest 25 durations") == 3, done.stdout
+    assert done.stdout.count("slowest 25 durations") == 4, done.stdout
 
 
 def test_with_arguments_a_stage_may_select_nothing(tmp_path: Path) -> None:

@@ -82,7 +82,9 @@ def run_in_image_env(
     # Paths of the image that do not exist here: keep this machine's defaults.
     for name in ("FEDPROBE_VAR_DIR", "FEDPROBE_STATIC_ROOT", "FEDPROBE_LAB_DIR", "PYTHONPATH"):
         image_env.pop(name)
-    env.update(image_env, **service_env(service), **(extra or {}))
+    compose_env = service_env(service)
+    compose_env.pop("FEDPROBE_CA_DIR", None)  # a volume of the containers
+    env.update(image_env, **compose_env, **(extra or {}))
     return subprocess.run(
         argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
     )
@@ -118,7 +120,7 @@ def test_databases_and_long_running_services_have_health_checks() -> None:
 def test_state_lives_in_volumes() -> None:
     assert "pgdata:/var/lib/postgresql/data" in SERVICES["postgres"]["volumes"]
     assert "redisdata:/data" in SERVICES["redis"]["volumes"]
-    assert set(COMPOSE["volumes"]) == {"pgdata", "redisdata", "static", "lab"}
+    assert set(COMPOSE["volumes"]) == {"pgdata", "redisdata", "static", "lab", "ca"}
 
 
 def test_nothing_starts_before_the_database_is_migrated() -> None:
@@ -139,6 +141,31 @@ def test_worker_measures_from_the_lab_network_and_reads_its_files() -> None:
     lab_dir = dockerfile_env()["FEDPROBE_LAB_DIR"]
     assert f"lab:{lab_dir}" in SERVICES["lab"]["volumes"]
     assert f"lab:{lab_dir}:ro" in worker["volumes"]
+
+
+def test_the_ca_folder_lab_register_writes_is_the_one_worker_and_web_verify_against() -> None:
+    """`lab register` writes VAR_DIR/ca in the lab's container; volume ca shares it."""
+    ca_dir = f"{dockerfile_env()['FEDPROBE_VAR_DIR']}/ca"
+    assert f"ca:{ca_dir}" in SERVICES["lab"]["volumes"]
+    for service in ("worker", "web"):
+        assert f"ca:{ca_dir}:ro" in SERVICES[service]["volumes"], service
+        assert service_env(service)["FEDPROBE_CA_DIR"] == ca_dir, service
+
+
+def test_nginx_logs_no_query_string_and_runs_on_nginx_1_22() -> None:
+    """Each server {} names its access log, in the format without query strings: that
+    replaces the image's http-level one (format `main`, with $request). `http2 on;` is
+    nginx 1.25's; 1.22 refuses it (`listen ... http2` works on both)."""
+    nginx = re.sub(r"#.*", "", (REPO / "deploy" / "nginx.conf").read_text())
+    servers = re.split(r"^server \{", nginx, flags=re.MULTILINE)
+    assert "access_log" not in servers[0]  # the http level, beside the image's
+    for server in servers[1:]:
+        assert "access_log /var/log/nginx/access.log fedprobe;" in server
+    log_format = re.search(r"log_format fedprobe (.*?);", nginx, re.DOTALL)
+    assert log_format
+    assert not re.search(r"\$(request|args|query_string|request_uri|http_referer)\b", log_format[1])
+    assert "http2 on" not in nginx
+    assert "listen 443 ssl http2 default_server;" in nginx
 
 
 def test_collected_static_files_are_what_nginx_serves() -> None:
