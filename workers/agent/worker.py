@@ -40,7 +40,9 @@ def make_app(folder: Path) -> tuple[Celery, AgentConfig]:
     """The agent's Celery app for the agent enrolled in `folder`."""
     config, key = AgentConfig.read(folder)
     host = HostSettings.from_environment()
-    app = Celery("fedprobe-agent")
+    # No Django fix-up: it would set Django up wherever DJANGO_SETTINGS_MODULE is set (the
+    # project's image sets it), and the agent has no Django settings to give it.
+    app = Celery("fedprobe-agent", fixups=[])
     app.conf.update(
         broker_url=config.broker_url,
         broker_use_ssl=broker_tls_options(config),
