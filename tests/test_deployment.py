@@ -168,6 +168,20 @@ def test_nginx_logs_no_query_string_and_runs_on_nginx_1_22() -> None:
     assert "listen 443 ssl http2 default_server;" in nginx
 
 
+def test_the_sign_in_callbacks_query_string_reaches_no_nginx_log() -> None:
+    """The provider's code and state come in the callback's query string, and nginx's error
+    log quotes a failed request's line whole: that location logs only what is critical. Its
+    path is Django's, whatever the URLconf says."""
+    from django.urls import reverse
+
+    callback = reverse("oidc-callback")
+    nginx = re.sub(r"#.*", "", (REPO / "deploy" / "nginx.conf").read_text())
+    location = re.search(rf"location {re.escape(callback)} \{{(.*?)\}}", nginx, re.DOTALL)
+    assert location is not None, f"no location {callback} in nginx.conf"
+    assert "error_log /var/log/nginx/error.log crit;" in location.group(1)
+    assert "proxy_pass http://web:8000;" in location.group(1)
+
+
 def test_collected_static_files_are_what_nginx_serves() -> None:
     static_root = dockerfile_env()["FEDPROBE_STATIC_ROOT"]
     assert f"static:{static_root}" in SERVICES["migrate"]["volumes"]
