@@ -96,7 +96,9 @@ def test_gunicorn_access_log_of_compose_hides_query_and_referer_secrets(tmp_path
     image_env = dockerfile_env()
     for name in ("FEDPROBE_VAR_DIR", "FEDPROBE_STATIC_ROOT", "FEDPROBE_LAB_DIR", "PYTHONPATH"):
         image_env.pop(name)
-    env = clean_env(**image_env, **service_env("web"))
+    compose_env = service_env("web")
+    compose_env.pop("FEDPROBE_CA_DIR", None)  # a volume of the containers, not a folder here
+    env = clean_env(**image_env, **compose_env)
     output = serve_one_request(argv, env, port, tmp_path / "gunicorn.log")
     assert_redacted(output)
     assert "access_token=[redacted]" in output
@@ -131,6 +133,8 @@ def test_nginx_access_log_leaves_out_query_strings_and_referers() -> None:
     for variable in ("$request ", '$request"', "$request_uri", "$args", "$query_string"):
         assert variable not in log_format.group(1), variable
     assert "$http_referer" not in log_format.group(1)
+    # Each server {} names it (replacing the image's own http-level access_log, whose
+    # format holds $request): one per server, and no other.
     assert re.findall(r"^\s*access_log\s+([^;]*);", nginx, re.MULTILINE) == [
         "/var/log/nginx/access.log fedprobe"
-    ]
+    ] * len(re.findall(r"^server \{", nginx, re.MULTILINE))
