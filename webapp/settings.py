@@ -7,13 +7,13 @@ DEBUG off, loopback-only hosts. Malformed values fail loudly at start-up.
 import importlib.util
 import os
 import re
-import ssl
 import stat
 from pathlib import Path
 
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
+from workers.agent.config import amqp_tls_options
 from workers.engine.egress import parse_networks
 from workers.engine.params import Method, Pattern
 
@@ -686,31 +686,13 @@ if not 0 <= FEDPROBE_WATCH_MINUTE < 60:
 # points need, docs/vantage-points.md). Unset, the embedded default is kombu's filesystem
 # transport in VAR_DIR/broker: no server, works between the processes of one host (one worker
 # per queue: a message is taken by moving its file).
-def _amqp_tls(url: str) -> dict[str, object] | bool:
-    """amqps:// verifies the broker's certificate against FEDPROBE_BROKER_CA_FILE (else the
-    system store) and its name; amqp:// is plain (one host, or a private network)."""
-    if not url.startswith("amqps://"):
-        return False
-    from urllib.parse import urlsplit
-
-    # py-amqp checks the certificate's name only when it is told which name to expect.
-    options: dict[str, object] = {
-        "cert_reqs": ssl.CERT_REQUIRED,
-        "server_hostname": urlsplit(url).hostname,
-    }
-    ca_file = env_str("FEDPROBE_BROKER_CA_FILE", "")
-    if ca_file:
-        options["ca_certs"] = ca_file
-    return options
-
-
 _REDIS_SCHEMES = ("redis://", "rediss://", "redis+socket://")
 _AMQP_SCHEMES = ("amqp://", "amqps://")
 _BROKER_SCHEMES = _REDIS_SCHEMES + _AMQP_SCHEMES
 _broker_url = env_str("FEDPROBE_BROKER_URL", "")
 if _broker_url.startswith(_AMQP_SCHEMES):
     CELERY_BROKER_URL = _broker_url
-    CELERY_BROKER_USE_SSL = _amqp_tls(_broker_url)
+    CELERY_BROKER_USE_SSL = amqp_tls_options(_broker_url, env_str("FEDPROBE_BROKER_CA_FILE", ""))
     # A publish (enqueue on commit, in a web request) must not wait forever on a broker that
     # vanished; a consumer notices a dead connection by AMQP heartbeats.
     CELERY_BROKER_CONNECTION_TIMEOUT = 5

@@ -41,11 +41,9 @@ from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch
 from webapp.sites.models import VantagePoint, WorkerHeartbeat
 from workers.agent.api import AgentApi, AgentApiError
-from workers.agent.config import AgentConfig
+from workers.agent.config import AgentConfig, amqp_tls_options
 from workers.agent.sealing import encode_key
-from workers.agent.worker import broker_tls_options
 from workers.lab import Lab
-from workers.lab.pki import LabPki
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
 
@@ -109,10 +107,10 @@ def broker_tls(lab: Lab, settings: Any, vhost: str) -> Iterator[int]:
     """RabbitMQ behind TLS with the lab's host certificate (localhost): agents are told to
     connect with amqps:// and verify it against the lab's CA. Yields the TLS port."""
     port = free_port()
-    pki = LabPki(lab.state_dir / "pki", lab.state_dir / "certs")
+    tls = lab.server_tls()
     listen = (
         f"OPENSSL-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork,verify=0,"
-        f"cert={pki.lab.host_cert},key={pki.lab.host_key}"
+        f"cert={tls.cert},key={tls.key}"
     )
     terminator = subprocess.Popen(["socat", listen, f"TCP:127.0.0.1:{BROKER_PORT}"])
     try:
@@ -185,9 +183,9 @@ def test_an_agent_on_a_host_of_its_own_measures_sealed_credentials_and_revocatio
 def assert_the_broker_is_verified(config: AgentConfig, lab: Lab) -> None:
     """The agent's TLS to the broker checks the certificate against its CA file: one of
     another CA is refused (what the agent connected with above could have failed so)."""
-    pki = LabPki(lab.state_dir / "pki", lab.state_dir / "certs")
-    stranger = replace(config, server_ca_file=str(pki.rogue.ca_cert))
-    options = broker_tls_options(stranger)
+    rogue_ca = next(lab.rogue_ca_dir().glob("*.0"))  # the other CA's certificate
+    stranger = replace(config, server_ca_file=str(rogue_ca))
+    options = amqp_tls_options(stranger.broker_url, stranger.server_ca_file)
     with (
         kombu.Connection(config.broker_url, ssl=options, connect_timeout=5) as connection,
         pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED"),

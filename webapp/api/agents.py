@@ -183,7 +183,7 @@ class ProgressView(AgentView):
             )
         except UnknownRun:
             raise NotFound() from None
-        except (MalformedReport, KeyError, TypeError, ValueError) as exc:
+        except MalformedReport as exc:
             raise ValidationError({"detail": str(exc)}) from None
         return Response({"cancel": cancel})
 

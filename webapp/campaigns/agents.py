@@ -26,11 +26,12 @@ from webapp.campaigns.services import (
     run_fail,
     run_heartbeat,
     run_ingest,
+    run_refused,
 )
 from webapp.sites.enrolment import vantage_revoke
 from webapp.sites.models import VantagePoint
 from workers.agent.sealing import Sealed, seal
-from workers.engine.errors import ErrorClass, InvalidParams, OutsideFileRoots, ProbeError
+from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.results import check_client_record, check_run_json
 
 log = logging.getLogger(__name__)
@@ -77,16 +78,8 @@ def agent_claim(*, vantage_point: VantagePoint, run_id: int, worker: str) -> Age
         return None
     try:
         params = run.engine_params()
-    except OutsideFileRoots as exc:
-        run_fail(
-            run_id=run_id, message=f"{exc.field}: {exc.message}", error_class=ErrorClass.EGRESS
-        )
-        return None
-    except InvalidParams as exc:
-        run_fail(run_id=run_id, message=f"{exc.field}: {exc.message}")
-        return None
-    except ProbeError as exc:  # an oauth client's issuer gave no token (phase credential)
-        run_fail(run_id=run_id, message=exc.message, error_class=exc.error_class, phase=exc.phase)
+    except (InvalidParams, ProbeError) as exc:
+        run_refused(run_id=run_id, refusal=exc)
         return None
     sealed = None
     if params.credential is not None:
@@ -110,6 +103,8 @@ def agent_progress(
     run = _own_run(vantage_point, run_id)
     if run.status != Run.Status.RUNNING:
         return True  # ended meanwhile (the reaper, a revocation): stop measuring
+    if len(client_bytes) > run.clients or len(finished) > run.clients:
+        raise MalformedReport(f"client_bytes, finished: at most one per client ({run.clients})")
     if not all(isinstance(n, int) and n >= 0 for n in client_bytes):
         raise MalformedReport("client_bytes: a list of byte counts")
     try:

@@ -8,7 +8,6 @@ reaper ends runs whose worker died.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,9 +28,9 @@ from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, ma
 from webapp.campaigns.validation import campaign_credential_refusal
 from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
-from workers.engine import InvalidParams, ProbeError, Progress, run_probe
+from workers.engine import InvalidParams, ProbeError, run_probe
+from workers.engine.beats import ProgressBeats
 from workers.engine.errors import ErrorClass, OutsideFileRoots
-from workers.engine.metrics import ClientResult
 from workers.engine.results import ClientErrorJson, ClientRecordJson, RunJson
 
 log = logging.getLogger(__name__)
@@ -329,25 +328,15 @@ def run_execute(*, run_id: int, worker: str) -> None:
     if run is None:
         log.info("run %s is not queued: nothing to do", run_id)
         return
-    with _Heartbeat(run.pk) as heartbeat:
+    with _heartbeat(run.pk) as heartbeat:
         try:
             result = run_probe(
                 run.engine_params(),
-                on_progress=heartbeat.progress,
-                should_cancel=heartbeat.cancel_requested,
+                on_progress=heartbeat.update,
+                should_cancel=heartbeat.cancelled,
             )
-        except InvalidParams as exc:
-            # A stored file:// endpoint outside the file roots meets the egress policy.
-            error_class = (
-                ErrorClass.EGRESS if isinstance(exc, OutsideFileRoots) else ErrorClass.SERVER_ERROR
-            )
-            run_fail(run_id=run.pk, message=f"{exc.field}: {exc.message}", error_class=error_class)
-            return
-        except ProbeError as exc:
-            # The oauth client's issuer gave no token: no client was started (phase credential).
-            run_fail(
-                run_id=run.pk, message=exc.message, error_class=exc.error_class, phase=exc.phase
-            )
+        except (InvalidParams, ProbeError) as exc:
+            run_refused(run_id=run.pk, refusal=exc)
             return
         except Exception as exc:
             # A bug or a broken worker host: say so now rather than let the reaper call it lost.
@@ -499,6 +488,25 @@ def run_fail(
         run.save(update_fields=["status", "finished_at", "errors"])
         _end_unreported_attempts(run, run.finished_at)
     return True
+
+
+def run_refused(*, run_id: int, refusal: InvalidParams | ProbeError) -> bool:
+    """End a running run that never measured: its parameters were refused (a stored file://
+    endpoint outside the file roots meets the egress policy) or its credential failed (an
+    oauth client's issuer gave no token: phase credential)."""
+    if isinstance(refusal, ProbeError):
+        return run_fail(
+            run_id=run_id,
+            message=refusal.message,
+            error_class=refusal.error_class,
+            phase=refusal.phase,
+        )
+    error_class = (
+        ErrorClass.EGRESS if isinstance(refusal, OutsideFileRoots) else ErrorClass.SERVER_ERROR
+    )
+    return run_fail(
+        run_id=run_id, message=f"{refusal.field}: {refusal.message}", error_class=error_class
+    )
 
 
 def run_cancel_refusal(run: Run) -> str | None:
@@ -668,60 +676,27 @@ def _run_fail_unsent(run: Run, now: datetime) -> bool:
     return bool(failed)
 
 
-class _Heartbeat:
-    """Beats a running run's attempts every few seconds from a thread, and notices cancels.
+def _heartbeat(run_id: int) -> ProgressBeats:
+    """Beats a running run's attempts every HEARTBEAT_S from a thread (each client's bytes
+    read so far, which the pages show, in the same statement; the records of clients that
+    ended), and notices cancels. If the worker dies, the beats stop and the reaper ends the
+    run."""
 
-    Each beat also records how many bytes each client has read so far (the pages show it),
-    in the same statement. If the worker dies, the beats stop and the reaper ends the run.
-    """
-
-    def __init__(self, run_id: int) -> None:
-        self.run_id = run_id
-        self._stop = threading.Event()
-        self._cancel = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{run_id}", daemon=True)
-        self._client_bytes: tuple[int, ...] = ()
-        self._finished: tuple[ClientResult, ...] = ()
-        self._stored: set[int] = set()
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def cancel_requested(self) -> bool:
-        return self._cancel.is_set()
-
-    def progress(self, progress: Progress) -> None:
-        # Called by the engine several times a second: only keep it for the next beat.
-        self._client_bytes = progress.client_bytes
-        self._finished = progress.finished
-
-    def _beat(self) -> None:
+    def report(client_bytes: tuple[int, ...], finished: list[ClientRecordJson]) -> bool | None:
         try:
-            while not self._stop.wait(HEARTBEAT_S):
-                self._beat_once()
-        except Exception:
-            log.exception("heartbeat of run %s failed", self.run_id)
-        finally:
-            connection.close()
-
-    def _beat_once(self) -> None:
-        try:
-            finished = [c.to_json() for c in self._finished if c.client not in self._stored]
-            if run_heartbeat(
-                run_id=self.run_id, client_bytes=self._client_bytes, finished=finished
-            ):
-                self._cancel.set()
-            self._stored.update(record["client"] for record in finished)
+            return run_heartbeat(run_id=run_id, client_bytes=client_bytes, finished=finished)
         except (OperationalError, InterfaceError) as exc:
             # PostgreSQL restarting, or the connection cut: this beat is lost and the next one
             # reconnects. Beats must only stop with the worker (the reaper relies on it).
-            log.warning("run %s: heartbeat missed (%s)", self.run_id, exc)
+            log.warning("run %s: heartbeat missed (%s)", run_id, exc)
             connection.close()
+            return None
+
+    def close() -> None:
+        # In the beats' thread: its own connection (`connection` is per thread).
+        connection.close()
+
+    return ProgressBeats(report, interval_s=HEARTBEAT_S, name=f"heartbeat-{run_id}", after=close)
 
 
 def run_heartbeat(

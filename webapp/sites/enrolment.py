@@ -11,7 +11,6 @@ stored: a database dump enrols nobody and impersonates no agent.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -49,7 +48,7 @@ def vantage_enrolment_start(*, name: str, now: datetime) -> tuple[VantagePoint, 
     with transaction.atomic():
         vantage_point = VantagePoint.objects.select_for_update().filter(name=name).first()
         if vantage_point is None:
-            vantage_point = VantagePoint(name=name, location="remote (enrolling)")
+            vantage_point = VantagePoint(name=name)
             try:
                 vantage_point.full_clean()
             except Exception as exc:
@@ -100,8 +99,6 @@ def vantage_enrol(*, token: str, public_key: str, now: datetime) -> Enrolment:
         vantage_point.enrolment_expires_at = None
         vantage_point.agent_token_digest = digest(agent_token)
         vantage_point.broker_user = broker.user
-        if vantage_point.location == "remote (enrolling)":
-            vantage_point.location = "remote"
         vantage_point.save()
     return Enrolment(vantage_point, agent_token, broker)
 
@@ -110,11 +107,12 @@ def vantage_for_agent(token: str) -> VantagePoint | None:
     """The enrolled, unrevoked vantage point whose agent token this is, or None."""
     if not token:
         return None
+    # Found by the token's digest through an index: what a lookup's timing could tell is
+    # about the digest, which says nothing usable about a token (as API tokens).
     found = VantagePoint.objects.filter(agent_token_digest=digest(token)).first()
     if found is None or found.revoked_at is not None:
         return None
-    # The lookup went by digest; compare again in constant time all the same.
-    return found if hmac.compare_digest(found.agent_token_digest, digest(token)) else None
+    return found
 
 
 def vantage_revoke(*, vantage_point: VantagePoint, now: datetime) -> None:

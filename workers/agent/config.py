@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from nacl.public import PrivateKey
 
@@ -105,3 +107,19 @@ class HostSettings:
             raise AgentConfigError(f"FEDPROBE_EGRESS_ALLOW: {exc}") from None
         roots = tuple(r for r in os.environ.get("FEDPROBE_FILE_ROOTS", "").split(",") if r.strip())
         return cls(egress, resolve_ca_dir(None), roots)
+
+
+def amqp_tls_options(url: str, ca_file: str) -> dict[str, object] | bool:
+    """Celery's broker_use_ssl for a broker URL: amqps:// verifies the broker's certificate,
+    against `ca_file` (else the system store), and its name; amqp:// is plain (one host, or a
+    private network). The agent's and the central side's (webapp/settings.py) alike."""
+    if not url.startswith("amqps://"):
+        return False
+    # py-amqp checks the certificate's name only when it is told which name to expect.
+    options: dict[str, object] = {
+        "cert_reqs": ssl.CERT_REQUIRED,
+        "server_hostname": urlsplit(url).hostname,
+    }
+    if ca_file:
+        options["ca_certs"] = ca_file
+    return options

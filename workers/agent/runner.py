@@ -9,7 +9,6 @@ that touched the database now a call to the server's agent API.
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import replace
 
 from nacl.public import PrivateKey
@@ -17,11 +16,12 @@ from nacl.public import PrivateKey
 from workers.agent.api import AgentApi, AgentApiError, Claim
 from workers.agent.config import AgentConfig, HostSettings
 from workers.agent.sealing import SealingError, open_sealed
+from workers.engine.beats import ProgressBeats
 from workers.engine.credentials import Credential, CredentialKind
-from workers.engine.driver import Progress, run_probe
+from workers.engine.driver import run_probe
 from workers.engine.errors import ErrorClass, InvalidParams, OutsideFileRoots
-from workers.engine.metrics import ClientResult
 from workers.engine.params import RunParams
+from workers.engine.results import ClientRecordJson
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def measure(
     except SealingError as exc:
         api.failure(run_id, f"the run's credential: {exc}", str(ErrorClass.HARNESS), "credential")
         return
-    with _Progress(api, run_id) as progress:
+    with _progress(api, run_id) as progress:
         result = run_probe(params, on_progress=progress.update, should_cancel=progress.cancelled)
     api.result(run_id, dict(result.to_json()))
 
@@ -80,43 +80,16 @@ def _params(claim: Claim, config: AgentConfig, key: PrivateKey, host: HostSettin
     return params
 
 
-class _Progress:
-    """Reports a running run's progress every PROGRESS_S from a thread, and notices a cancel
-    (the server's answer). A report that fails is logged and the next one tries again."""
+def _progress(api: AgentApi, run_id: int) -> ProgressBeats:
+    """Reports a running run's progress to the server every PROGRESS_S (its answer says
+    whether the run was cancelled); a report that fails is logged and the next one tries
+    again."""
 
-    def __init__(self, api: AgentApi, run_id: int) -> None:
-        self.api = api
-        self.run_id = run_id
-        self._client_bytes: tuple[int, ...] = ()
-        self._finished: tuple[ClientResult, ...] = ()
-        self._reported: set[int] = set()
-        self._cancel = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"progress-{run_id}", daemon=True)
+    def report(client_bytes: tuple[int, ...], finished: list[ClientRecordJson]) -> bool | None:
+        try:
+            return api.progress(run_id, client_bytes, [dict(record) for record in finished])
+        except AgentApiError as exc:
+            log.warning("run %s: progress not reported (%s)", run_id, exc)
+            return None
 
-    def __enter__(self) -> _Progress:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def update(self, progress: Progress) -> None:
-        # Called by the engine several times a second: only kept for the next report.
-        self._client_bytes = progress.client_bytes
-        self._finished = progress.finished
-
-    def cancelled(self) -> bool:
-        return self._cancel.is_set()
-
-    def _run(self) -> None:
-        while not self._stop.wait(PROGRESS_S):
-            finished = [c.to_json() for c in self._finished if c.client not in self._reported]
-            try:
-                if self.api.progress(self.run_id, self._client_bytes, [dict(f) for f in finished]):
-                    self._cancel.set()
-            except AgentApiError as exc:
-                log.warning("run %s: progress not reported (%s)", self.run_id, exc)
-                continue
-            self._reported.update(record["client"] for record in finished)
+    return ProgressBeats(report, interval_s=PROGRESS_S, name=f"progress-{run_id}")

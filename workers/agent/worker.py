@@ -10,21 +10,19 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import ssl
 import threading
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from celery import Celery
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 from celery.worker import state as worker_state
 
 from workers.agent.api import AgentApi, AgentApiError
-from workers.agent.config import AgentConfig, HostSettings
+from workers.agent.config import AgentConfig, HostSettings, amqp_tls_options
 from workers.agent.runner import measure
 from workers.engine.credentials import remove_stale_run_dirs
 from workers.engine.processes import allow_children_in_pool_process
@@ -45,7 +43,7 @@ def make_app(folder: Path) -> tuple[Celery, AgentConfig]:
     app = Celery("fedprobe-agent", fixups=[])
     app.conf.update(
         broker_url=config.broker_url,
-        broker_use_ssl=broker_tls_options(config),
+        broker_use_ssl=amqp_tls_options(config.broker_url, config.server_ca_file),
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,  # rides out a broker restart
         broker_heartbeat=30,
@@ -73,20 +71,6 @@ def make_app(folder: Path) -> tuple[Celery, AgentConfig]:
 
     _Health.configure(config)
     return app, config
-
-
-def broker_tls_options(config: AgentConfig) -> dict[str, Any] | bool:
-    """amqps:// verifies the broker's certificate and name against the agent's CA file."""
-    if not config.broker_url.startswith("amqps://"):
-        return False
-    # py-amqp checks the certificate's name only when it is told which name to expect.
-    options: dict[str, Any] = {
-        "cert_reqs": ssl.CERT_REQUIRED,
-        "server_hostname": urlsplit(config.broker_url).hostname,
-    }
-    if config.server_ca_file:
-        options["ca_certs"] = config.server_ca_file
-    return options
 
 
 def _worker_name() -> str:

@@ -23,13 +23,12 @@ the address.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from workers.engine.egress import DEFAULT_PORTS, IPAddress
+from workers.engine.egress import DEFAULT_PORTS, IPAddress, resolve
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.urls import host_listed
 
@@ -59,15 +58,20 @@ class CredentialScope:
                 servers[(parts.hostname.lower(), port)] = None
         return cls(tuple(servers), tuple(hosts), any_port)
 
+    def allows(self, host: str, port: int | None) -> bool:
+        """Whether the credential may go to `host` (a name or address as written) at `port`
+        (None: the server's own, as a redirector names a server without one)."""
+        host = host.strip("[]").lower()
+        for own_host, own_port in self.servers:
+            if host == own_host and (self.any_port or port in (None, own_port)):
+                return True
+        return host_listed(host, self.hosts)
+
     def server_refusal(self, server: str) -> str | None:
         """Why the credential may not go to `server` (host:port, as a redirector names it),
         or None when it may."""
         parts = urlsplit(f"//{server}")
-        host = (parts.hostname or server).lower()
-        for own_host, own_port in self.servers:
-            if host == own_host and (self.any_port or parts.port in (None, own_port)):
-                return None
-        if host_listed(host, self.hosts):
+        if self.allows(parts.hostname or server, parts.port):
             return None
         return f"{server} is {self.not_in_scope()}"
 
@@ -160,12 +164,10 @@ class AddressScope:
 
 def _addresses(host: str) -> list[IPAddress]:
     """The addresses `host` resolves to (none when it does not resolve: it allows nothing)."""
-    host = host.strip("[]")
     try:
-        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
+        return resolve(host, 0)
+    except ProbeError:
         return []
-    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
 
 
 def _reverse_name(address: IPAddress) -> str | None:

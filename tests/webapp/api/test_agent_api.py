@@ -94,15 +94,28 @@ def test_the_api_shows_the_keys_fingerprint_and_when_it_enrolled(
     assert shown["public_key"] == fingerprint(vantage_point.public_key)
     assert shown["enrolled_at"] is not None
     assert shown["revoked_at"] is None
+    url = f"/api/v1/vantage-points/{vantage_point.pk}/"
     changed = admin_client.patch(
-        f"/api/v1/vantage-points/{vantage_point.pk}/",
-        {"public_key": "x", "enrolled_at": None, "name": "renamed"},
+        url,
+        {
+            "public_key": "x",
+            "enrolled_at": None,
+            "revoked_at": "2026-01-01T00:00:00Z",
+            "location": "B",
+        },
         content_type="application/json",
     )
-    assert changed.status_code == 400  # renaming an enrolled one: its broker account's queue
-    assert "name" in changed.json()
-    vantage_point.refresh_from_db()
-    assert vantage_point.name == "far-away" and vantage_point.enrolled_at is not None
+    assert changed.status_code == 200, changed.content  # the read-only fields are ignored
+    renamed = admin_client.patch(url, {"name": "renamed"}, content_type="application/json")
+    assert renamed.status_code == 400  # its broker account reaches vantage.far-away only
+    assert "name" in renamed.json()
+    kept = VantagePoint.objects.get(pk=vantage_point.pk)
+    assert (kept.name, kept.location) == ("far-away", "B")
+    assert (kept.public_key, kept.enrolled_at) == (
+        vantage_point.public_key,
+        vantage_point.enrolled_at,
+    )
+    assert kept.revoked_at is None
 
 
 def test_an_agent_reaches_only_its_own_runs_and_reports_must_be_run_json(central: str) -> None:
@@ -119,6 +132,11 @@ def test_an_agent_reaches_only_its_own_runs_and_reports_must_be_run_json(central
     assert claim.status_code == 200, claim.content
     assert claim.json()["credential"] is None  # an anonymous endpoint: nothing sealed
     assert "ca_dir" not in claim.json()["params"]
+    progress = f"/api/v1/agent/runs/{own_run.pk}/progress/"
+    beat = client.post(progress, {"client_bytes": [4096], "finished": []}, format="json")
+    assert beat.json() == {"cancel": False}
+    flood = client.post(progress, {"client_bytes": [0] * 5, "finished": []}, format="json")
+    assert flood.status_code == 400  # one count per client of the run (it has 1), no more
     bad = client.post(
         f"/api/v1/agent/runs/{own_run.pk}/result/", {"status": "succeeded"}, format="json"
     )
@@ -145,3 +163,17 @@ def test_enrolment_needs_a_broker_that_makes_accounts(settings: Any) -> None:
 def test_the_local_vantage_point_is_never_enrolled(central: str) -> None:
     with pytest.raises(CommandError, match="deployment's own vantage point"):
         call_command("vantage", "enrol", "local", stdout=StringIO(), stderr=StringIO())
+
+
+def test_the_health_counts_what_waits_on_rabbitmq(
+    central: str, django_capture_on_commit_callbacks: Any
+) -> None:
+    """On RabbitMQ the vantage point page's count of waiting messages is the queue's own
+    (a passive declare), and a queue nothing was ever sent to holds none."""
+    from webapp.campaigns.health import broker_message_counts
+
+    vantage_point, _ = enrolled(APIClient(), "far-away")
+    assert broker_message_counts(queues=[vantage_point.queue]) == {vantage_point.queue: 0}
+    with django_capture_on_commit_callbacks(execute=True):
+        queued_run(vantage_point)
+    assert broker_message_counts(queues=[vantage_point.queue]) == {vantage_point.queue: 1}

@@ -220,7 +220,8 @@ def test_where_the_policy_allows_the_redirection_it_is_followed(
 # -- the guard on its own ------------------------------------------------------------------
 
 
-def _connect(address: str, port: int) -> str:
+def connect_outcome(address: str, port: int) -> str:
+    """'connected', or 'refused: ' and why."""
     try:
         socket.create_connection((address, port), timeout=5).close()
     except OSError as exc:
@@ -232,8 +233,8 @@ def _guarded_child(sink: Connection, link: GuardLink, allowed: int, refused: int
     """In a process forked as clients are: attach, then connect in several ways."""
     link.attach("client 7")
     seen = {
-        "allowed": _connect("127.0.0.1", allowed),
-        "refused": _connect(ELSEWHERE, refused),
+        "allowed": connect_outcome("127.0.0.1", allowed),
+        "refused": connect_outcome(ELSEWHERE, refused),
         "resolves": str(socket.getaddrinfo("localhost", allowed)[0][4][0]),
     }
     program = f"import socket; socket.create_connection(({ELSEWHERE!r}, {refused}))"
@@ -244,9 +245,9 @@ def _guarded_child(sink: Connection, link: GuardLink, allowed: int, refused: int
     sink.send(seen)
 
 
-def _answer(
+def answer_from_child(
     target: Callable[..., None], *args: object, then: Callable[[], None] = lambda: None
-) -> dict[str, str]:
+) -> dict[str, Any]:
     """Run `target(sink, *args)` in a client-like process; `then` runs while it waits."""
     ctx = client_context()
     receiver, sender = ctx.Pipe(duplex=False)
@@ -256,7 +257,7 @@ def _answer(
     try:
         then()
         assert receiver.poll(60), "the child did not answer"
-        answer: dict[str, str] = receiver.recv()
+        answer: dict[str, Any] = receiver.recv()
         return answer
     finally:
         process.join(timeout=10)
@@ -270,7 +271,7 @@ def test_a_guarded_process_and_the_programs_it_starts_connect_only_where_allowed
         EgressGuard.running(ONLY_127_0_0_1) as guard,
     ):
         assert guard is not None
-        seen = _answer(_guarded_child, guard.link, here.getsockname()[1], elsewhere.port)
+        seen = answer_from_child(_guarded_child, guard.link, here.getsockname()[1], elsewhere.port)
         refusal = guard.refusal("client 7")
     assert seen["allowed"] == "connected"
     assert seen["refused"] == "refused: Permission denied"
@@ -285,7 +286,7 @@ def _orphaned_child(sink: Connection, link: GuardLink, port: int, attached: Any,
     link.attach("client 0")
     attached.set()
     gone.wait(30)
-    sink.send({"connect": _connect("127.0.0.1", port)})
+    sink.send({"connect": connect_outcome("127.0.0.1", port)})
 
 
 def test_a_guarded_process_cannot_connect_once_its_guard_is_gone() -> None:
@@ -304,7 +305,9 @@ def test_a_guarded_process_cannot_connect_once_its_guard_is_gone() -> None:
             gone.set()
 
         port = here.getsockname()[1]
-        seen = _answer(_orphaned_child, guard.link, port, attached, gone, then=close_the_guard)
+        seen = answer_from_child(
+            _orphaned_child, guard.link, port, attached, gone, then=close_the_guard
+        )
     assert seen["connect"] == "refused: Function not implemented"
 
 

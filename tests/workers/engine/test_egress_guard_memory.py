@@ -18,15 +18,14 @@ import platform
 import pwd
 import socket
 import subprocess
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
 import pytest
 
+from tests.workers.engine.test_egress_guard import answer_from_child, connect_outcome
 from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import EgressGuard, read_memory
-from workers.engine.processes import client_context
 
 KNOWN = b"fedprobe: the bytes at a known address of another process"
 # A program holding KNOWN at an address it prints, until its stdin closes. Debian's Python:
@@ -119,23 +118,9 @@ def _read_a_holder(sink: Connection, error: int, elsewhere: list[int]) -> None:
     sink.send(seen)
 
 
-def _in_a_process(target: Callable[..., None], *args: object) -> dict[str, Any]:
-    ctx = client_context()
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=target, args=(sender, *args), daemon=True)
-    process.start()
-    sender.close()
-    try:
-        assert receiver.poll(60), "the process did not answer"
-        answer: dict[str, Any] = receiver.recv()
-        return answer
-    finally:
-        process.join(timeout=10)
-
-
 @pytest.mark.parametrize("error", [errno.EPERM, errno.ENOSYS], ids=["EPERM", "ENOSYS"])
 def test_memory_is_read_through_proc_where_process_vm_readv_is_refused(error: int) -> None:
-    seen = _in_a_process(_read_a_holder, error, [])
+    seen = answer_from_child(_read_a_holder, error, [])
     assert seen["process_vm_readv"] == error  # the usual way is closed...
     assert seen["known"] == KNOWN  # ...and the bytes are read all the same
 
@@ -144,18 +129,10 @@ def test_an_unreadable_address_is_an_error_of_the_call_not_of_the_guard() -> Non
     """Unmapped memory, and an address no file offset reaches (a kernel address a caller
     may pass), fail that one check with OSError, which the guard turns into a refusal."""
     unmapped, kernel = 4096, 2**64 - 4096  # below vm.mmap_min_addr; above any offset
-    seen = _in_a_process(_read_a_holder, errno.EPERM, [unmapped, kernel])
+    seen = answer_from_child(_read_a_holder, errno.EPERM, [unmapped, kernel])
     assert seen[str(unmapped)][0] == errno.EIO
     assert seen[str(kernel)][0] == errno.EFAULT
     assert "reading the caller's memory" in seen[str(kernel)][1]
-
-
-def _connect(address: str, port: int) -> str:
-    try:
-        socket.create_connection((address, port), timeout=5).close()
-    except OSError as exc:
-        return f"refused: {exc.strerror}"
-    return "connected"
 
 
 def _guard_a_child(sink: Connection, allowed: int, refused: int) -> None:
@@ -169,7 +146,9 @@ def _guard_a_child(sink: Connection, allowed: int, refused: int) -> None:
         if child == 0:
             os.close(reader)
             guard.link.attach("client 1")
-            seen = f"{_connect('127.0.0.1', allowed)}\n{_connect('127.0.0.2', refused)}"
+            seen = (
+                f"{connect_outcome('127.0.0.1', allowed)}\n{connect_outcome('127.0.0.2', refused)}"
+            )
             os.write(writer, seen.encode())
             os._exit(0)
         os.close(writer)
@@ -188,7 +167,7 @@ def test_the_guard_lets_allowed_connections_go_where_process_vm_readv_is_refused
         socket.create_server(("127.0.0.1", 0)) as here,
         socket.create_server(("127.0.0.2", 0)) as elsewhere,
     ):
-        seen = _in_a_process(_guard_a_child, here.getsockname()[1], elsewhere.getsockname()[1])
+        seen = answer_from_child(_guard_a_child, here.getsockname()[1], elsewhere.getsockname()[1])
     assert seen["allowed"] == "connected"
     assert seen["refused"] == "refused: Permission denied"
     assert seen["why"] is not None

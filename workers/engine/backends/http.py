@@ -51,12 +51,12 @@ from workers.engine.backends.byteranges import (
     range_header,
     unsatisfied_range_total,
 )
+from workers.engine.credential_scope import CredentialScope
 from workers.engine.credentials import Access, AuthMethod
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy, IPAddress
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.tls import ssl_context, tls_error
-from workers.engine.urls import host_listed
 
 SCHEMES = {"http": "http", "https": "https", "davs": "https"}
 MAX_RANGES = 1024
@@ -342,13 +342,14 @@ def token_may_go(origin: httpx.URL, target: httpx.URL, hosts: Sequence[str] = ()
 
     Only over https, and only to the endpoint's own origin (its host and port) or to a host
     listed for it (`hosts`: urls.check_credential_hosts' names, addresses and .suffixes, whose
-    suffixes are never public ones: `se.ac.uk` sends nothing to `attacker.ac.uk`).
+    suffixes are never public ones: `se.ac.uk` sends nothing to `attacker.ac.uk`): the rule
+    of every protocol, credential_scope.CredentialScope.
     """
-    if target.scheme != "https":
-        return False
-    if target.host.lower() == origin.host.lower() and _port(target) == _port(origin):
-        return True
-    return host_listed(target.host, hosts)
+    return target.scheme == "https" and _scope(origin, hosts).allows(target.host, _port(target))
+
+
+def _scope(origin: httpx.URL, hosts: Sequence[str]) -> CredentialScope:
+    return CredentialScope(((origin.host.lower(), _port(origin)),), tuple(hosts))
 
 
 def _port(url: httpx.URL) -> int:
@@ -372,23 +373,21 @@ class _CredentialAuth(httpx.Auth):
         self._header = None if token is None else f"Bearer {token}"
         self._client_cert = client_cert
         self._origin = origin
-        self._hosts = tuple(hosts)
+        self._scope = _scope(origin, hosts)
 
     def __repr__(self) -> str:
         return f"_CredentialAuth(origin={self._origin})"  # never the token
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        if token_may_go(self._origin, request.url, self._hosts):
+        url = request.url
+        if url.scheme == "https" and self._scope.allows(url.host, _port(url)):
             if self._header is not None:
                 request.headers["Authorization"] = self._header
-        elif self._client_cert and request.url.scheme == "https":
-            listed = ", ".join(self._hosts) if self._hosts else "none"
+        elif self._client_cert and url.scheme == "https":
             raise ProbeError(
                 ErrorClass.EGRESS,
-                f"refused: a redirection to {request.url.host}:{_port(request.url)}, where the "
-                "run's proxy (the TLS client certificate) may not go: neither the endpoint's "
-                f"own origin ({self._origin.host}:{_port(self._origin)}) nor a host listed in "
-                f"its credential_hosts ({listed})",
+                f"refused: a redirection to {url.host}:{_port(url)}, where the run's proxy (the "
+                f"TLS client certificate) may not go: that host is {self._scope.not_in_scope()}",
             )
         yield request
 
