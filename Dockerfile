@@ -27,11 +27,12 @@ COPY templates ./templates
 COPY static ./static
 COPY deploy ./deploy
 
-# web, worker and beat run as this user; only the lab runs as root (its xrootd servers drop
-# to nobody, as in the tested set-up).
+# web, worker, beat and a remote vantage point's agent run as this user (a volume mounted on
+# /var/lib/fedprobe/agent starts as this folder: the agent's); only the lab runs as root (its
+# xrootd servers drop to nobody, as in the tested set-up).
 RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/fedprobe \
         --shell /usr/sbin/nologin fedprobe \
-    && mkdir -p /var/lib/fedprobe/static /var/lib/fedprobe-lab \
+    && mkdir -p /var/lib/fedprobe/static /var/lib/fedprobe/agent /var/lib/fedprobe-lab \
     && chown -R fedprobe:fedprobe /var/lib/fedprobe \
     && chmod 700 /var/lib/fedprobe \
     && chmod 755 /var/lib/fedprobe-lab

@@ -1,5 +1,7 @@
 """docker-compose.yml, run for real: built from nothing, brought up, measuring through nginx
-and the worker, no secret in any log, brought down (bin/test's compose stage).
+and the worker, and through a remote vantage point's agent run as deploy/vantage-point.yml
+runs it at a second site (enrolled through nginx, its broker account on RabbitMQ's TLS
+port); no secret in any log; brought down (bin/test's compose stage).
 
 What only running it found (docs/deployment.md, "What running it found"): nginx 1.22
 refused `http2 on;`; nginx logged query strings (the image's own access_log beside ours);
@@ -33,6 +35,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.compose.stack import (
+    AGENT_FILES,
+    AGENT_PROJECT,
     BASE_IMAGE,
     PYTHON_IMAGE,
     DockerDaemon,
@@ -51,6 +55,9 @@ from tests.servers import free_port
 pytestmark = pytest.mark.compose
 
 HOST = "localhost"
+# The names the agent reaches nginx and RabbitMQ's TLS port by, on the stack's network.
+SERVER_NAME, BROKER_NAME = "nginx", "rabbitmq"
+REMOTE = "compose-remote"
 USER = "prober"
 # The lab's doors the campaign measures: a WLCG token (roots://, ztn) and an X.509 proxy
 # (root:// with gsi), each read in place and copied (xrdcp) first.
@@ -83,11 +90,15 @@ def _say(config: pytest.Config) -> Say:
 
 
 def _tls_files(folder: Path) -> None:
-    """nginx's certificate for localhost (self-signed: the test trusts it by name)."""
+    """The deployment's certificate, nginx's and RabbitMQ's TLS port's, for localhost and the
+    names the agent uses (self-signed: the test and the agent trust it by name)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, HOST)])
     now = datetime.datetime.now(datetime.UTC)
-    names = [x509.DNSName(HOST), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    names: list[x509.GeneralName] = [
+        x509.DNSName(name) for name in (HOST, SERVER_NAME, BROKER_NAME)
+    ]
+    names.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
     certificate = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -114,13 +125,25 @@ def _settings(home: Path) -> dict[str, str]:
     """What an operator's .env holds (docs/deployment.md, "First start"), for this test."""
     return {
         "POSTGRES_PASSWORD": secrets.token_hex(24),
+        "RABBITMQ_PASSWORD": secrets.token_hex(24),
         "FEDPROBE_SECRET_KEY": secrets.token_urlsafe(50),
         "FEDPROBE_CREDENTIAL_KEY": Fernet.generate_key().decode(),
-        "FEDPROBE_ALLOWED_HOSTS": HOST,
+        "FEDPROBE_ALLOWED_HOSTS": f"{HOST},{SERVER_NAME}",
         "FEDPROBE_TLS_DIR": str(home / "tls"),
+        "FEDPROBE_AGENT_BROKER_URL": f"amqps://{BROKER_NAME}:5671/fedprobe",
         # Published on loopback only.
         "FEDPROBE_HTTP_PORT": f"127.0.0.1:{free_port()}",
         "FEDPROBE_HTTPS_PORT": f"127.0.0.1:{free_port()}",
+        "FEDPROBE_AMQPS_PORT": f"127.0.0.1:{free_port()}",
+    }
+
+
+# What the second site's .env holds (deploy/vantage-point.yml), for this test.
+def _agent_settings(home: Path) -> dict[str, str]:
+    return {
+        "FEDPROBE_SERVER_CA_FILE": str(home / "tls" / "fullchain.pem"),
+        # The lab's doors are on the loopback of the lab's network, which the agent shares.
+        "FEDPROBE_EGRESS_ALLOW": "127.0.0.0/8,::1/128",
     }
 
 
@@ -249,31 +272,32 @@ def _wait_for(what: str, done: Callable[[], Any], timeout_s: float) -> Any:
     return result
 
 
-@pytest.fixture(scope="module")
-def finished_runs(stack: Stack, api: httpx.Client) -> list[dict[str, Any]]:
-    """A campaign over the lab's token and proxy doors, direct and copy, created and launched
-    through the API; its runs once every one has ended."""
+def _measure(
+    stack: Stack, api: httpx.Client, vantage_point: str, methods: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """A campaign over the lab's token and proxy doors from `vantage_point`, read by
+    `methods`, created and launched through the API; its runs once every one has ended."""
     doors = [_endpoint(api, TOKEN_DOOR), _endpoint(api, PROXY_DOOR)]
     files = [f["id"] for door in doors for f in door["files"] if f["path"] == TEST_FILE]
-    local = _get(api, "/api/v1/vantage-points/")["results"]
+    places = _get(api, "/api/v1/vantage-points/")["results"]
     body = {
-        "name": "compose stack",
+        "name": f"compose stack from {vantage_point}",
         "endpoints": [door["id"] for door in doors],
         "test_files": files,
-        "vantage_points": [vp["id"] for vp in local if vp["name"] == "local"],
-        "methods": list(METHODS),
+        "vantage_points": [vp["id"] for vp in places if vp["name"] == vantage_point],
+        "methods": list(methods),
         "patterns": ["sequential"],
         "read_sizes": [1024 * 1024],
         "fractions": [1.0],
         "clients": [1],
     }
-    with stack.timed("campaign measured"):
+    with stack.timed(f"campaign measured from {vantage_point}"):
         created = api.post("/api/v1/campaigns/", json=body)
         assert created.status_code == 201, created.text
         launched = api.post(f"/api/v1/campaigns/{created.json()['id']}/launch/")
         assert launched.status_code == 201, launched.text
         ids = set(launched.json()["runs"])
-        assert len(ids) == len(doors) * len(METHODS)
+        assert len(ids) == len(doors) * len(methods)
 
         def ended() -> list[dict[str, Any]]:
             runs = _get(api, "/api/v1/runs/", campaign=created.json()["id"])["results"]
@@ -282,6 +306,66 @@ def finished_runs(stack: Stack, api: httpx.Client) -> list[dict[str, Any]]:
 
         runs: list[dict[str, Any]] = _wait_for("the campaign's runs", ended, RUNS_WAIT_S)
     return runs
+
+
+@pytest.fixture(scope="module")
+def finished_runs(stack: Stack, api: httpx.Client) -> list[dict[str, Any]]:
+    """The lab's doors read in place and copied first, from the deployment's own worker."""
+    return _measure(stack, api, "local", METHODS)
+
+
+@pytest.fixture(scope="module")
+def enrolment_token(stack: Stack) -> str:
+    """A one-time enrolment token for vantage point REMOTE (made by the command), as
+    docs/vantage-points.md says."""
+    return stack.exec("web", "python", "manage.py", "vantage", "enrol", REMOTE).strip()
+
+
+@pytest.fixture(scope="module")
+def agent(stack: Stack, enrolment_token: str) -> Iterator[Stack]:
+    """The agent of vantage point REMOTE, as deploy/vantage-point.yml runs it: enrolled
+    through nginx (the token on stdin), then up; afterwards down with its volume."""
+    settings = _agent_settings(Path(stack.settings["FEDPROBE_TLS_DIR"]).parent)
+    agent = Stack(
+        stack.daemon, settings, stack.env_file, stack.say, project=AGENT_PROJECT, files=AGENT_FILES
+    )
+    enrol = ("python", "-m", "workers.agent", "enrol", f"https://{SERVER_NAME}", "-")
+    try:
+        with stack.timed("remote vantage point enrolled and up"):
+            said = agent.compose(
+                "run",
+                "--rm",
+                "-T",
+                "agent",
+                *enrol,
+                "--ca-file",
+                "/etc/fedprobe/server-ca.pem",
+                stdin=f"{enrolment_token}\n",
+            )
+            assert f"enrolled as vantage point {REMOTE}" in said, said
+            agent.compose("up", "--detach", "--wait", "--no-build", "--pull", "never")
+        yield agent
+    finally:
+        # The image is the deployment's: the stack's own take-down removes it.
+        agent.down(images=False)
+
+
+@pytest.fixture(scope="module")
+def remote_runs(
+    stack: Stack, api: httpx.Client, agent: Stack, finished_runs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The lab's doors read in place from the remote vantage point, after the local
+    campaign. The token door's credential is first made a WLCG token of the lab's issuer:
+    for an OAuth client the server fetches the token when the agent claims the run
+    (docs/vantage-points.md), and the lab's issuer listens on the lab container's loopback,
+    which the web container does not share."""
+    token = stack.exec("lab", "python", "manage.py", "lab", "token").strip()
+    door = _endpoint(api, TOKEN_DOOR)
+    changed = api.patch(
+        f"/api/v1/endpoints/{door['id']}/", json={"credential_kind": "token", "credential": token}
+    )
+    assert changed.status_code == 200, changed.text
+    return _measure(stack, api, REMOTE, ("direct",))
 
 
 def test_a_campaign_launched_through_nginx_measures_the_lab_doors_direct_and_copied(
@@ -305,8 +389,39 @@ def test_a_campaign_launched_through_nginx_measures_the_lab_doors_direct_and_cop
     assert all(run["bytes_read"] == 16 * 1024 * 1024 for run in finished_runs)
 
 
+def test_a_remote_vantage_point_measures_with_sealed_credentials_and_no_central_secret(
+    stack: Stack, api: httpx.Client, agent: Stack, remote_runs: list[dict[str, Any]]
+) -> None:
+    """The agent, enrolled through nginx and consuming its queue over RabbitMQ's TLS port
+    with its own account, measures the token and proxy doors with the credentials sealed to
+    it; its container holds none of the deployment's secrets."""
+    failed = {
+        run["endpoint_name"]: _why(_get(api, f"/api/v1/runs/{run['id']}/"))
+        for run in remote_runs
+        if run["status"] != "succeeded"
+    }
+    assert failed == {}, agent.logs()[-3000:]
+    seen = {(run["endpoint_name"], run["vantage_point"], run["auth"]) for run in remote_runs}
+    assert seen == {(TOKEN_DOOR, REMOTE, "token"), (PROXY_DOOR, REMOTE, "gsi")}
+    environment = agent.exec("agent", "env")
+    central = ("POSTGRES_PASSWORD", "RABBITMQ_PASSWORD", "FEDPROBE_SECRET_KEY")
+    held = [
+        name
+        for name in (*central, "FEDPROBE_CREDENTIAL_KEY")
+        if stack.settings[name] in environment
+    ]
+    assert held == []
+    assert "DATABASE_URL" not in environment
+
+
+def _why(run: dict[str, Any]) -> tuple[Any, ...]:
+    """What a failed run's detail says of its failure, short enough for an assertion."""
+    return run["status"], run.get("error_class"), json.dumps(run.get("errors"))[:600]
+
+
+@pytest.mark.usefixtures("finished_runs", "remote_runs")
 def test_no_secret_reaches_nginx_or_any_container_log(
-    stack: Stack, api: httpx.Client, api_key: str, finished_runs: list[dict[str, Any]]
+    stack: Stack, api: httpx.Client, api_key: str, agent: Stack, enrolment_token: str
 ) -> None:
     """Clients put tokens in query strings and referers; nginx logs neither, gunicorn
     redacts them, and no credential the runs used (the lab's oauth client and tokens, its
@@ -324,8 +439,9 @@ def test_no_secret_reaches_nginx_or_any_container_log(
     request_logged = re.search(r'"GET /api/v1/campaigns/ HTTP/1\.1" 200 ', nginx_log) is not None
     assert request_logged
     # Failures name what leaked, never show it (nor the logs: they would hold it).
-    logs = stack.logs()
+    logs = stack.logs() + agent.logs()
     secret_list = _secrets(stack, api_key, lab_token, credentials)
+    secret_list["the enrolment token"] = enrolment_token
     leaked = sorted(name for name, value in secret_list.items() if value in logs)
     if JWT.search(logs):
         leaked.append("a JSON web token")
@@ -348,7 +464,12 @@ def _stored_credentials(stack: Stack) -> list[str]:
 def _secrets(stack: Stack, api_key: str, lab_token: str, credentials: list[str]) -> dict[str, str]:
     """Each secret by a name to report it by (never the secret itself)."""
     found = {"the API token": api_key, "a lab token": lab_token}
-    for name in ("POSTGRES_PASSWORD", "FEDPROBE_SECRET_KEY", "FEDPROBE_CREDENTIAL_KEY"):
+    for name in (
+        "POSTGRES_PASSWORD",
+        "RABBITMQ_PASSWORD",
+        "FEDPROBE_SECRET_KEY",
+        "FEDPROBE_CREDENTIAL_KEY",
+    ):
         found[name] = stack.settings[name]
     for number, text in enumerate(credentials):
         try:

@@ -32,6 +32,7 @@ DOCKERFILE = (REPO / "Dockerfile").read_text()
 APP_SERVICES = ("migrate", "web", "worker", "beat", "lab")
 DOT_ENV = {
     "POSTGRES_PASSWORD": "pg-password",
+    "RABBITMQ_PASSWORD": "mq-password",
     "FEDPROBE_SECRET_KEY": secrets.token_urlsafe(50),
     "FEDPROBE_CREDENTIAL_KEY": Fernet.generate_key().decode(),
     "FEDPROBE_ALLOWED_HOSTS": "fedprobe.example.org",
@@ -99,7 +100,7 @@ def settings_source() -> str:
 
 def test_compose_runs_the_whole_application() -> None:
     assert set(SERVICES) == {
-        "postgres", "redis", "migrate", "web", "nginx", "worker", "beat", "lab"
+        "postgres", "rabbitmq", "redis", "migrate", "web", "nginx", "worker", "beat", "lab"
     }  # fmt: skip
     assert SERVICES["postgres"]["image"].startswith("postgres:16")
 
@@ -113,6 +114,12 @@ def test_application_services_run_the_image_built_from_the_dockerfile() -> None:
 def test_databases_and_long_running_services_have_health_checks() -> None:
     assert SERVICES["postgres"]["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
     assert SERVICES["redis"]["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+    assert SERVICES["rabbitmq"]["healthcheck"]["test"] == [
+        "CMD",
+        "rabbitmq-diagnostics",
+        "-q",
+        "ping",
+    ]
     for service in ("web", "worker", "lab"):
         assert "healthcheck" in SERVICES[service], service
 
@@ -120,7 +127,8 @@ def test_databases_and_long_running_services_have_health_checks() -> None:
 def test_state_lives_in_volumes() -> None:
     assert "pgdata:/var/lib/postgresql/data" in SERVICES["postgres"]["volumes"]
     assert "redisdata:/data" in SERVICES["redis"]["volumes"]
-    assert set(COMPOSE["volumes"]) == {"pgdata", "redisdata", "static", "lab", "ca"}
+    assert "rabbitmqdata:/var/lib/rabbitmq" in SERVICES["rabbitmq"]["volumes"]
+    assert set(COMPOSE["volumes"]) == {"pgdata", "rabbitmqdata", "redisdata", "static", "lab", "ca"}
 
 
 def test_nothing_starts_before_the_database_is_migrated() -> None:
@@ -265,6 +273,42 @@ def test_gunicorn_loads_the_wsgi_application() -> None:
     gunicorn = Path(sys.executable).parent / "gunicorn"
     result = run_in_image_env([str(gunicorn), *argv[1:], "--check-config"], "web")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_remote_vantage_point_runs_the_agent_holding_none_of_the_deployments_secrets() -> None:
+    """deploy/vantage-point.yml, a second site's file (docs/vantage-points.md): the agent's
+    command exists, its folder is a volume the image's user owns, and nothing of the
+    deployment's is named in it (the compose stage runs it for real)."""
+    text = (REPO / "deploy" / "vantage-point.yml").read_text()
+    agent = yaml.safe_load(text)["services"]["agent"]
+    argv = agent["command"]
+    assert argv == ["python", "-m", "workers.agent", "run"]
+    result = subprocess.run(
+        [sys.executable, *argv[1:], "--help"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "agent:/var/lib/fedprobe/agent" in agent["volumes"]
+    assert agent["environment"]["FEDPROBE_AGENT_DIR"] == "/var/lib/fedprobe/agent"
+    assert re.search(r"mkdir -p [^\n]*/var/lib/fedprobe/agent", DOCKERFILE)
+    central = [name for name in (*DOT_ENV, "DATABASE_URL", "FEDPROBE_BROKER_URL") if name in text]
+    assert central == []
+
+
+def test_the_broker_serves_remote_vantage_points_over_tls_only() -> None:
+    """Plain AMQP stays on the stack's network (not published); the published port is the
+    TLS listener deploy/rabbitmq.conf configures, with the deployment's certificate."""
+    rabbitmq = SERVICES["rabbitmq"]
+    assert [interpolate(port, {}) for port in rabbitmq["ports"]] == ["5671:5671"]
+    config = dict(
+        line.split(" = ", 1)
+        for line in (REPO / "deploy" / "rabbitmq.conf").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    assert config["listeners.ssl.default"] == "5671"
+    assert config["ssl_options.certfile"] == "/etc/rabbitmq/tls/fullchain.pem"
+    assert "./deploy/rabbitmq.conf:/etc/rabbitmq/conf.d/20-fedprobe.conf:ro" in rabbitmq["volumes"]
+    for name in ("FEDPROBE_BROKER_URL", "FEDPROBE_BROKER_ADMIN_URL"):
+        assert "@rabbitmq:" in service_env("web")[name], name
 
 
 def test_lab_health_check_is_the_lab_status_command() -> None:

@@ -37,6 +37,10 @@ HERE = Path(__file__).resolve().parent
 IMAGES = HERE / "images"
 COMPOSE_FILES = (REPO / "docker-compose.yml", HERE / "compose.test.yml")
 PROJECT = "fedprobe-compose-test"
+# A remote vantage point's agent, as a second site runs it (deploy/vantage-point.yml), in a
+# project of its own.
+AGENT_FILES = (REPO / "deploy" / "vantage-point.yml", HERE / "vantage-point.test.yml")
+AGENT_PROJECT = "fedprobe-compose-test-agent"
 
 APT_PACKAGES = ("docker.io", "debootstrap")
 # docker.io's own client, of the daemon's version (a newer one may also be on PATH).
@@ -326,11 +330,13 @@ class Stack:
     env_file: Path
     say: Say
     timings: dict[str, float] = field(default_factory=dict)
+    project: str = PROJECT
+    files: Sequence[Path] = COMPOSE_FILES
 
     def compose(self, *args: str, timeout_s: float = 600, stdin: str | None = None) -> str:
         # An empty env file: a developer's .env in the repository never reaches the test.
-        argv = [compose_binary(), "--project-name", PROJECT, "--env-file", str(self.env_file)]
-        for path in COMPOSE_FILES:
+        argv = [compose_binary(), "--project-name", self.project, "--env-file", str(self.env_file)]
+        for path in self.files:
             argv += ["--file", str(path)]
         env = self.daemon.env | self.settings
         return run([*argv, *args], env=env, timeout_s=timeout_s, stdin=stdin)
@@ -343,9 +349,11 @@ class Stack:
         """Every container's output, the nginx access log included (the image sends it there)."""
         return self.compose("logs", "--no-color", "--no-log-prefix", timeout_s=120)
 
-    def down(self) -> None:
-        """Containers, networks, volumes and every image of the project removed."""
-        self.compose("down", "--volumes", "--rmi", "all", "--remove-orphans", "--timeout", "20")
+    def down(self, *, images: bool = True) -> None:
+        """Containers, networks, volumes and (unless told not to: another project may use
+        them) every image of the project removed."""
+        removing = ("--rmi", "all") if images else ()
+        self.compose("down", "--volumes", *removing, "--remove-orphans", "--timeout", "20")
 
     @contextlib.contextmanager
     def timed(self, phase: str) -> Iterator[None]:
