@@ -57,6 +57,9 @@ class SeriesNight(SeriesKey):
         help_text='{metric: {"median", "q1", "q3", "mad", "n"}} over the measured runs',
     )
     server_versions = models.JSONField(default=list, blank=True)
+    client_versions = models.JSONField(
+        default=list, blank=True, help_text="the client libraries or tools the runs used"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

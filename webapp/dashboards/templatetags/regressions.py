@@ -46,10 +46,12 @@ def version_words(change: object) -> str:
     first seen 2026-11-20"; a change the watch stored as text is shown as it is."""
     if not isinstance(change, dict):
         return str(change)
-    side = change.get("side", "server")
-    words = f"{side} version {change.get('to', '?')}"
-    if change.get("from"):
-        words += f" (was {change['from']})"
+    # The watch writes {kind, version, previous} (versions.py); {side, to, from} is read too.
+    kind = change.get("kind") or change.get("side") or "server"
+    words = f"{kind} version {change.get('version') or change.get('to') or '?'}"
+    previous = change.get("previous") or change.get("from")
+    if previous:
+        words += f" (was {previous})"
     if change.get("first_seen"):
         words += f", first seen {change['first_seen']}"
     return words
