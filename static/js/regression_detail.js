@@ -98,7 +98,7 @@
     annotations.push({
       x: change.first_seen, y: 0, xref: "x", yref: "paper", yanchor: "top", showarrow: true,
       ax: 0, ay: 24,
-      text: fedprobe.text(`${change.kind || change.side || "server"} ${change.version || change.to || ""}`),
+      text: fedprobe.text(`${change.kind || "server"} ${change.version || ""}`),
       font: { size: 11, color: colours.muted },
     });
   });
