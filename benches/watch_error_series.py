@@ -36,7 +36,9 @@ def histories(series: int, nights: int, failing_pct: float) -> list[tuple[object
                 errors = {"server-error": 3, "short-read": rng.choice((0, 2))}
             failed = sum(errors.values())
             rows.append(
-                NightRow(last - timedelta(days=back), 10, 10 - failed, 0, failed, 0, errors, {}, [])
+                NightRow(
+                    last - timedelta(days=back), 10, 10 - failed, 0, failed, 0, errors, {}, [], []
+                )
             )
         made.append((SeriesId(n, 1, "direct", "random", 65536, 0.1, 2), rows))
     return made

@@ -54,11 +54,11 @@ def write_rollups(last: date, nights: int) -> int:
             """
             INSERT INTO watch_seriesnight (night, endpoint_id, vantage_point_id, method,
                 pattern, read_size, fraction, clients, runs, succeeded, partial, failed,
-                tester_faults, errors, metrics, server_versions, updated_at)
+                tester_faults, errors, metrics, server_versions, client_versions, updated_at)
             SELECT d::date, s.endpoint_id, s.vantage_point_id, s.method, s.pattern,
                 s.read_size, s.fraction, s.clients, 1, 1, 0, 0, 0, '{}'::jsonb,
                 '{"throughput_mbps": {"median": 100, "q1": 95, "q3": 105, "mad": 3, "n": 1}}',
-                '[]'::jsonb, now()
+                '[]'::jsonb, '[]'::jsonb, now()
             FROM (SELECT DISTINCT endpoint_id, vantage_point_id, method, pattern, read_size,
                          fraction, clients FROM campaigns_run) s
             CROSS JOIN generate_series(%s::date, %s::date, interval '1 day') d

@@ -35,9 +35,13 @@
       x: measured.map((night) => night.night),
       y: measured.map((night) => night.value),
       error_y: errorBars(measured),
-      customdata: measured.map((night) => [night.n, night.server_versions.join(", ")]),
+      customdata: measured.map((night) => [
+        night.n,
+        fedprobe.text(night.server_versions.join(", ")),
+        fedprobe.text((night.client_versions || []).join(", ")),
+      ]),
       hovertemplate: `%{x}: %{y:.4g}${fedprobe.text(unit)}<br>n = %{customdata[0]}` +
-        "<br>server %{customdata[1]}<extra></extra>",
+        "<br>server %{customdata[1]}<br>client %{customdata[2]}<extra></extra>",
       line: { color: colours.blue, width: 2 },
       marker: { size: 6 },
     },
@@ -93,7 +97,8 @@
     if (!change || typeof change !== "object" || !change.first_seen) return;
     annotations.push({
       x: change.first_seen, y: 0, xref: "x", yref: "paper", yanchor: "top", showarrow: true,
-      ax: 0, ay: 24, text: fedprobe.text(`${change.side || "server"} ${change.to || ""}`),
+      ax: 0, ay: 24,
+      text: fedprobe.text(`${change.kind || "server"} ${change.version || ""}`),
       font: { size: 11, color: colours.muted },
     });
   });

@@ -33,7 +33,9 @@ def _regression_with_series() -> Regression:
     regression = RegressionFactory(
         endpoint=endpoint,
         severity="critical",
-        versions=[{"side": "server", "from": "5.6.1", "to": "5.6.2", "first_seen": "2026-11-20"}],
+        versions=[
+            {"kind": "server", "version": "5.6.2", "first_seen": "2026-11-20", "previous": "5.6.1"}
+        ],
     )
     other = VantagePointFactory(name="desy")
     for day in range(1, 25):

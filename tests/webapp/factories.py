@@ -123,6 +123,7 @@ class SeriesNightFactory(factory.django.DjangoModelFactory):
         lambda: {"throughput_mbps": {"median": 100.0, "q1": 95.0, "q3": 105.0, "mad": 5.0, "n": 4}}
     )
     server_versions = factory.LazyFunction(lambda: ["v5.6.1"])
+    client_versions = factory.LazyFunction(lambda: ["xrootd 5.6.1 (Python bindings)"])
 
 
 class RegressionFactory(factory.django.DjangoModelFactory):

@@ -174,6 +174,9 @@ class RegressionNightSerializer(serializers.Serializer[Any]):
     n = serializers.IntegerField(help_text="runs (or client records) behind the value")
     runs = serializers.IntegerField()
     server_versions = serializers.ListField(child=serializers.CharField())
+    client_versions = serializers.ListField(
+        child=serializers.CharField(), help_text="the client libraries or tools the runs used"
+    )
 
 
 class RegressionOtherViewSerializer(serializers.Serializer[Any]):

@@ -582,6 +582,11 @@ class RunDetailSerializer(RunChartsSerializer):
     server_version = serializers.CharField(
         allow_null=True, help_text="the server's software and version, as it reported them"
     )
+    client_version = serializers.CharField(
+        allow_null=True,
+        help_text="the client library or tool the run's clients used, and its version "
+        '("xrootd 6.2.1 (Python bindings)", "xrdcp v5.5.3"); null when not recorded',
+    )
     served_by = serializers.ListField(child=serializers.CharField())
     # The run JSON's key, named like Serializer.errors (this serializer only documents it).
     errors = serializers.ListField(child=serializers.DictField())  # type: ignore[assignment]

@@ -409,7 +409,8 @@ class Run(RunParameters):
     cpu_s = models.FloatField(null=True, blank=True)
     served_by = models.JSONField(default=list, blank=True)
     # What the run negotiated (the run JSON's auth, tls and server_version), for every run
-    # that got as far as its preflight: "got slower after the upgrade" is a filter away.
+    # that got as far as its preflight, and the client it used (client_version): "got
+    # slower after the upgrade" is a filter away.
     # db_default: rows written in bulk without them (synthetic history) are valid too.
     auth = models.CharField(
         max_length=8,
@@ -420,6 +421,13 @@ class Run(RunParameters):
     )
     tls = models.JSONField(null=True, blank=True, help_text='{"version", "cipher"}, or null')
     server_version = models.CharField(max_length=200, blank=True, default="", db_default="")
+    client_version = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="the client library or tool the run's clients used, and its version",
+    )
     errors = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True, help_text="the run JSON without clients")
 

@@ -377,6 +377,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "auth": run.auth or None,
         "tls": run.tls,
         "server_version": run.server_version or None,
+        "client_version": run.client_version or None,
         "served_by": run.served_by,
         "errors": run.errors,
         "clients": [_client_json(attempt) for attempt in run.attempts.all()],

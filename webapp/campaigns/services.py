@@ -447,10 +447,12 @@ def _store_aggregates(run: Run, run_json: RunJson) -> None:
 
 
 def _store_negotiated(run: Run, run_json: RunJson) -> None:
-    """How the run authenticated, its TLS and the server's version (null when not asked)."""
+    """How the run authenticated, its TLS, the server's version (null when not asked) and
+    the client's (absent from older agents' reports)."""
     run.auth = run_json.get("auth") or ""
     run.tls = run_json.get("tls")
     run.server_version = (run_json.get("server_version") or "")[:200]
+    run.client_version = (run_json.get("client_version") or "")[:200]
 
 
 def _end_unreported_attempts(run: Run, now: datetime) -> None:

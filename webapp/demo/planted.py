@@ -3,7 +3,8 @@ ground truth of it (README "Synthetic history", docs/watch.md "Ground truth").
 
 Each planted change is a `PlantedChange`: steps of several sizes (worse and better), slow
 drifts, single bad nights (which must not alert), recoveries, a server version change at a
-step, a vantage point's outage, a protocol-wide credential expiry and a declared downtime.
+step (every second one a change of the client library's version instead), a vantage point's
+outage, a protocol-wide credential expiry and a declared downtime.
 The endpoint-level changes act on the rate the endpoint gives each stream, from every
 vantage point (so a change of x% moves the throughput of bandwidth-bound reads by x%, even
 where the TCP window bounds them); the group ones make the runs they cover fail. `--truth
@@ -37,6 +38,16 @@ STORAGE_VERSIONS = {
     "Echo": "5.5",
 }
 CREDENTIAL_PROTOCOL = "https"
+# The client library's version the runs of each protocol report (Run.client_version), and
+# how a run names it for reads in place and for copies (workers/engine/backends).
+CLIENT_VERSIONS = {"root": "5.6.1", "https": "0.28.1", "davs": "0.28.1", "http": "0.28.1"}
+_HTTPX = "httpx {} (httpcore 1.0.9)"
+CLIENT_NAMES = {
+    "root": ("xrootd {} (Python bindings)", "xrdcp v{}"),
+    "https": (_HTTPX, _HTTPX),
+    "davs": (_HTTPX, _HTTPX),
+    "http": (_HTTPX, _HTTPX),
+}
 
 # (kind, rate factor, nights it lasts or ramps over): the endpoint-level scenarios, in turn.
 SCENARIOS: tuple[tuple[str, float, int], ...] = (
@@ -70,6 +81,7 @@ class PlantedChange:
     vantage_point: str | None = None
     error_class: str | None = None  # the runs it covers fail with this
     server_version: tuple[str, str] | None = None  # (before, after) at start
+    client_version: tuple[str, str] | None = None  # the client library's (before, after)
 
     def covers(self, night: date) -> bool:
         return self.start <= night and (self.end is None or night < self.end)
@@ -113,6 +125,14 @@ class Plan:
                 return change.server_version[1]
         return self.versions.get(endpoint_pk, "")
 
+    def client_version(self, endpoint_pk: int, protocol: str, method: str, night: date) -> str:
+        """What a run of `method` on the endpoint reports as its client (client_name)."""
+        version = CLIENT_VERSIONS[protocol]
+        for change in self._by_endpoint.get(endpoint_pk, ()):
+            if change.client_version and night >= change.start:
+                version = change.client_version[1]
+        return client_name(protocol, method, version)
+
     def truth(self, *, seed: int, first: date, last: date) -> dict[str, Any]:
         return {
             "seed": seed,
@@ -120,6 +140,13 @@ class Plan:
             "last_night": last.isoformat(),
             "changes": [c.to_json() for c in self.changes],
         }
+
+
+def client_name(protocol: str, method: str, version: str) -> str:
+    """The client a run names: "xrootd 5.6.1 (Python bindings)" for direct reads over
+    root://, "xrdcp v5.6.1" for its copies, httpx for HTTP."""
+    direct, copies = CLIENT_NAMES[protocol]
+    return (direct if method == "direct" else copies).format(version)
 
 
 def _effect(change: PlantedChange, night: date) -> float:
@@ -214,11 +241,19 @@ def _scenario(
     if kind in ("bad-night", "recovery"):
         return _about(model, kind, start, start + timedelta(days=nights), factor)
     if kind == "version-change":
-        before = plan.versions[model.endpoint.pk]
-        major_minor, patch = before.rsplit(".", 1)
-        after = f"{major_minor}.{int(patch) + 1}"
-        return _about(model, kind, start, None, factor, server_version=(before, after))
+        if sum(c.kind == kind for c in plan.changes) % 2:
+            before = CLIENT_VERSIONS[model.endpoint.protocol]
+            versions = {"client_version": (before, _next_patch(before))}
+        else:
+            before = plan.versions[model.endpoint.pk]
+            versions = {"server_version": (before, _next_patch(before))}
+        return _about(model, kind, start, None, factor, **versions)
     return _about(model, kind, start, None, factor)
+
+
+def _next_patch(version: str) -> str:
+    major_minor, patch = version.rsplit(".", 1)
+    return f"{major_minor}.{int(patch) + 1}"
 
 
 def _plant_groups(

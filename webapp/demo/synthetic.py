@@ -447,6 +447,7 @@ RUN_COLUMNS = (
     "served_by",
     "errors",
     "server_version",
+    "client_version",
 )
 
 
@@ -528,6 +529,9 @@ def _run_row(
         "server_version": "",
     }
     night = launch.slot.date()
+    row["client_version"] = plan.client_version(
+        model.endpoint.pk, model.endpoint.protocol, method, night
+    )
     planted_failure = plan.failure(model.endpoint.pk, point.pk, night)
     if planted_failure:
         status = "timeout" if planted_failure is ErrorClass.TIMEOUT else "failed"

@@ -46,7 +46,7 @@ from webapp.watch.series import (
     series_nights_read,
     vantage_point_nights,
 )
-from webapp.watch.versions import version_change
+from webapp.watch.versions import version_change, versions_summary
 
 State = Regression.State
 # Failures that say the service itself is broken for us: an availability alert the same night.
@@ -364,8 +364,7 @@ def _metric_regression(
         f" since {found.change_night}"
     )
     if versions:
-        summary += f"; began with server version {versions[0]['version']}, "
-        summary += f"first seen {versions[0]['first_seen']}"
+        summary += f"; {versions_summary(versions)}"
     severity = Regression.Severity.WARNING if shift else Regression.Severity.INFO
     return Finding(
         key,

@@ -303,13 +303,14 @@ def _upsert_in_database(start: datetime, end: datetime, written_at: datetime) ->
             "night",
             keys,
             "runs, succeeded, partial, failed, tester_faults, errors, metrics, "
-            "server_versions, updated_at",
+            "server_versions, client_versions, updated_at",
         )
     )
     finite = ", ".join(f"{_finite(m)} AS {m}" for m in ROLLUP_METRICS)
     statement = f"""
     WITH runs AS (
         SELECT (created_at AT TIME ZONE 'UTC')::date AS night, {keys}, status, server_version,
+            client_version,
             {finite},
             status IN ({_quoted(MEASURED)}) AS measured,
             CASE WHEN status IN ({_quoted(WITH_FAILURES)}) THEN
@@ -338,6 +339,8 @@ def _upsert_in_database(start: datetime, end: datetime, written_at: datetime) ->
                 AS failure_classes,
             COALESCE(to_jsonb(array_agg(DISTINCT server_version ORDER BY server_version)
                      FILTER (WHERE server_version <> '')), '[]'::jsonb) AS server_versions,
+            COALESCE(to_jsonb(array_agg(DISTINCT client_version ORDER BY client_version)
+                     FILTER (WHERE client_version <> '')), '[]'::jsonb) AS client_versions,
             {_group_columns()}
         FROM r GROUP BY night, {keys}, group_measured
     ), s AS (
@@ -348,13 +351,15 @@ def _upsert_in_database(start: datetime, end: datetime, written_at: datetime) ->
     )
     INSERT INTO watch_seriesnight ({columns})
     SELECT g.night, {g_keys}, g.runs, g.succeeded, g.partial, g.failed, g.tester_faults,
-        {_errors_json()}, {_metrics_json()}, g.server_versions, %(written_at)s
+        {_errors_json()}, {_metrics_json()}, g.server_versions, g.client_versions,
+        %(written_at)s
     FROM g LEFT JOIN s ON {joined.replace("r.", "s.")}
     ON CONFLICT ({keys}, night) DO UPDATE SET
         runs = EXCLUDED.runs, succeeded = EXCLUDED.succeeded, partial = EXCLUDED.partial,
         failed = EXCLUDED.failed, tester_faults = EXCLUDED.tester_faults,
         errors = EXCLUDED.errors, metrics = EXCLUDED.metrics,
-        server_versions = EXCLUDED.server_versions, updated_at = EXCLUDED.updated_at
+        server_versions = EXCLUDED.server_versions,
+        client_versions = EXCLUDED.client_versions, updated_at = EXCLUDED.updated_at
     """
     with connection.cursor() as cursor:
         # The planner guesses one row out of the grouped CTEs and would join them in a
@@ -369,7 +374,15 @@ def _upsert_in_database(start: datetime, end: datetime, written_at: datetime) ->
 def _upsert_in_python(start: datetime, end: datetime, written_at: datetime) -> int:
     """What _upsert_in_database computes, for databases without percentile_cont."""
     runs = Run.objects.filter(created_at__gte=start, created_at__lt=end, status__in=ENDED)
-    fields = ("created_at", *SERIES_FIELDS, "status", "server_version", "errors", *ROLLUP_METRICS)
+    fields = (
+        "created_at",
+        *SERIES_FIELDS,
+        "status",
+        "server_version",
+        "client_version",
+        "errors",
+        *ROLLUP_METRICS,
+    )
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
     for row in runs.order_by().values(*fields).iterator(chunk_size=2000):
         created = sql.aware_datetime(row["created_at"])
@@ -390,6 +403,7 @@ def _upsert_in_python(start: datetime, end: datetime, written_at: datetime) -> i
             "errors",
             "metrics",
             "server_versions",
+            "client_versions",
             "updated_at",
         ],
     )
@@ -431,7 +445,6 @@ def _series_night(key: tuple[Any, ...], rows: list[dict[str, Any]], at: datetime
         values = [v for row in measured if (v := row[metric]) is not None and math.isfinite(v)]
         if values:
             metrics[metric] = distribution(values)
-    versions = sorted({row["server_version"] for row in rows if row["server_version"]})
     return SeriesNight(
         night=night,
         **dict(zip(SERIES_FIELDS, series, strict=True)),
@@ -439,9 +452,14 @@ def _series_night(key: tuple[Any, ...], rows: list[dict[str, Any]], at: datetime
         **counts,
         errors=dict(errors),
         metrics=metrics,
-        server_versions=versions,
+        server_versions=_versions(rows, "server_version"),
+        client_versions=_versions(rows, "client_version"),
         updated_at=at,
     )
+
+
+def _versions(rows: list[dict[str, Any]], column: str) -> list[str]:
+    return sorted({row[column] for row in rows if row[column]})
 
 
 def distribution(values: Sequence[float]) -> dict[str, float | int]:

@@ -165,6 +165,7 @@ class NightValue(TypedDict):
     n: int
     runs: int
     server_versions: list[str]
+    client_versions: list[str]
 
 
 class OtherView(TypedDict):
@@ -321,6 +322,7 @@ def _night_value(metric: str, night: SeriesNight) -> NightValue:
         "n": n,
         "runs": night.runs,
         "server_versions": [str(v) for v in night.server_versions or []],
+        "client_versions": [str(v) for v in night.client_versions or []],
     }
 
 

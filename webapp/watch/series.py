@@ -59,6 +59,7 @@ class NightRow(NamedTuple):
     errors: dict[str, int]
     metrics: dict[str, Figures]  # the watched ones that night measured
     server_versions: list[str]
+    client_versions: list[str]
 
 
 Histories = dict[SeriesId, list[NightRow]]
@@ -86,7 +87,8 @@ def series_nights_read(
         parameters += list(endpoints)
     statement = (
         f"SELECT {', '.join(SERIES_FIELDS)}, night, {', '.join(COUNTS)}, "
-        f"{sql.json_text('errors')}, {sql.json_text('server_versions')}, {figures} "
+        f"{sql.json_text('errors')}, {sql.json_text('server_versions')}, "
+        f"{sql.json_text('client_versions')}, {figures} "
         f"FROM {SeriesNight._meta.db_table} WHERE {where} ORDER BY night"
     )
     rows: Histories = defaultdict(list)
@@ -94,7 +96,7 @@ def series_nights_read(
     decoded: dict[str, Any] = {}
     nights: dict[Any, date] = {}
     width = len(SERIES_FIELDS)
-    slots = [(metric, width + 8 + i * 3) for i, metric in enumerate(watched)]
+    slots = [(metric, width + 9 + i * 3) for i, metric in enumerate(watched)]
     with connection.cursor() as cursor:
         cursor.execute(statement, parameters)
         fetched = cursor.fetchall()
@@ -107,7 +109,7 @@ def series_nights_read(
             if night is None:
                 night = nights[row[width]] = _date(row[width])
             runs, succeeded, partial, failed, tester_faults = row[width + 1 : width + 6]
-            errors, versions = row[width + 6], row[width + 7]
+            errors, servers, clients = row[width + 6 : width + 9]
             metrics = {
                 metric: (row[at], row[at + 1] or 0.0, int(row[at + 2]))
                 for metric, at in slots
@@ -123,7 +125,8 @@ def series_nights_read(
                     tester_faults,
                     _decoded(decoded, errors, {}),
                     metrics,
-                    _decoded(decoded, versions, []),
+                    _decoded(decoded, servers, []),
+                    _decoded(decoded, clients, []),
                 )
             )
     return rows

@@ -312,6 +312,7 @@ def summary_table(result: RunResult) -> str:
         ("cpu", _seconds(run["cpu_s"]) if result.clients else "-"),
         ("served by", ", ".join(run["served_by"]) or "-"),
         ("server", str(run["server_version"] or "-")),
+        ("client", str(run.get("client_version") or "-")),
         ("auth, tls", f"{run['auth']}, {_tls_text(run['tls'])}"),
         ("checksum", str(run["checksum"] or "not checked")),
     ]

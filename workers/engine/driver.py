@@ -89,6 +89,9 @@ def run_probe(
         deadline_s=0.0,
         auth=AuthMethod.NONE if credential is None else credential.auth_method(scheme),
     )
+    # Once per process (the backends cache it), before anything is timed.
+    copies = params.method != Method.DIRECT
+    result.client_version = backend_for(scheme).client_version(copies=copies)
     remove_stale_run_dirs()
     # The clients (and the preflight) get the credential from the run's private folder.
     shared = params.without_credential()

@@ -112,6 +112,9 @@ class RunJson(TypedDict):
     auth: str  # an AuthMethod
     tls: dict[str, str | None] | None  # {"version", "cipher"}; None without TLS
     server_version: str | None
+    # The clients' library or tool and its version (Backend.client_version); absent from the
+    # reports of agents older than it.
+    client_version: NotRequired[str | None]
     file_sizes: dict[str, int]
     wall_s: float
     open_s: float | None
@@ -247,6 +250,8 @@ class RunResult:
     # How the clients authenticated, and what the server said of itself and its TLS.
     auth: AuthMethod = AuthMethod.NONE
     negotiated: Negotiated = field(default_factory=Negotiated)
+    # The client library or tool the clients used, and its version (None: none, or unknown).
+    client_version: str | None = None
 
     @property
     def status(self) -> str:
@@ -303,6 +308,7 @@ class RunResult:
             "auth": str(self.auth),
             "tls": self.negotiated.tls,
             "server_version": self.negotiated.server_version,
+            "client_version": self.client_version,
             "file_sizes": self.file_sizes,
             "wall_s": round(self.wall_s, 6),
             "open_s": _median([c.open_s for c in clients if c.open_s]),

@@ -45,14 +45,16 @@ def test_the_list_is_severity_first_then_newest() -> None:
 
 def test_each_regression_carries_its_detector_blame_and_versions() -> None:
     regression = RegressionFactory(
-        versions=[{"side": "server", "from": "5.6.1", "to": "5.6.2", "first_seen": "2026-11-20"}]
+        versions=[
+            {"kind": "server", "version": "5.6.2", "first_seen": "2026-11-20", "previous": "5.6.1"}
+        ]
     )
     row = api_for(user("v", "viewer")).get(URL).json()["results"][0]
     assert row["detector"]["name"] == "e-divisive"
     assert row["detector"]["baseline_window"] == ["2026-10-25", "2026-11-19"]
     assert row["detector"]["target_window"] == ["2026-11-20", "2026-11-24"]
     assert row["blame"] == {"target": "site", "rule": "one series"}
-    assert row["versions"][0]["to"] == "5.6.2"
+    assert row["versions"][0]["version"] == "5.6.2"
     assert row["endpoint"]["id"] == regression.endpoint_id
     assert row["site"] == {"id": regression.endpoint.site_id, "name": regression.endpoint.site.name}
     assert row["parameter_set"] == {
@@ -143,7 +145,7 @@ def test_the_detail_has_the_series_band_other_vantage_points_and_events() -> Non
     assert [n["night"] for n in nights][:2] == ["2026-11-01", "2026-11-02"]
     assert nights[-1] == {
         "night": "2026-11-24", "value": 60.0, "q1": 59.0, "q3": 61.0, "n": 4, "runs": 4,
-        "server_versions": ["v5.6.1"],
+        "server_versions": ["v5.6.1"], "client_versions": ["xrootd 5.6.1 (Python bindings)"],
     }  # fmt: skip
     band = detail["series"]["band"]
     assert band["median"] == 101.0  # the baseline window's nights (2026-11-01 .. 19)

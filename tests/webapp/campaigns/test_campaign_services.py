@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import XRootD.client
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
@@ -20,6 +21,7 @@ from tests.webapp.factories import (
 )
 from webapp.campaigns.metrics import RUN_METRICS
 from webapp.campaigns.models import ClientAttempt, Run
+from webapp.campaigns.selectors import run_json
 from webapp.campaigns.services import (
     campaign_launch,
     campaign_preview,
@@ -101,6 +103,11 @@ def test_execute_measures_a_lab_endpoint_and_stores_the_results(lab: Any) -> Non
     for metric in RUN_METRICS:  # each stored from its place in the run JSON
         assert getattr(run, metric.name) == metric.from_run_json(run.result) is not None
     assert run.served_by == [endpoint.base_url.split("://")[1].strip("/")]
+    # The client the run read with, as the XRootD bindings report their version: in the run
+    # JSON, on the run, and in the API's run detail.
+    bindings = f"xrootd {XRootD.client.__version__} (Python bindings)"
+    assert run.result["client_version"] == run.client_version == bindings
+    assert run_json(run)["client_version"] == bindings
     attempts = list(run.attempts.all())
     assert [a.client for a in attempts] == [0, 1, 2]
     assert {a.status for a in attempts} == {ClientAttempt.Status.OK}

@@ -125,7 +125,15 @@ def test_the_detail_shows_the_verdict_its_detector_blame_rule_versions_and_plot_
 ) -> None:
     regression = RegressionFactory(
         blame={"target": "site", "rule": "bad from every vantage point that measures it (2 of 2)"},
-        versions=[{"side": "server", "from": "5.6.1", "to": "5.6.2", "first_seen": "2026-11-20"}],
+        versions=[
+            {"kind": "server", "version": "5.6.2", "first_seen": "2026-11-20", "previous": "5.6.1"},
+            {
+                "kind": "client",
+                "version": "xrdcp v5.6.2",
+                "first_seen": "2026-11-21",
+                "previous": "xrdcp v5.6.1",
+            },
+        ],
     )
     _series(regression)
     viewer = page_for(user("v", "viewer"))
@@ -133,11 +141,14 @@ def test_the_detail_shows_the_verdict_its_detector_blame_rule_versions_and_plot_
         html = viewer.get(f"/regressions/{regression.pk}/").content.decode()
     for text in ("e-divisive", "<code>pvalue</code> = 0.01", "2026-10-25 to 2026-11-19",
                  "2026-11-20 to 2026-11-24", "rule: bad from every vantage point",
-                 "server version 5.6.2 (was 5.6.1), first seen 2026-11-20", "desy"):  # fmt: skip
+                 "server version 5.6.2 (was 5.6.1), first seen 2026-11-20",
+                 "client version xrdcp v5.6.2 (was xrdcp v5.6.1), first seen 2026-11-21",
+                 "desy"):  # fmt: skip
         assert text in html, text
     plot = json.loads(html.split('id="regression-data" type="application/json">')[1].split("<")[0])
     assert plot["change_night"] == "2026-11-20"
     assert len(plot["nights"]) == 24 and plot["nights"][-1]["value"] == 60.0
+    assert plot["nights"][-1]["client_versions"] == ["xrootd 5.6.1 (Python bindings)"]
     assert plot["band"]["median"] == 100.0
     assert [o["vantage_point"] for o in plot["others"]] == ["desy"]
     assert "Acknowledge" not in html  # a viewer gets no forms

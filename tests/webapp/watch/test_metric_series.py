@@ -1,6 +1,6 @@
 """A metric's series through the pass: a step worse is suspicious the first night, a
-regression once confirmed, names the server version that came with it, and resolves after
-the good nights; the pass command and the task run the same pass."""
+regression once confirmed, names the server (or client) version that came with it, and
+resolves after the good nights; the pass command and the task run the same pass."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tests.celery_worker import WorkerProcess, wait_until
 from tests.webapp.sqlite import only_on_postgresql
 from tests.webapp.watch.nights import Series, at, night, run, series
 from webapp.celery import app
+from webapp.notifications.messages import event_message
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression, WatchPass
 from webapp.watch.tasks import WATCH
@@ -28,11 +29,13 @@ State = Regression.State
 BEFORE = 30
 
 
-def measure(of: Series, nights: range, *, level: float, version: str, seed: int = 1) -> None:
+def measure(
+    of: Series, nights: range, *, level: float, version: str, client: str = "", seed: int = 1
+) -> None:
     rng = random.Random(seed)
     for n in nights:
         value = level * (1 + rng.gauss(0, 0.03))
-        run(of, night(n), throughput_mbps=value, server_version=version)
+        run(of, night(n), throughput_mbps=value, server_version=version, client_version=client)
 
 
 def throughput(of: Series) -> Regression:
@@ -59,6 +62,26 @@ def test_step_is_pending_then_a_confirmed_regression_naming_the_new_version() ->
     assert "began with server version 5.6.2, first seen" in regression.summary
     assert regression.detector["name"]
     assert regression.change_pct is not None and regression.change_pct < -30
+
+
+@pytest.mark.sqlite
+def test_a_step_that_starts_with_a_client_version_change_names_the_client_version() -> None:
+    one = series()
+    old, new = "xrootd 5.6.1 (Python bindings)", "xrootd 5.6.2 (Python bindings)"
+    measure(one, range(BEFORE), level=100.0, version="5.6.1", client=old)
+    measure(one, range(BEFORE, BEFORE + 6), level=55.0, version="5.6.1", client=new, seed=2)
+    for n in range(BEFORE - 1, BEFORE + 6):
+        watch_evaluate(now=at(night(n), 6))
+    regression = throughput(one)
+    assert (regression.state, regression.verdict) == (State.OPEN, "regression")
+    assert regression.versions == [
+        {"kind": "client", "version": new, "first_seen": night(BEFORE).isoformat(), "previous": old}
+    ]
+    assert f"began with client version {new}, first seen {night(BEFORE)}" in regression.summary
+    assert "server version" not in regression.summary
+    opened = regression.events.get(state=State.OPEN)  # what subscribers are sent
+    message = event_message(event=opened, kind="confirmed", key="test")
+    assert f"began with client version {new}" in message.text
 
 
 def test_confirmed_regression_resolves_after_good_nights_at_its_old_level() -> None:

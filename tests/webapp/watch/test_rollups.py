@@ -42,7 +42,10 @@ def _night_of_runs() -> tuple[list[Run], list[Run]]:
     expired.errors[0]["phase"] = CREDENTIAL_PHASE
     expired.save(update_fields=["errors"])
     runs.append(expired)
-    others = [run(second, NIGHT_ONE, throughput_mbps=20.0, server_version="v5.6.2")]
+    client = "xrootd 6.2.1 (Python bindings)"
+    others = [
+        run(second, NIGHT_ONE, throughput_mbps=20.0, server_version="v5.6.2", client_version=client)
+    ]
     return runs, others
 
 
@@ -66,6 +69,8 @@ def test_night_rollup_equals_direct_computation_over_its_runs() -> None:
     assert "latency_p99_us" not in row.metrics
     other = SeriesNight.objects.get(night=NIGHT_ONE, vantage_point__name="remote")
     assert other.server_versions == ["v5.6.2"]
+    assert other.client_versions == ["xrootd 6.2.1 (Python bindings)"]
+    assert row.client_versions == []  # runs that name no client (older agents) add none
     assert other.metrics["throughput_mbps"]["mad"] == 0
 
 

@@ -97,3 +97,13 @@ def test_a_run_json_of_the_run_json_shape_passes_the_check_and_nothing_else_does
     missing = {k: v for k, v in run.items() if k != "errors"}
     with pytest.raises(InvalidParams, match="is missing"):
         check_run_json(missing)
+
+
+def test_a_report_without_a_client_version_passes_the_check_and_a_wrong_one_does_not() -> None:
+    """An agent older than `client_version` still reports; one that sends it sends text."""
+    run = json.loads(json.dumps(_result().to_json()))
+    older = {k: v for k, v in run.items() if k != "client_version"}
+    assert check_run_json(older) == older
+    with pytest.raises(InvalidParams) as refused:
+        check_run_json({**run, "client_version": 562})
+    assert refused.value.field == "run.client_version"

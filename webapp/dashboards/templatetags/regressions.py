@@ -42,14 +42,14 @@ def signed_pct(value: float | None) -> str:
 
 @register.filter
 def version_words(change: object) -> str:
-    """A version change near the change point, in words: "server version 5.6.2 (was 5.6.1),
-    first seen 2026-11-20"; a change the watch stored as text is shown as it is."""
+    """A version change near the change point (versions.py: {kind, version, first_seen,
+    previous}) in words: "server version 5.6.2 (was 5.6.1), first seen 2026-11-20"; a change
+    stored as text is shown as it is."""
     if not isinstance(change, dict):
         return str(change)
-    side = change.get("side", "server")
-    words = f"{side} version {change.get('to', '?')}"
-    if change.get("from"):
-        words += f" (was {change['from']})"
+    words = f"{change.get('kind', 'server')} version {change.get('version', '?')}"
+    if change.get("previous"):
+        words += f" (was {change['previous']})"
     if change.get("first_seen"):
         words += f", first seen {change['first_seen']}"
     return words

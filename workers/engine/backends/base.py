@@ -118,6 +118,12 @@ class Backend(abc.ABC):
         """Ask the server what it runs and how the connection is protected (untimed)."""
         return Negotiated()
 
+    def client_version(self, *, copies: bool) -> str | None:
+        """The client library or tool a run's clients use here, and its version, for reads
+        in place (`copies` False) or whole-file copies; None where there is none (file://)
+        or it does not say. Found once per process (the backends cache it), never timed."""
+        return None
+
     @abc.abstractmethod
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         """Connect and open `url` for reading (the open is part of what is measured)."""

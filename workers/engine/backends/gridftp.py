@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from workers.engine.backends.base import Backend, CopyResult, OpenOptions, RemoteFile
-from workers.engine.backends.tools import run_copy_tool
+from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 
 TOOL = "globus-url-copy"
@@ -37,6 +37,9 @@ class GridFtpBackend(Backend):
 
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         raise ProbeError(ErrorClass.SERVER_ERROR, NOT_A_READ_PROTOCOL)
+
+    def client_version(self, *, copies: bool) -> str | None:
+        return tool_version(TOOL, "-version")
 
     def stat_size(self, url: str, options: OpenOptions) -> int:
         """The size from the server's MLST, asked without moving data.

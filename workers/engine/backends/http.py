@@ -85,6 +85,10 @@ class HttpBackend(Backend):
             client.close()
             raise
 
+    def client_version(self, *, copies: bool) -> str | None:
+        """httpx over httpcore (HTTP/1.1), for reads and copies alike."""
+        return f"httpx {httpx.__version__} (httpcore {httpcore.__version__})"
+
     def describe(self, url: str, options: OpenOptions) -> Negotiated:
         """The `Server` header and the TLS version and cipher of a HEAD's connection."""
         with ClientConfig.of(url, options).client() as client:

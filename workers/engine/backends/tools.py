@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,37 @@ _STDERR_CLASSES = (
     (("connection refused", "connect() failed", "unable to connect"), ErrorClass.REFUSED),
     (("timed out", "timeout", "expired"), ErrorClass.TIMEOUT),
 )
+
+
+# A version is one short line; anything longer is not one.
+_VERSION_MAX_CHARS = 100
+_VERSION_TIMEOUT_S = 10.0
+
+
+@functools.cache
+def tool_version(tool: str, flag: str) -> str | None:
+    """`tool` and its version as `tool flag` prints it ("xrdcp v5.5.3", "globus-url-copy
+    10.12"), asked once per process; None when the tool is missing or says nothing. Tools
+    print it on stderr, some with a non-zero exit status (globus-url-copy): both are read."""
+    path = shutil.which(tool)
+    if path is None:
+        return None
+    try:
+        done = subprocess.run(
+            [path, flag],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_VERSION_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    output = (done.stdout + done.stderr).decode(errors="replace").strip()
+    first = output.splitlines()[0].strip() if output else ""
+    version = first.removeprefix(f"{tool}:").removeprefix(tool).strip()
+    if not version or len(version) > _VERSION_MAX_CHARS:
+        return None
+    return f"{tool} {version}"
 
 
 def classify_tool_error(stderr: str) -> ErrorClass:

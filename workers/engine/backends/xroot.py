@@ -23,7 +23,7 @@ from workers.engine.backends.base import (
     RemoteFile,
     VectorLimits,
 )
-from workers.engine.backends.tools import run_copy_tool
+from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.credential_scope import CredentialScope
 from workers.engine.credentials import AuthMethod
 from workers.engine.deadline import Deadline
@@ -215,6 +215,13 @@ class XRootDBackend(Backend):
             return Negotiated(version, None)
         tls = _negotiate_tls(url, options) or {"version": None, "cipher": None}
         return Negotiated(version, tls)
+
+    def client_version(self, *, copies: bool) -> str | None:
+        """Direct reads: the XRootD Python bindings' own XrdCl (`XRootD.client.__version__`);
+        copies: the xrdcp on PATH, which may be another release."""
+        if copies:
+            return tool_version("xrdcp", "--version")
+        return f"xrootd {xrd.__version__} (Python bindings)"
 
     def check_egress(self, url: str, options: OpenOptions) -> None:
         """The URL's host, and, when it is a redirector, the servers it would send us to:
