@@ -311,7 +311,13 @@ def availability_finding(
         severity=Regression.Severity.CRITICAL if all_failed else Regression.Severity.WARNING,
         summary=f"{tonight.failed} of {site_runs} runs failed on {tonight.night} ({classes})",
         subject=subject,
-        detector={"name": "failures", "parameters": {"functional": sorted(FUNCTIONAL_CLASSES)}},
+        detector={
+            "name": "failures",
+            "parameters": {"functional": sorted(FUNCTIONAL_CLASSES)},
+            # Judged on the night's runs alone: no baseline.
+            "baseline_window": None,
+            "target_window": [tonight.night.isoformat(), tonight.night.isoformat()],
+        },
         change_night=tonight.night,
         current=measured / site_runs,
     )
