@@ -138,8 +138,9 @@ def credential_key(endpoint_id: int) -> str:
 def credentials_expiring_alert(*, now: datetime) -> list[Regression]:
     """Open (tester-fault), update or resolve each endpoint's credential regression as of
     `now`, one per credential that credentials_expiring finds (a replaced credential that
-    fails too: the old one's resolved, a new one opened); returns those opened or resolved.
-    Four queries, and the changes."""
+    fails too: the old one's resolved, a new one opened; one whose alert a person resolved:
+    none, until it is replaced); returns those opened or resolved. Four queries (five while
+    some are resolved by hand), and the changes."""
     found = {c.expiry.endpoint_id: c for c in credentials_expiring(now=now)}
     live = {
         r.key: r
@@ -147,18 +148,39 @@ def credentials_expiring_alert(*, now: datetime) -> list[Regression]:
             key__startswith="endpoint:", key__endswith=":credential", state__in=Regression.LIVE
         )
     }
+    by_hand = _resolved_by_hand([credential_key(e) for e in found if credential_key(e) not in live])
     changed = []
     for endpoint_id, expiring in found.items():
-        regression = live.pop(credential_key(endpoint_id), None)
+        key = credential_key(endpoint_id)
+        regression = live.pop(key, None)
         if regression is not None and regression.blame.get("identity") == _identity(expiring):
             _update(regression, expiring)
             continue
         if regression is not None:
             changed.append(_resolved(regression, now, _replaced_note(expiring)))
+        elif (key, tuple(_identity(expiring))) in by_hand:
+            continue
         changed.append(_open(expiring, now))
     for regression in live.values():
         changed.append(_resolved(regression, now, _resolved_note(regression, now)))
     return changed
+
+
+def _resolved_by_hand(keys: list[str]) -> set[tuple[str, tuple[str, ...]]]:
+    """(key, credential identity) of the alerts among `keys` a person resolved: that
+    credential is known, and is not alerted about again."""
+    if not keys:
+        return set()
+    # One filter(): the resolving event is the one a person made.
+    rows = Regression.objects.filter(
+        key__in=keys,
+        state=State.RESOLVED,
+        events__state=State.RESOLVED,
+        events__actor__isnull=False,
+    )
+    return {
+        (key, tuple(blame.get("identity") or ())) for key, blame in rows.values_list("key", "blame")
+    }
 
 
 def _identity(expiring: ExpiringCredential) -> list[str]:

@@ -28,6 +28,7 @@ from tests.webapp.factories import (
 from tests.webapp.watch.nights import Series, run
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint
+from webapp.watch.actions import regression_resolve
 from webapp.watch.credentials import credential_key
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression
@@ -206,3 +207,18 @@ def test_a_credential_that_no_longer_decrypts_is_a_critical_alert_not_a_crash() 
     regression = pass_at(NOW)
     assert regression is not None and regression.severity == "critical"
     assert "does not decrypt with FEDPROBE_CREDENTIAL_KEY" in regression.summary
+
+
+def test_an_alert_resolved_by_hand_stays_resolved_until_the_credential_is_replaced() -> None:
+    door = endpoint()
+    nightly(door)
+    first = pass_at(NOW)
+    assert first is not None
+    regression_resolve(regression=first, user=user("op"), note="renewal ordered")
+    assert pass_at(NOW + timedelta(hours=1)) == first
+    assert not Regression.objects.filter(state__in=Regression.LIVE).exists()
+
+    replace_credential(door, token_expiring(NOW + timedelta(days=2)))
+    second = pass_at(NOW + timedelta(hours=2))
+    assert second is not None and second.pk != first.pk
+    assert second.state == State.TESTER_FAULT
