@@ -162,7 +162,7 @@ def credentials_expiring_alert(*, now: datetime) -> list[Regression]:
             continue
         changed.append(_open(expiring, now))
     for regression in live.values():
-        changed.append(_resolved(regression, now, _resolved_note(regression, now)))
+        changed.append(_resolved(regression, now, _resolved_note(regression)))
     return changed
 
 
@@ -275,7 +275,7 @@ def _replaced_note(expiring: ExpiringCredential) -> str:
     return f"the credential of endpoint {expiry.endpoint_name} was replaced"
 
 
-def _resolved_note(regression: Regression, now: datetime) -> str:
+def _resolved_note(regression: Regression) -> str:
     """Why a credential's alert is over: its endpoint disabled, unscheduled, or its credential
     replaced or no longer failing (one or two queries: resolutions are few)."""
     endpoint = regression.endpoint
