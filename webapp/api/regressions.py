@@ -193,9 +193,19 @@ class RegressionBandSerializer(serializers.Serializer[Any]):
     nights = serializers.IntegerField(help_text="baseline nights it was drawn from")
 
 
+WINDOW_HELP = (
+    "[from, to]: ISO nights (dates), or ISO times (UTC) for a verdict about moments (a "
+    "queue's wait, a launch's slot, a credential's warning window); null: none"
+)
+
+
 class RegressionWindowsSerializer(serializers.Serializer[Any]):
-    baseline = serializers.ListField(child=serializers.DateField(), allow_null=True)
-    target = serializers.ListField(child=serializers.DateField(), allow_null=True)
+    baseline = serializers.ListField(
+        child=serializers.CharField(), allow_null=True, help_text=WINDOW_HELP
+    )
+    target = serializers.ListField(
+        child=serializers.CharField(), allow_null=True, help_text=WINDOW_HELP
+    )
 
 
 class RegressionSeriesSerializer(serializers.Serializer[Any]):

@@ -76,7 +76,7 @@ def groups_blame(
     groups = night_groups(verdicts, endpoints)
     for group in groups:
         parent = regression_advance(
-            regression=live.get(group.key), finding=_finding(group), night=night, at=at
+            regression=live.get(group.key), finding=_finding(group, night), night=night, at=at
         )
         if parent is not None:
             live[group.key] = parent
@@ -258,7 +258,7 @@ def _endpoints(ids: Iterable[int]) -> dict[int, _Endpoint]:
     return found
 
 
-def _finding(group: Group) -> Finding:
+def _finding(group: Group, night: date) -> Finding:
     all_failed = all(m.all_failed for m in group.members)
     return Finding(
         key=group.key,
@@ -273,6 +273,9 @@ def _finding(group: Group) -> Finding:
         detector={
             "name": "blame",
             "parameters": dict(zip(("min_sites", "min_share"), _thresholds(), strict=True)),
+            # The group is found among one night's availability verdicts.
+            "baseline_window": None,
+            "target_window": [night.isoformat(), night.isoformat()],
         },
         blame={"target": group.target, "rule": group.rule, **group.evidence},
     )

@@ -79,7 +79,13 @@ def regression_open(
 
 
 def tester_fault_open(
-    *, key: str, summary: str, blame: dict[str, Any], at: datetime, **subject: Any
+    *,
+    key: str,
+    summary: str,
+    blame: dict[str, Any],
+    detector: dict[str, Any],
+    at: datetime,
+    **subject: Any,
 ) -> Regression:
     """A critical tester-fault regression on the tester's side of things (a vantage point that
     took no work, a slot that launched nothing): never against a site, opened at once."""
@@ -94,6 +100,7 @@ def tester_fault_open(
         summary=summary,
         subject=subject,
         blame=blame,
+        detector=detector,
     )
     return regression_open(
         finding=finding, state=Regression.State.TESTER_FAULT, night=at.date(), at=at

@@ -8,6 +8,9 @@ rule (functional failures go straight to an open regression), each error class b
 against its own band (error_series), each watched metric by detect.detect over the nights'
 medians; series that stopped being measured go to no-data (nodata). Nights in an outage of
 the endpoint (its own or its site's) are not evaluated; during any downtime nothing opens.
+Then, on every pass whatever the nights, the tester's own trouble: vantage points that take
+no work (notrun), slots that launched nothing (launches), and credentials of scheduled
+campaigns that expire or cannot be refreshed (credentials).
 A pass run twice for the same `now` changes nothing: the runs' watermark finds no new
 night, and a regression is never advanced twice by one night.
 """
@@ -28,7 +31,7 @@ from django.utils import timezone
 from webapp.campaigns.metrics import METRICS
 from webapp.core import sql
 from webapp.sites.models import Downtime, Endpoint
-from webapp.watch import blame, launches, notrun
+from webapp.watch import blame, credentials, launches, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
 from webapp.watch.episodes import Finding, regression_advance
 from webapp.watch.error_series import error_findings
@@ -134,6 +137,7 @@ def _pass(now: datetime) -> PassOutcome:
     with outcome.timed("tester"):
         notrun.vantage_points_not_running(now=now)
         launches.campaign_launches_failed(now=now)
+        credentials.credentials_expiring_alert(now=now)
     outcome.changes = _changes_since(events_before)
     WatchPass.objects.create(
         now=now,
@@ -307,7 +311,13 @@ def availability_finding(
         severity=Regression.Severity.CRITICAL if all_failed else Regression.Severity.WARNING,
         summary=f"{tonight.failed} of {site_runs} runs failed on {tonight.night} ({classes})",
         subject=subject,
-        detector={"name": "failures", "parameters": {"functional": sorted(FUNCTIONAL_CLASSES)}},
+        detector={
+            "name": "failures",
+            "parameters": {"functional": sorted(FUNCTIONAL_CLASSES)},
+            # Judged on the night's runs alone: no baseline.
+            "baseline_window": None,
+            "target_window": [tonight.night.isoformat(), tonight.night.isoformat()],
+        },
         change_night=tonight.night,
         current=measured / site_runs,
     )

@@ -75,13 +75,22 @@ def _failed(
         "slot": launch["slot"].isoformat(),
         "error": launch["error"],
     }
+    slot = launch["slot"].isoformat()
+    detector: dict[str, Any] = {
+        "name": "launch-failed",
+        "parameters": {},
+        # The slot whose launch failed: a moment, not a span of nights.
+        "baseline_window": None,
+        "target_window": [slot, slot],
+    }
     if regression is None:
-        return [
-            tester_fault_open(key=launch_key(launch["pk"]), summary=summary, blame=blame, at=now)
-        ]
+        key = launch_key(launch["pk"])
+        return [tester_fault_open(key=key, summary=summary, blame=blame, detector=detector, at=now)]
     if regression.blame.get("slot") != blame["slot"]:
         # A later slot failed too (perhaps otherwise): the regression names the latest.
-        Regression.objects.filter(pk=regression.pk).update(summary=summary, blame=blame)
+        Regression.objects.filter(pk=regression.pk).update(
+            summary=summary, blame=blame, detector=detector
+        )
     return []
 
 

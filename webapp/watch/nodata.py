@@ -230,6 +230,7 @@ def _open(stopped: list[Stopped], night: date, now: datetime, live: dict[str, Re
                 point=point,
                 stopped=len(series),
                 measured=tonight.get(point, 0),
+                since=min(one.last for one in series),
                 night=night,
                 now=now,
                 live=live,
@@ -311,10 +312,12 @@ def _point_no_data(
     point: int,
     stopped: int,
     measured: int,
+    since: date,
     night: date,
     now: datetime,
     live: dict[str, Regression],
 ) -> None:
+    """`since`: the earliest last night of the series it stopped measuring."""
     key = point_no_data_key(name)
     if key in live:
         return
@@ -332,7 +335,13 @@ def _point_no_data(
             severity=Regression.Severity.WARNING,
             summary=summary,
             subject={"vantage_point_id": point},
-            detector={"name": DETECTOR, "parameters": {"stopped": stopped, "measured": measured}},
+            detector={
+                "name": DETECTOR,
+                "parameters": {"stopped": stopped, "measured": measured},
+                # The nights from the first one the series were missed on to tonight.
+                "baseline_window": None,
+                "target_window": [(since + timedelta(days=1)).isoformat(), night.isoformat()],
+            },
             blame={"target": Regression.Blame.VANTAGE_POINT, "rule": "no-data"},
         ),
         state=State.NO_DATA,

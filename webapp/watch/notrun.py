@@ -5,6 +5,7 @@ it is resolved once runs flow again (docs/watch.md#scheduled-but-not-run)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Min
@@ -74,6 +75,18 @@ def _open(
         "queued_runs": queued,
         "command": command,
     }
+    detector: dict[str, Any] = {
+        "name": "not-run",
+        "parameters": {"not_run_after_s": settings.FEDPROBE_WATCH_NOT_RUN_AFTER_S},
+        # The runs waited from the oldest one's creation to this pass.
+        "baseline_window": None,
+        "target_window": [oldest.isoformat(), now.isoformat()],
+    }
     return tester_fault_open(
-        key=not_run_key(point), summary=summary, blame=blame, at=now, vantage_point=point
+        key=not_run_key(point),
+        summary=summary,
+        blame=blame,
+        detector=detector,
+        at=now,
+        vantage_point=point,
     )

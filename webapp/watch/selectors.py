@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypedDict
 
 from django.db.models import (
@@ -248,18 +248,26 @@ def _windows(regression: Regression) -> dict[str, list[str] | None]:
 
 
 def _window(value: object) -> list[str] | None:
+    """[from, to]: ISO nights, or ISO times in UTC for a verdict about moments (a queue's
+    wait, a slot, a credential's warning window); None when there is none."""
     if isinstance(value, list | tuple) and len(value) == 2:
         try:
-            return [date.fromisoformat(str(v)).isoformat() for v in value]
+            return [_moment(str(v)) for v in value]
         except ValueError:
             return None
     return None
 
 
+def _moment(text: str) -> str:
+    if len(text) == len("2026-10-01"):
+        return date.fromisoformat(text).isoformat()
+    return datetime.fromisoformat(text).astimezone(UTC).isoformat()
+
+
 def _night_range(regression: Regression, windows: dict[str, list[str] | None]) -> tuple[date, date]:
     """From NIGHTS_AROUND before the baseline window (or the change) to NIGHTS_AROUND after
     the target window, not past the last night evaluated, and at most MAX_NIGHTS long."""
-    marks = [date.fromisoformat(d) for window in windows.values() if window for d in window]
+    marks = [date.fromisoformat(d[:10]) for window in windows.values() if window for d in window]
     marks += [d for d in (regression.change_night, regression.last_night) if d]
     last = min(max(marks) + timedelta(days=NIGHTS_AROUND), regression.last_night)
     first = max(min(marks) - timedelta(days=NIGHTS_AROUND), last - timedelta(days=MAX_NIGHTS))

@@ -1,6 +1,7 @@
-"""From runs to a message, end to end: the watch's pass finds what the runs say, and the
-notification pump tells a real webhook receiver once per state change, once per blamed
-group, and nothing more when the pass runs again."""
+"""From runs to a message, end to end: the watch's pass finds what the runs say (or what a
+scheduled campaign's credential will do to them), and the notification pump tells a real
+webhook receiver once per state change, once per blamed group, and nothing more when the
+pass runs again."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.webapp.factories import EndpointFactory, SiteFactory, user
+from tests.webapp.factories import (
+    CampaignFactory,
+    EndpointFactory,
+    SiteFactory,
+    TestFileFactory,
+    jwt,
+    user,
+)
 from tests.webapp.notifications.conftest import HttpReceiver
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
 from webapp.notifications.models import Subscription
@@ -83,3 +91,50 @@ def test_a_vantage_point_bad_at_every_site_is_one_message_not_one_per_site(
     bodies = [r.body for r in http_receiver.received]
     assert [(b["event"], b["blame"]["target"]) for b in bodies] == [("opened", "vantage-point")]
     assert "remote" in bodies[0]["summary"]
+
+
+def token_expiring(moment: datetime) -> str:
+    return jwt(iss="https://iam.example.org/", sub="robot", exp=int(moment.timestamp()))
+
+
+def test_an_expiring_credential_is_told_to_its_site_once_and_its_replacement_once(
+    http_receiver: HttpReceiver,
+) -> None:
+    http_receiver.start()
+    site = SiteFactory(name="T2_XX")
+    Subscription.objects.create(
+        owner=user("ops"),
+        channel="webhook",
+        target="site",
+        target_id=site.pk,
+        url=http_receiver.url,
+        url_shown="http://127.0.0.1/…",
+    )
+    door = EndpointFactory(
+        name="door",
+        site=site,
+        protocol="https",
+        base_url="https://127.0.0.1:8443/",
+        credential_kind="token",
+        credential=token_expiring(at(night(0), 6) + timedelta(days=3)),
+    )
+    TestFileFactory(endpoint=door)
+    CampaignFactory(name="nightly", endpoints=[door], schedule="0 2 * * *")
+    watch_and_pump(0)
+    watch_and_pump(0)  # the same pass again
+    watch_and_pump(1)  # the next night: still the same credential
+    door.credential = token_expiring(at(night(0), 6) + timedelta(days=60))
+    door.save(update_fields=["credential"])
+    watch_and_pump(2)
+    watch_and_pump(3)
+
+    bodies = [r.body for r in http_receiver.received]
+    assert [(b["event"], b["blame"]["target"]) for b in bodies] == [
+        ("tester-fault", "credential"),
+        ("resolved", "credential"),
+    ]
+    assert bodies[0]["summary"].startswith(
+        "the token of endpoint door (site T2_XX) expires at 2026-10-04 06:00 UTC"
+    )
+    assert bodies[0]["severity"] == "warning"
+    assert len(set(http_receiver.keys())) == 2

@@ -148,6 +148,9 @@ def test_a_vantage_point_that_lost_most_of_its_series_is_one_regression() -> Non
     assert (regression.key, regression.state) == ("vp:local:no-data", State.NO_DATA)
     assert regression.blame["target"] == "vantage-point"
     assert "stopped measuring 3 series" in regression.summary
+    # Missed from night 3 (the night after their last) to night 4, the night it opened.
+    assert regression.detector["baseline_window"] is None
+    assert regression.detector["target_window"] == [night(3).isoformat(), night(4).isoformat()]
     nights([5], kept, *lost)
     regression.refresh_from_db()
     assert regression.state == State.RESOLVED

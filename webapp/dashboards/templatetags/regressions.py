@@ -33,6 +33,22 @@ def blamed_on(regression: Regression) -> str:
 
 
 @register.filter
+def window_words(window: object) -> str:
+    """A detector's window in words: "2026-10-01 to 2026-10-07", one night "2026-10-01", a
+    span of times "2026-03-10 02:00 to 2026-03-10 06:00 UTC"; "—" when there is none."""
+    if not isinstance(window, list | tuple) or len(window) != 2:
+        return "—"
+    first, last = (_moment_words(str(part)) for part in window)
+    utc = " UTC" if len(str(window[0])) > len("2026-10-01") else ""
+    return f"{first}{utc}" if first == last else f"{first} to {last}{utc}"
+
+
+def _moment_words(text: str) -> str:
+    """A night as is, an ISO time (UTC) to the minute: "2026-03-10 02:00"."""
+    return text if len(text) <= len("2026-10-01") else text[:16].replace("T", " ")
+
+
+@register.filter
 def signed_pct(value: float | None) -> str:
     """A change in percent with its sign: -40.2 -> "-40%", 12.5 -> "+12%"; None -> "—"."""
     if value is None:
