@@ -260,6 +260,7 @@ def _evaluate_series(
         vantage_point_id=series.vantage_point_id,
         bad=bool(availability.bad),
         all_failed=availability.severity == Regression.Severity.CRITICAL,
+        in_downtime=not may_open,
     )
 
 
