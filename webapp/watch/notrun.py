@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Min
+from django.db.models import Count, Max, Min
 
 from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.models import Run, q_lost, q_never_taken
@@ -37,32 +37,38 @@ class NotTaken:
     never_taken: int = 0  # failed by the resend pass: no worker took them
     lost: int = 0  # their worker stopped reporting while they ran
     since: datetime | None = None  # the oldest of them was created then
+    latest: datetime | None = None  # the newest sign: a queued one created, an ended one ended
 
-    def add(self, kind: str, created_at: datetime) -> None:
+    def add(self, kind: str, created_at: datetime, ended_at: datetime) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
         self.since = created_at if self.since is None else min(self.since, created_at)
+        self.latest = ended_at if self.latest is None else max(self.latest, ended_at)
 
 
 def vantage_points_not_running(*, now: datetime) -> dict[int, Regression]:
     """Open (tester-fault) or resolve each vantage point's not-run regression as of `now`;
     returns the live ones by vantage point id (their series' tester faults are members)."""
-    waiting = _not_taken(now)
+    waiting = _since_resolved(_not_taken(now))
     live = {
         r.vantage_point_id: r
         for r in Regression.objects.filter(key__endswith=f":{RULE}", state__in=Regression.LIVE)
         if r.vantage_point_id is not None
     }
-    points = VantagePoint.objects.filter(pk__in={*waiting, *live}) if waiting or live else []
+    points = list(VantagePoint.objects.filter(pk__in={*waiting, *live})) if waiting or live else []
     health = vantage_points_health(vantage_points=points, now=now) if points else {}
     for point in points:
         listening = health[point.pk].listening
         regression = live.get(point.pk)
         if regression is None and point.pk in waiting and not listening:
             live[point.pk] = _open(point, waiting[point.pk], health[point.pk].worker_command, now)
-        elif regression is not None and (listening or _took_work(point.pk, regression, now)):
-            regression_set_state(
-                regression=regression, state=State.RESOLVED, at=now, note=f"{point.name} runs again"
-            )
+        elif regression is not None:
+            if listening:
+                note = f"{point.name} runs again: a worker of it is alive"
+            elif _took_work(point.pk, regression, now):
+                note = f"{point.name} runs again: a worker took a run"
+            else:
+                continue
+            regression_set_state(regression=regression, state=State.RESOLVED, at=now, note=note)
             del live[point.pk]
     return live
 
@@ -77,11 +83,11 @@ def _not_taken(now: datetime) -> dict[int, NotTaken]:
         Run.objects.filter(status=Run.Status.QUEUED, created_at__lte=waited)
         .order_by()
         .values("vantage_point")
-        .annotate(runs=Count("id"), oldest=Min("created_at"))
+        .annotate(runs=Count("id"), oldest=Min("created_at"), newest=Max("created_at"))
     )
     for row in queued:
-        found[row["vantage_point"]].queued = row["runs"]
-        found[row["vantage_point"]].since = row["oldest"]
+        waiting = found[row["vantage_point"]]
+        waiting.queued, waiting.since, waiting.latest = row["runs"], row["oldest"], row["newest"]
     window = now - timedelta(seconds=settings.FEDPROBE_WATCH_NOT_RUN_WINDOW_S)
     ended = list(
         Run.objects.filter(finished_at__gt=window, finished_at__lte=now)
@@ -91,9 +97,29 @@ def _not_taken(now: datetime) -> dict[int, NotTaken]:
     took = {point: _last_took(point, now) for point in {row[0] for row in ended}}
     for point, created_at, finished_at, started_at in ended:
         last = took[point]
-        if last is None or (finished_at is not None and finished_at > last):
-            found[point].add("never_taken" if started_at is None else "lost", created_at)
+        if finished_at is not None and (last is None or finished_at > last):
+            kind = "never_taken" if started_at is None else "lost"
+            found[point].add(kind, created_at, finished_at)
     return dict(found)
+
+
+def _since_resolved(waiting: dict[int, NotTaken]) -> dict[int, NotTaken]:
+    """Leave out the vantage points with no sign since their not-run regression was last
+    resolved (by hand, say: the vantage point is being retired), so that it stays resolved."""
+    resolved = dict(
+        Regression.objects.filter(
+            key__endswith=f":{RULE}", state=State.RESOLVED, vantage_point__in=waiting
+        )
+        .order_by()
+        .values("vantage_point")
+        .annotate(last=Max("resolved_at"))
+        .values_list("vantage_point", "last")
+    )
+    return {
+        point: runs
+        for point, runs in waiting.items()
+        if (last := resolved.get(point)) is None or (runs.latest is not None and runs.latest > last)
+    }
 
 
 def _last_took(vantage_point_id: int, now: datetime) -> datetime | None:

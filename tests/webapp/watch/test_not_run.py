@@ -9,11 +9,12 @@ from datetime import timedelta
 
 import pytest
 
-from tests.webapp.factories import EndpointFactory, SiteFactory
+from tests.webapp.factories import EndpointFactory, SiteFactory, user
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, measure, night, run, series, watch
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import runs_resend_stale
 from webapp.sites.models import VantagePoint, WorkerHeartbeat
+from webapp.watch.actions import regression_resolve
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression
 
@@ -155,3 +156,16 @@ def test_a_member_bad_by_the_sites_fault_again_leaves_the_group() -> None:
     watch(1)
     broken = Regression.objects.get(endpoint=made[0].endpoint, metric="availability")
     assert (broken.state, broken.parent, broken.blame) == (Regression.State.OPEN, None, {})
+
+
+def test_resolved_by_hand_it_stays_resolved_until_runs_wait_again() -> None:
+    scheduled("remote", sites=1)
+    watch(0)
+    alert = Regression.objects.get(key="vp:remote:not-run")
+    regression_resolve(regression=alert, user=user("ana"), note="retired", now=NOW)
+    watch_evaluate(now=NOW + timedelta(hours=1))
+    assert Regression.objects.filter(key="vp:remote:not-run").count() == 1
+    scheduled("remote", sites=1, n=1)
+    watch(1)
+    again = Regression.objects.filter(key="vp:remote:not-run", state=Regression.State.TESTER_FAULT)
+    assert again.count() == 1
