@@ -17,6 +17,7 @@ from webapp.sites.models import VantagePoint, WorkerHeartbeat
 from webapp.watch.actions import regression_resolve
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression
+from webapp.watch.selectors import regression_tester_faults
 
 pytestmark = pytest.mark.django_db
 
@@ -110,6 +111,7 @@ def test_runs_the_resend_pass_failed_as_never_taken_are_one_alert_with_their_ser
     assert [r.state for r in grouped] == [Regression.State.TESTER_FAULT] * 3
     assert {r.blame["group"] for r in grouped} == {"vp:remote:not-run"}
     assert Regression.objects.count() == 4
+    assert regression_tester_faults(limit=5) == ([alert], 1)  # home lists the group alone
 
 
 def test_a_killed_workers_lost_runs_are_not_run_only_while_no_worker_is_alive() -> None:
