@@ -14,6 +14,7 @@ from tests.webapp.watch.nights import NIGHT_ONE, Series, at, measure, night, run
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import runs_resend_stale
 from webapp.sites.models import VantagePoint, WorkerHeartbeat
+from webapp.watch import notrun
 from webapp.watch.actions import regression_resolve
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression
@@ -171,3 +172,28 @@ def test_resolved_by_hand_it_stays_resolved_until_runs_wait_again() -> None:
     watch(1)
     again = Regression.objects.filter(key="vp:remote:not-run", state=Regression.State.TESTER_FAULT)
     assert again.count() == 1
+
+
+def test_series_tester_faults_are_members_from_their_first_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A notification pump running during the pass never sees them without their group."""
+    monkeypatch.setattr(notrun, "members_attach", lambda not_running: None)
+    scheduled("remote", sites=2)
+    watch(0)
+    grouped = members("vp:remote:not-run")
+    assert len(grouped) == 2
+    assert all(r.events.get().state == Regression.State.TESTER_FAULT for r in grouped)
+
+
+def test_tester_faults_opened_before_the_vantage_point_stopped_join_its_group() -> None:
+    earlier = series(vantage_point="remote")
+    measure(earlier, 0, "lost")
+    heartbeat("remote", seen=-timedelta(seconds=10))  # a worker alive at that pass
+    watch(0)
+    assert Regression.objects.get(endpoint=earlier.endpoint).parent is None
+    scheduled("remote", sites=1, n=1)
+    watch(1)
+    assert Regression.objects.get(endpoint=earlier.endpoint).parent == Regression.objects.get(
+        key="vp:remote:not-run"
+    )
