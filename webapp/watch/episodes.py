@@ -10,7 +10,8 @@ states.regression_set_state (docs/watch.md#states).
 - recovering: FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS good nights in a row -> resolved; a bad
   night -> open again;
 - no-data, tester-fault: the series is measured again: bad -> open (pending), good -> resolved;
-  a tester fault given a `group` is its member (not told on its own).
+  a tester fault given a `group` is its member (not told on its own), unless it was open
+  (told) before.
 A night at or before the regression's `last_night` is not applied twice: a pass is idempotent.
 """
 
@@ -30,6 +31,8 @@ State = Regression.State
 # A group a series' regression is a member of: the group's regression, and the blame the
 # member says (a vantage point's not-run regression, for its series' tester faults).
 MemberOf = tuple[Regression, dict[str, Any]]
+# States of a regression its subscribers were told of: it is told to the end on its own.
+TOLD = (State.OPEN, State.ACKNOWLEDGED, State.RECOVERING)
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ def regression_advance(
     if night <= regression.last_night:
         return regression
     target, good_nights = _next(regression, finding, may_open)
-    if target == State.TESTER_FAULT and group is not None:
+    if target == State.TESTER_FAULT and group is not None and regression.state not in TOLD:
         _member_make(regression, *group)
     note = _note(regression, at)
     if target != regression.state:

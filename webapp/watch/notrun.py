@@ -17,7 +17,7 @@ from django.db.models import Count, Max, Min
 from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.models import Run, q_lost, q_never_taken
 from webapp.sites.models import VantagePoint
-from webapp.watch.episodes import tester_fault_open
+from webapp.watch.episodes import TOLD, tester_fault_open
 from webapp.watch.models import Regression
 from webapp.watch.states import regression_set_state
 
@@ -173,14 +173,15 @@ def member_blame(parent: Regression) -> dict[str, str]:
 
 def members_attach(not_running: dict[int, Regression]) -> None:
     """Make the live tester faults of each not-running vantage point's series members of its
-    regression: the ones a pass before it opened (the pass gives new ones their parent)."""
+    regression: the ones a pass before it opened (the pass gives new ones their parent). Not
+    those that were open before (their subscribers were told: they are told to the end)."""
     for point, parent in not_running.items():
         Regression.objects.filter(
             vantage_point_id=point,
             state=State.TESTER_FAULT,
             key__startswith="series:",
             parent=None,
-        ).update(parent=parent, blame=member_blame(parent))
+        ).exclude(events__state__in=TOLD).update(parent=parent, blame=member_blame(parent))
 
 
 def member_detach(regression: Regression) -> None:

@@ -72,13 +72,17 @@ def test_not_run_is_resolved_once_runs_flow_again() -> None:
     assert Regression.objects.count() == 1
 
 
-def scheduled(vantage_point: str, sites: int, n: int = 0) -> list[Series]:
-    """Night `n`'s scheduled runs of `sites` endpoints from the vantage point, queued at
-    02:00 and left to beat's resend pass for half an hour (no worker takes them)."""
+def scheduled(
+    vantage_point: str, sites: int, n: int = 0, also: tuple[Series, ...] = ()
+) -> list[Series]:
+    """Night `n`'s scheduled runs of `sites` new endpoints (and of the series `also`) from the
+    vantage point, queued at 02:00 and left to beat's resend pass for half an hour (no worker
+    takes them)."""
     made = [
         series(endpoint=EndpointFactory(site=SiteFactory()), vantage_point=vantage_point)
         for _ in range(sites)
     ]
+    made += also
     for one in made:
         run(one, night(n), status=Run.Status.QUEUED, created=at(night(n)))
     for minutes in range(1, 31):
@@ -197,3 +201,28 @@ def test_tester_faults_opened_before_the_vantage_point_stopped_join_its_group() 
     assert Regression.objects.get(endpoint=earlier.endpoint).parent == Regression.objects.get(
         key="vp:remote:not-run"
     )
+
+
+def test_a_regression_told_open_before_the_vantage_point_stopped_is_told_on_its_own() -> None:
+    broken = series(vantage_point="remote")
+    measure(broken, 0, "timeout")
+    watch(0)
+    scheduled("remote", sites=1, n=1, also=(broken,))
+    watch(1)
+    regression = Regression.objects.get(endpoint=broken.endpoint, metric="availability")
+    assert (regression.state, regression.parent) == (Regression.State.TESTER_FAULT, None)
+    assert len(members("vp:remote:not-run")) == 1
+
+
+def test_a_regression_told_open_is_not_made_a_member_later_either() -> None:
+    broken = series(vantage_point="remote")
+    measure(broken, 0, "timeout")
+    watch(0)
+    measure(broken, 1, "lost")
+    heartbeat("remote", seen=timedelta(days=1, seconds=-10))  # alive at night 1's pass
+    watch(1)
+    scheduled("remote", sites=1, n=2)
+    watch(2)
+    regression = Regression.objects.get(endpoint=broken.endpoint, metric="availability")
+    assert (regression.state, regression.parent) == (Regression.State.TESTER_FAULT, None)
+    assert len(members("vp:remote:not-run")) == 1
