@@ -654,6 +654,9 @@ FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS = env_int(
 FEDPROBE_WATCH_VERSION_NIGHTS = env_int("FEDPROBE_WATCH_VERSION_NIGHTS", 3)
 # Runs queued this long while no worker of their vantage point is alive: not run.
 FEDPROBE_WATCH_NOT_RUN_AFTER_S = env_int("FEDPROBE_WATCH_NOT_RUN_AFTER_S", 2 * 3600)
+# Runs that no worker took (failed by the resend pass) or lost within this long, with no
+# worker of their vantage point alive: not run (a day: the pass after a night sees them).
+FEDPROBE_WATCH_NOT_RUN_WINDOW_S = env_int("FEDPROBE_WATCH_NOT_RUN_WINDOW_S", 24 * 3600)
 # Beat runs the pass every hour at this minute (idempotent, cheap when nothing changed).
 FEDPROBE_WATCH_MINUTE = env_int("FEDPROBE_WATCH_MINUTE", 45)
 for _name in (
@@ -667,6 +670,7 @@ for _name in (
     "FEDPROBE_WATCH_BLAME_MIN_SITES",
     "FEDPROBE_WATCH_BLAME_SITE_MIN_VANTAGE_POINTS",
     "FEDPROBE_WATCH_NOT_RUN_AFTER_S",
+    "FEDPROBE_WATCH_NOT_RUN_WINDOW_S",
     "FEDPROBE_WATCH_ERROR_MIN_RUNS",
     "FEDPROBE_WATCH_ERROR_MIN_SHARE_PCT",
     "FEDPROBE_WATCH_NO_DATA_MIN_NIGHTS",

@@ -30,7 +30,7 @@ from webapp.campaigns.metrics import METRICS
 from webapp.core import sql
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
-from workers.engine.errors import CREDENTIAL_PHASE, TESTER_FAULT_CLASSES
+from workers.engine.errors import CREDENTIAL_PHASE, TESTER_FAULT_CLASSES, ErrorClass
 from workers.engine.params import INT_BOUNDS as ENGINE_INT_BOUNDS
 from workers.engine.params import MAX_TIMEOUT_S, Method, Pattern, RunParams, file_collection
 
@@ -556,6 +556,17 @@ def q_tester_fault(prefix: str = "") -> Q:
     return Q(**{f"{first}class__in": TESTER_FAULT_CLASS_NAMES}) | Q(
         **{f"{first}phase": CREDENTIAL_PHASE}
     )
+
+
+def q_never_taken() -> Q:
+    """Runs no worker took: failed by the resend pass after its last send (never started,
+    first error of class harness; docs/workers.md "Lost messages")."""
+    return Q(status=Run.Status.FAILED, started_at__isnull=True, errors__0__class=ErrorClass.HARNESS)
+
+
+def q_lost() -> Q:
+    """Runs whose worker stopped reporting while they ran: ended by the reaper (class lost)."""
+    return Q(status__in=Run.Status.WITH_FAILURES, errors__0__class=ErrorClass.LOST)
 
 
 def q_not_tester_fault(prefix: str = "") -> Q:

@@ -670,7 +670,8 @@ def _run_fail_unsent(run: Run, now: datetime) -> bool:
     failed = _unchanged(run).update(
         status=Run.Status.FAILED,
         finished_at=now,
-        # No worker of the vantage point took it: the tester's fault, not the endpoint's.
+        # No worker of the vantage point took it: the tester's fault, not the endpoint's
+        # (never started, class harness: models.q_never_taken, which the watch's not-run reads).
         errors=[{"class": ErrorClass.HARNESS.value, "message": message, "client": None}],
     )
     if failed:

@@ -40,6 +40,7 @@ class SeriesVerdict:
     vantage_point_id: int
     bad: bool
     all_failed: bool
+    in_downtime: bool = False  # its endpoint is in a downtime tonight: left out of the rules
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,10 @@ def groups_blame(
     at: datetime,
 ) -> list[Group]:
     """Find tonight's groups, open or keep their regressions, attach the members, and let
-    the groups not bad tonight recover. Returns the groups found."""
+    the groups not bad tonight recover. Returns the groups found. The series of endpoints in
+    a downtime (outage or warning) are left out: during one nothing opens, so no group of
+    theirs either, and a group is neither found nor recovered on them."""
+    verdicts = [v for v in verdicts if not v.in_downtime]
     endpoints = _endpoints({v.endpoint_id for v in verdicts})
     groups = night_groups(verdicts, endpoints)
     for group in groups:

@@ -9,13 +9,15 @@ states.regression_set_state (docs/watch.md#states).
 - open, acknowledged: a good night -> recovering;
 - recovering: FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS good nights in a row -> resolved; a bad
   night -> open again;
-- no-data, tester-fault: the series is measured again: bad -> open (pending), good -> resolved.
+- no-data, tester-fault: the series is measured again: bad -> open (pending), good -> resolved;
+  a tester fault given a `group` is its member (not told on its own), unless it was open
+  (told) before.
 A night at or before the regression's `last_night` is not applied twice: a pass is idempotent.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any
 
@@ -26,6 +28,11 @@ from webapp.watch.models import Regression, RegressionEvent
 from webapp.watch.states import regression_set_state
 
 State = Regression.State
+# A group a series' regression is a member of: the group's regression, and the blame the
+# member says (a vantage point's not-run regression, for its series' tester faults).
+MemberOf = tuple[Regression, dict[str, Any]]
+# States of a regression its subscribers were told of: it is told to the end on its own.
+TOLD = (State.OPEN, State.ACKNOWLEDGED, State.RECOVERING)
 
 
 @dataclass(frozen=True)
@@ -135,14 +142,23 @@ def regression_advance(
     night: date,
     at: datetime,
     may_open: bool = True,
+    group: MemberOf | None = None,
 ) -> Regression | None:
     """Apply `night`'s finding to the live regression of its key (None: there is none).
-    Returns the regression (a new one, or `regression`), None when nothing is live."""
+    Returns the regression (a new one, or `regression`), None when nothing is live. `group`
+    (a parent regression and the member's blame) is where a tester fault belongs: it is made
+    a member before its state changes, so it is never told on its own."""
     if regression is None:
         if not finding.bad or not may_open:
             if finding.tester_fault and may_open:
+                if group is not None:
+                    finding = replace(finding, blame=group[1])
                 return regression_open(
-                    finding=finding, state=State.TESTER_FAULT, night=night, at=at
+                    finding=finding,
+                    state=State.TESTER_FAULT,
+                    night=night,
+                    at=at,
+                    parent=None if group is None else group[0],
                 )
             return None
         state = State.OPEN if finding.confirmed else State.PENDING
@@ -150,6 +166,8 @@ def regression_advance(
     if night <= regression.last_night:
         return regression
     target, good_nights = _next(regression, finding, may_open)
+    if target == State.TESTER_FAULT and group is not None and regression.state not in TOLD:
+        _member_make(regression, *group)
     note = _note(regression, at)
     if target != regression.state:
         regression_set_state(regression=regression, state=target, at=at, note=note)
@@ -162,6 +180,12 @@ def regression_advance(
     for name, value in changes.items():
         setattr(regression, name, value)
     return regression
+
+
+def _member_make(regression: Regression, parent: Regression, blame: dict[str, Any]) -> None:
+    if regression.parent_id != parent.pk:
+        Regression.objects.filter(pk=regression.pk).update(parent=parent, blame=blame)
+        regression.parent, regression.blame = parent, blame
 
 
 def _note(regression: Regression, at: datetime) -> str:

@@ -33,7 +33,7 @@ from webapp.core import sql
 from webapp.sites.models import Downtime, Endpoint
 from webapp.watch import blame, credentials, launches, notrun
 from webapp.watch.detect import Detection, DetectorConfig, NightPoint, detect
-from webapp.watch.episodes import Finding, regression_advance
+from webapp.watch.episodes import Finding, MemberOf, regression_advance
 from webapp.watch.error_series import error_findings
 from webapp.watch.latest import (
     series_latest_backfilled,
@@ -119,6 +119,8 @@ def _only_pass() -> Iterator[bool]:
 def _pass(now: datetime) -> PassOutcome:
     started = timezone.now()
     outcome = PassOutcome()
+    # The steps in the order they are told (the tester's step is timed in two parts).
+    outcome.phases = dict.fromkeys(("rollup", "latest", "evaluation", "tester"), 0.0)
     with outcome.timed("rollup"):
         refreshed = rollups_refresh(now=now)
     outcome.nights = refreshed.nights
@@ -130,12 +132,15 @@ def _pass(now: datetime) -> PassOutcome:
             series_latest_backfilled(backfilled=refreshed.backfilled)
             series_tester_faults_refresh(nights=refreshed.backfilled)
     events_before = _event_count()
+    with outcome.timed("tester"):
+        # First: the tester faults of a vantage point that stopped are its regression's members.
+        not_running = notrun.vantage_points_not_running(now=now)
     with outcome.timed("evaluation"):
         for night in _nights_to_evaluate(refreshed.nights, first_pass=refreshed.first_pass):
             outcome.evaluated.append(night)
-            outcome.series += _evaluate_night(night, now)
+            outcome.series += _evaluate_night(night, now, not_running)
     with outcome.timed("tester"):
-        notrun.vantage_points_not_running(now=now)
+        notrun.members_attach(not_running)
         launches.campaign_launches_failed(now=now)
         credentials.credentials_expiring_alert(now=now)
     outcome.changes = _changes_since(events_before)
@@ -178,9 +183,10 @@ def _nights_to_evaluate(nights: Sequence[date], *, first_pass: bool) -> list[dat
     return [night for night in nights if night >= first]
 
 
-def _evaluate_night(night: date, now: datetime) -> int:
+def _evaluate_night(night: date, now: datetime, not_running: dict[int, Regression]) -> int:
     """Evaluate every series measured on `night`, FEDPROBE_WATCH_ENDPOINTS_PER_READ
-    endpoints' series at a time (their lookback window read at once); returns how many."""
+    endpoints' series at a time (their lookback window read at once); returns how many. The
+    tester faults of a vantage point in `not_running` are members of its regression."""
     context = _night_context(night)
     live = _live_regressions()
     sites = dict(Endpoint.objects.values_list("id", "site_id"))
@@ -194,9 +200,16 @@ def _evaluate_night(night: date, now: datetime) -> int:
                 continue
             may_open = series.endpoint_id not in context.downtime
             subject = series.subject | {"site_id": sites[series.endpoint_id]}
+            stopped = not_running.get(series.vantage_point_id)
             verdicts.append(
                 _evaluate_series(
-                    series, history, live=live, now=now, may_open=may_open, subject=subject
+                    series,
+                    history,
+                    live=live,
+                    now=now,
+                    may_open=may_open,
+                    subject=subject,
+                    group=None if stopped is None else (stopped, notrun.member_blame(stopped)),
                 )
             )
     blame.groups_blame(night=night, verdicts=verdicts, live=live, at=now)
@@ -245,14 +258,15 @@ def _evaluate_series(
     now: datetime,
     may_open: bool,
     subject: dict[str, object],
+    group: MemberOf | None = None,
 ) -> blame.SeriesVerdict:
     tonight = history[-1]
     availability = availability_finding(series, tonight, subject=subject)
-    _advance(availability, live, tonight.night, now, may_open)
+    _advance(availability, live, tonight.night, now, may_open, group=group)
     for found in error_findings(
         series, history, availability=availability, live=live, subject=subject
     ):
-        _advance(found, live, tonight.night, now, may_open)
+        _advance(found, live, tonight.night, now, may_open, group=group)
     for metric in settings.FEDPROBE_WATCH_METRICS:
         live_one = live.get(series.key(metric))
         finding = metric_finding(series, history, metric, live_one, subject=subject)
@@ -264,14 +278,30 @@ def _evaluate_series(
         vantage_point_id=series.vantage_point_id,
         bad=bool(availability.bad),
         all_failed=availability.severity == Regression.Severity.CRITICAL,
+        in_downtime=not may_open,
     )
 
 
 def _advance(
-    finding: Finding, live: dict[str, Regression], night: date, now: datetime, may_open: bool
+    finding: Finding,
+    live: dict[str, Regression],
+    night: date,
+    now: datetime,
+    may_open: bool,
+    *,
+    group: MemberOf | None = None,
 ) -> None:
+    current = live.get(finding.key)
+    if current is not None and finding.bad and current.blame.get("rule") == notrun.RULE:
+        # The site's fault now, no longer the stopped vantage point's: told on its own.
+        notrun.member_detach(current)
     regression = regression_advance(
-        regression=live.get(finding.key), finding=finding, night=night, at=now, may_open=may_open
+        regression=current,
+        finding=finding,
+        night=night,
+        at=now,
+        may_open=may_open,
+        group=group,
     )
     if regression is None or regression.state == State.RESOLVED:
         live.pop(finding.key, None)

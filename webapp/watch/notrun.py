@@ -1,78 +1,164 @@
-"""Scheduled but not run: a vantage point whose runs wait in its queue while no worker of it
-is alive raises a tester-fault regression naming it and the command that starts its worker;
-it is resolved once runs flow again (docs/watch.md#scheduled-but-not-run)."""
+"""Scheduled but not run: a vantage point that stopped taking work (no live worker, and runs
+that no worker took: still queued too long, ended by the resend pass as never taken, or lost
+when its worker stopped reporting) raises one tester-fault regression naming it and the
+command that starts its worker. The tester faults of its series meanwhile are members of it,
+told with it, not one by one. It is resolved once a worker of it is alive again or it takes
+a run (docs/watch.md#scheduled-but-not-run)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Min
+from django.db.models import Count, Max, Min
 
 from webapp.campaigns.health import vantage_points_health
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import Run, q_lost, q_never_taken
 from webapp.sites.models import VantagePoint
-from webapp.watch.episodes import tester_fault_open
+from webapp.watch.episodes import TOLD, tester_fault_open
 from webapp.watch.models import Regression
 from webapp.watch.states import regression_set_state
 
 State = Regression.State
+RULE = "not-run"
 
 
 def not_run_key(vantage_point: VantagePoint) -> str:
-    return f"vp:{vantage_point.name}:not-run"
+    return f"vp:{vantage_point.name}:{RULE}"
 
 
-def vantage_points_not_running(*, now: datetime) -> list[Regression]:
+@dataclass
+class NotTaken:
+    """A vantage point's runs that no worker took, as of a pass."""
+
+    queued: int = 0  # still queued, longer than FEDPROBE_WATCH_NOT_RUN_AFTER_S
+    never_taken: int = 0  # failed by the resend pass: no worker took them
+    lost: int = 0  # their worker stopped reporting while they ran
+    since: datetime | None = None  # the oldest of them was created then
+    latest: datetime | None = None  # the newest sign: a queued one created, an ended one ended
+
+    def add(self, kind: str, created_at: datetime, ended_at: datetime) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+        self.since = created_at if self.since is None else min(self.since, created_at)
+        self.latest = ended_at if self.latest is None else max(self.latest, ended_at)
+
+
+def vantage_points_not_running(*, now: datetime) -> dict[int, Regression]:
     """Open (tester-fault) or resolve each vantage point's not-run regression as of `now`;
-    returns those changed."""
-    waiting_since = now - timedelta(seconds=settings.FEDPROBE_WATCH_NOT_RUN_AFTER_S)
-    stale = {
-        row["vantage_point"]: row
-        for row in Run.objects.filter(status=Run.Status.QUEUED, created_at__lte=waiting_since)
+    returns the live ones by vantage point id (their series' tester faults are members)."""
+    waiting = _since_resolved(_not_taken(now))
+    live = {
+        r.vantage_point_id: r
+        for r in Regression.objects.filter(key__endswith=f":{RULE}", state__in=Regression.LIVE)
+        if r.vantage_point_id is not None
+    }
+    points = list(VantagePoint.objects.filter(pk__in={*waiting, *live})) if waiting or live else []
+    health = vantage_points_health(vantage_points=points, now=now) if points else {}
+    for point in points:
+        listening = health[point.pk].listening
+        regression = live.get(point.pk)
+        if regression is None and point.pk in waiting and not listening:
+            live[point.pk] = _open(point, waiting[point.pk], health[point.pk].worker_command, now)
+        elif regression is not None:
+            if listening:
+                note = f"{point.name} runs again: a worker of it is alive"
+            elif _took_work(point.pk, regression, now):
+                note = f"{point.name} runs again: a worker took a run"
+            else:
+                continue
+            regression_set_state(regression=regression, state=State.RESOLVED, at=now, note=note)
+            del live[point.pk]
+    return live
+
+
+def _not_taken(now: datetime) -> dict[int, NotTaken]:
+    """Per vantage point, its runs no worker took: queued longer than the rule's wait, and
+    those ended as never taken or lost within FEDPROBE_WATCH_NOT_RUN_WINDOW_S after the last
+    run a worker of it took."""
+    found: dict[int, NotTaken] = defaultdict(NotTaken)
+    waited = now - timedelta(seconds=settings.FEDPROBE_WATCH_NOT_RUN_AFTER_S)
+    queued = (
+        Run.objects.filter(status=Run.Status.QUEUED, created_at__lte=waited)
         .order_by()
         .values("vantage_point")
-        .annotate(queued=Count("id"), oldest=Min("created_at"))
-    }
-    live = {
-        r.key: r
-        for r in Regression.objects.filter(key__endswith=":not-run", state__in=Regression.LIVE)
-    }
-    points = VantagePoint.objects.filter(pk__in=stale) if stale or live else []
-    health = vantage_points_health(vantage_points=points, now=now) if stale else {}
-    changed = []
-    for point in points:
-        key = not_run_key(point)
-        stuck = point.pk in stale and not health[point.pk].listening
-        if stuck and key not in live:
-            waiting = stale[point.pk]
-            command = health[point.pk].worker_command
-            changed.append(_open(point, waiting["queued"], waiting["oldest"], command, now))
-    for key, regression in live.items():
-        name = key.removeprefix("vp:").removesuffix(":not-run")
-        point_id = regression.vantage_point_id
-        flowing = point_id not in stale or health[point_id].listening
-        if flowing:
-            regression_set_state(
-                regression=regression, state=State.RESOLVED, at=now, note=f"{name} runs again"
-            )
-            changed.append(regression)
-    return changed
+        .annotate(runs=Count("id"), oldest=Min("created_at"), newest=Max("created_at"))
+    )
+    for row in queued:
+        waiting = found[row["vantage_point"]]
+        waiting.queued, waiting.since, waiting.latest = row["runs"], row["oldest"], row["newest"]
+    window = now - timedelta(seconds=settings.FEDPROBE_WATCH_NOT_RUN_WINDOW_S)
+    ended = list(
+        Run.objects.filter(finished_at__gt=window, finished_at__lte=now)
+        .filter(q_never_taken() | q_lost())
+        .values_list("vantage_point", "created_at", "finished_at", "started_at")
+    )
+    took = {point: _last_took(point, now) for point in {row[0] for row in ended}}
+    for point, created_at, finished_at, started_at in ended:
+        last = took[point]
+        if finished_at is not None and (last is None or finished_at > last):
+            kind = "never_taken" if started_at is None else "lost"
+            found[point].add(kind, created_at, finished_at)
+    return dict(found)
 
 
-def _open(
-    point: VantagePoint, queued: int, oldest: datetime, command: str, now: datetime
-) -> Regression:
+def _since_resolved(waiting: dict[int, NotTaken]) -> dict[int, NotTaken]:
+    """Leave out the vantage points with no sign since their not-run regression was last
+    resolved (by hand, say: the vantage point is being retired), so that it stays resolved."""
+    resolved = dict(
+        Regression.objects.filter(
+            key__endswith=f":{RULE}", state=State.RESOLVED, vantage_point__in=waiting
+        )
+        .order_by()
+        .values("vantage_point")
+        .annotate(last=Max("resolved_at"))
+        .values_list("vantage_point", "last")
+    )
+    return {
+        point: runs
+        for point, runs in waiting.items()
+        if (last := resolved.get(point)) is None or (runs.latest is not None and runs.latest > last)
+    }
+
+
+def _last_took(vantage_point_id: int, now: datetime) -> datetime | None:
+    """When a worker of the vantage point last took a run that it did not lose."""
+    taken = Run.objects.filter(vantage_point_id=vantage_point_id, started_at__lte=now)
+    latest = taken.exclude(q_lost()).order_by("-started_at").values_list("started_at").first()
+    return None if latest is None else latest[0]
+
+
+def _took_work(vantage_point_id: int, regression: Regression, now: datetime) -> bool:
+    """A worker took a run of the vantage point since its regression opened."""
+    taken = Run.objects.filter(
+        vantage_point_id=vantage_point_id,
+        started_at__gt=regression.opened_at,
+        started_at__lte=now,
+    )
+    return taken.exclude(q_lost()).exists()
+
+
+def _open(point: VantagePoint, runs: NotTaken, command: str, now: datetime) -> Regression:
+    counts = [
+        f"{runs.queued} runs still queued" if runs.queued else "",
+        f"{runs.never_taken} runs never taken (failed by the resend pass)"
+        if runs.never_taken
+        else "",
+        f"{runs.lost} runs lost when its worker stopped reporting" if runs.lost else "",
+    ]
+    since = f" since {runs.since:%Y-%m-%d %H:%M} UTC" if runs.since else ""
     summary = (
-        f"vantage point {point.name} took no work: {queued} runs queued since "
-        f"{oldest:%Y-%m-%d %H:%M} UTC and no live worker; start one on its host: "
-        f"{command}"
+        f"vantage point {point.name} took no work: {', '.join(c for c in counts if c)}{since}, "
+        f"and no live worker; start one on its host: {command}"
     )
     blame = {
         "target": Regression.Blame.VANTAGE_POINT,
-        "rule": "not-run",
-        "queued_runs": queued,
+        "rule": RULE,
+        "queued_runs": runs.queued,
+        "never_taken_runs": runs.never_taken,
+        "lost_runs": runs.lost,
         "command": command,
     }
     detector: dict[str, Any] = {
@@ -90,3 +176,28 @@ def _open(
         at=now,
         vantage_point=point,
     )
+
+
+def member_blame(parent: Regression) -> dict[str, str]:
+    """The blame of a series' tester fault grouped under its vantage point's not-run
+    regression (as a blamed group's members say theirs)."""
+    return {"target": Regression.Blame.VANTAGE_POINT, "rule": RULE, "group": parent.key}
+
+
+def members_attach(not_running: dict[int, Regression]) -> None:
+    """Make the live tester faults of each not-running vantage point's series members of its
+    regression: the ones a pass before it opened (the pass gives new ones their parent). Not
+    those that were open before (their subscribers were told: they are told to the end)."""
+    for point, parent in not_running.items():
+        Regression.objects.filter(
+            vantage_point_id=point,
+            state=State.TESTER_FAULT,
+            key__startswith="series:",
+            parent=None,
+        ).exclude(events__state__in=TOLD).update(parent=parent, blame=member_blame(parent))
+
+
+def member_detach(regression: Regression) -> None:
+    """A member that is bad by the site's fault again leaves the group (it is told)."""
+    Regression.objects.filter(pk=regression.pk).update(parent=None, blame={})
+    regression.parent, regression.blame = None, {}

@@ -144,8 +144,11 @@ def regression_needing_attention(*, limit: int) -> tuple[list[Regression], int]:
 
 
 def regression_tester_faults(*, limit: int) -> tuple[list[Regression], int]:
-    """Regressions in the tester-fault state (ours, not the site's), as on the home page."""
-    return _first(_ordered({"state": [State.TESTER_FAULT]}), limit)
+    """Regressions in the tester-fault state (ours, not the site's), as on the home page; not
+    the members of a group (a stopped vantage point's series: its not-run regression is
+    listed)."""
+    faults = _ordered({"state": [State.TESTER_FAULT]}).filter(parent__isnull=True)
+    return _first(faults, limit)
 
 
 def _first(regressions: QuerySet[Regression], limit: int) -> tuple[list[Regression], int]:

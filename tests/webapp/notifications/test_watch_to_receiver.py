@@ -20,9 +20,12 @@ from tests.webapp.factories import (
 )
 from tests.webapp.notifications.conftest import HttpReceiver
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, run, series
+from webapp.campaigns.models import Run
+from webapp.campaigns.services import runs_resend_stale
 from webapp.notifications.models import Subscription
 from webapp.notifications.outbox import notifications_pump
 from webapp.watch.evaluate import watch_evaluate
+from webapp.watch.models import Regression
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +141,37 @@ def test_an_expiring_credential_is_told_to_its_site_once_and_its_replacement_onc
     )
     assert bodies[0]["severity"] == "warning"
     assert len(set(http_receiver.keys())) == 2
+
+
+def test_a_vantage_point_whose_worker_is_gone_is_one_message_with_the_command(
+    http_receiver: HttpReceiver,
+) -> None:
+    """The scheduled runs of a vantage point with no worker wait; beat's resend pass sends
+    them again and then fails them as never taken (the tester's fault); the watch tells one
+    not-run alert on the vantage point, with the command, not one tester fault per series."""
+    http_receiver.start()
+    subscribe(http_receiver)
+    endpoints = [EndpointFactory(site=SiteFactory()) for _ in range(4)]
+    for endpoint in endpoints:
+        run(
+            series(endpoint=endpoint, vantage_point="remote"),
+            night(0),
+            status=Run.Status.QUEUED,
+            trigger=Run.Trigger.SCHEDULE,
+            created=at(night(0)),
+        )
+        good(series(endpoint=endpoint, vantage_point="local"), 0)
+    for minutes in range(1, 31):  # beat's resend pass, every minute for half an hour
+        runs_resend_stale(now=at(night(0)) + timedelta(minutes=minutes))
+    assert not Run.objects.filter(status=Run.Status.QUEUED).exists()
+    watch_and_pump(0)
+
+    bodies = [r.body for r in http_receiver.received]
+    assert [(b["event"], b["blame"]["target"]) for b in bodies] == [
+        ("tester-fault", "vantage-point")
+    ]
+    assert "celery -A webapp worker -Q vantage.remote" in bodies[0]["summary"]
+    alert = Regression.objects.get(key="vp:remote:not-run")
+    assert alert.pk == bodies[0]["regression_id"]
+    assert alert.members.count() == 4
+    assert not Regression.objects.filter(parent=None).exclude(pk=alert.pk).exists()

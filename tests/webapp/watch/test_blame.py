@@ -9,7 +9,7 @@ import pytest
 
 from tests.webapp.factories import EndpointFactory, SiteFactory, jwt
 from tests.webapp.watch.nights import NIGHT_ONE, at, run, series
-from webapp.sites.models import Endpoint
+from webapp.sites.models import Downtime, Endpoint, Site
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.models import Regression
 
@@ -132,3 +132,50 @@ def test_group_recovers_when_its_rule_no_longer_holds() -> None:
             )
     watch_evaluate(now=at(NIGHT_ONE + timedelta(days=2)))
     assert groups()["vp:a:availability"].state == Regression.State.RECOVERING
+
+
+def warning_downtime(*, site: Site | None = None, endpoint: Endpoint | None = None) -> None:
+    """A warning (not an outage) downtime over NIGHT_ONE: the night is still evaluated."""
+    Downtime.objects.create(
+        site=site,
+        endpoint=endpoint,
+        start=at(NIGHT_ONE, 0),
+        end=at(NIGHT_ONE + timedelta(days=1), 0),
+        severity=Downtime.Severity.WARNING,
+        scheduled=True,
+    )
+
+
+def test_site_in_a_warning_downtime_bad_from_every_vantage_point_opens_nothing() -> None:
+    sites = endpoints(4)
+    warning_downtime(site=sites[0].site)
+    night_of(bad={"a": sites[:1], "b": sites[:1]}, good={"a": sites[1:], "b": sites[1:]})
+    assert groups() == {}
+    assert not Regression.objects.exists()
+
+
+def test_protocol_failing_everywhere_in_downtime_opens_nothing() -> None:
+    failing, fine = https(3), endpoints(1)
+    for endpoint in failing:
+        warning_downtime(endpoint=endpoint)
+    night_of(bad={"a": failing, "b": failing}, good={"a": fine, "b": fine})
+    assert groups() == {}
+    assert not Regression.objects.exists()
+
+
+def test_protocol_group_leaves_out_its_endpoints_in_downtime() -> None:
+    failing, fine = https(4), endpoints(1)
+    warning_downtime(endpoint=failing[0])
+    night_of(bad={"a": failing, "b": failing}, good={"a": fine, "b": fine})
+    group = groups()["protocol:https:availability"]
+    assert (group.blame["bad_endpoints"], group.blame["measured_endpoints"]) == (3, 3)
+    assert members(group) == 6
+    assert not Regression.objects.filter(endpoint=failing[0]).exists()
+
+
+def test_protocol_failing_everywhere_out_of_downtime_still_opens() -> None:
+    failing, fine = https(3), endpoints(1)
+    warning_downtime(endpoint=fine[0])
+    night_of(bad={"a": failing, "b": failing}, good={"a": fine, "b": fine})
+    assert list(groups()) == ["protocol:https:availability"]
+    assert groups()["protocol:https:availability"].state == Regression.State.OPEN

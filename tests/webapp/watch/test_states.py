@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
+from tests.webapp.factories import user
 from tests.webapp.watch.nights import Series, at, measure, night, series, watch
 from webapp.sites.models import Downtime
+from webapp.watch.actions import regression_acknowledge
 from webapp.watch.models import Regression, RegressionEvent
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
@@ -69,6 +71,58 @@ def test_open_recovers_and_resolves_after_m_good_nights_only() -> None:
     measure(one, 3, "ok")
     watch(3)
     assert states(availability(one)) == ["open", "recovering", "resolved"]
+
+
+def acknowledged(of: Series, n: int) -> Regression:
+    """The series' availability broken on night `n` (open), acknowledged by ana after it."""
+    measure(of, n, "timeout")
+    watch(n)
+    regression_acknowledge(
+        regression=availability(of), user=user("ana"), note="on it", now=at(night(n), 8)
+    )
+    return availability(of)
+
+
+@override_settings(FEDPROBE_WATCH_RESOLVE_AFTER_NIGHTS=3)
+def test_acknowledged_recovers_on_a_good_night_and_resolves_after_m_keeping_who_acknowledged() -> (
+    None
+):
+    one = series()
+    acknowledged(one, 0)
+    measure(one, 1, "ok")
+    watch(1)
+    assert availability(one).state == State.RECOVERING
+    measure(one, 2, "ok")
+    watch(2)
+    assert availability(one).state == State.RECOVERING
+    measure(one, 3, "ok")
+    watch(3)
+    regression = availability(one)
+    assert states(regression) == ["open", "acknowledged", "recovering", "resolved"]
+    assert regression.acknowledged_by is not None
+    assert (regression.acknowledged_by.username, regression.ack_note) == ("ana", "on it")
+
+
+def test_acknowledged_stays_acknowledged_on_a_bad_night() -> None:
+    one = series()
+    acknowledged(one, 0)
+    for n in (1, 2):
+        measure(one, n, "refused")
+        watch(n)
+    regression = availability(one)
+    assert states(regression) == ["open", "acknowledged"]
+    assert regression.good_nights == 0
+    assert regression.acknowledged_by is not None
+
+
+def test_acknowledged_then_recovering_opens_again_on_a_bad_night() -> None:
+    one = series()
+    acknowledged(one, 0)
+    measure(one, 1, "ok")
+    watch(1)
+    measure(one, 2, "timeout")
+    watch(2)
+    assert states(availability(one)) == ["open", "acknowledged", "recovering", "open"]
 
 
 def test_recovering_opens_again_on_a_bad_night() -> None:
