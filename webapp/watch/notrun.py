@@ -163,10 +163,14 @@ def _open(point: VantagePoint, runs: NotTaken, command: str, now: datetime) -> R
     }
     detector: dict[str, Any] = {
         "name": "not-run",
-        "parameters": {"not_run_after_s": settings.FEDPROBE_WATCH_NOT_RUN_AFTER_S},
-        # The runs waited from the oldest one's creation to this pass.
+        "parameters": {
+            "not_run_after_s": settings.FEDPROBE_WATCH_NOT_RUN_AFTER_S,
+            "not_run_window_s": settings.FEDPROBE_WATCH_NOT_RUN_WINDOW_S,
+        },
+        # The runs waited (or were failed as never taken) from the oldest one's creation to
+        # this pass.
         "baseline_window": None,
-        "target_window": [oldest.isoformat(), now.isoformat()],
+        "target_window": [(runs.since or now).isoformat(), now.isoformat()],
     }
     return tester_fault_open(
         key=not_run_key(point),

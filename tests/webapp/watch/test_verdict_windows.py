@@ -88,7 +88,10 @@ def test_not_run_spans_the_wait_from_the_oldest_queued_run_to_the_pass() -> None
     watch_evaluate(now=now)
     regression = Regression.objects.get(key="vp:remote:not-run")
     assert regression.detector["name"] == "not-run"
-    assert regression.detector["parameters"] == {"not_run_after_s": 7200}
+    assert regression.detector["parameters"] == {
+        "not_run_after_s": 7200,
+        "not_run_window_s": 86400,
+    }
     assert windows(regression) == (
         None,
         ["2026-10-01T03:00:00+00:00", "2026-10-01T06:00:00+00:00"],
