@@ -1,9 +1,10 @@
 """Scheduled but not run: a vantage point that stopped taking work (no live worker, and runs
 that no worker took: still queued too long, ended by the resend pass as never taken, or lost
-when its worker stopped reporting) raises one tester-fault regression naming it and the
-command that starts its worker. The tester faults of its series meanwhile are members of it,
-told with it, not one by one. It is resolved once a worker of it is alive again or it takes
-a run (docs/watch.md#scheduled-but-not-run)."""
+when its worker stopped reporting; or a worker alive all along while the resend pass ended
+runs as never taken) raises one tester-fault regression naming it and the command that
+starts its worker. The tester faults of its series meanwhile are members of it, told with
+it, not one by one. It is resolved once a worker of it is alive again (where none was) or
+it takes a run (docs/watch.md#scheduled-but-not-run)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count, Max, Min
 
-from webapp.campaigns.health import vantage_points_health
+from webapp.campaigns.health import VantagePointHealth, vantage_points_health
 from webapp.campaigns.models import Run, q_lost, q_never_taken
 from webapp.sites.models import VantagePoint
 from webapp.watch.episodes import TOLD, tester_fault_open
@@ -60,10 +61,16 @@ def vantage_points_not_running(*, now: datetime) -> dict[int, Regression]:
     for point in points:
         listening = health[point.pk].listening
         regression = live.get(point.pk)
-        if regression is None and point.pk in waiting and not listening:
-            live[point.pk] = _open(point, waiting[point.pk], health[point.pk].worker_command, now)
+        runs = waiting.get(point.pk)
+        if regression is None and runs is not None:
+            if not listening:
+                live[point.pk] = _open(point, runs, health[point.pk].worker_command, now)
+            elif _alive_all_along(health[point.pk], runs):
+                live[point.pk] = _open(
+                    point, runs, health[point.pk].worker_command, now, worker_alive=True
+                )
         elif regression is not None:
-            if listening:
+            if listening and not regression.blame.get("worker_alive"):
                 note = f"{point.name} runs again: a worker of it is alive"
             elif _took_work(point.pk, regression, now):
                 note = f"{point.name} runs again: a worker took a run"
@@ -140,7 +147,22 @@ def _took_work(vantage_point_id: int, regression: Regression, now: datetime) -> 
     return taken.exclude(q_lost()).exists()
 
 
-def _open(point: VantagePoint, runs: NotTaken, command: str, now: datetime) -> Regression:
+def _alive_all_along(health: VantagePointHealth, runs: NotTaken) -> bool:
+    """A worker listened on the queue while the resend pass failed runs as never taken (from
+    before the oldest was created): alive, yet it takes no work (its consumer hung, say)."""
+    return runs.never_taken > 0 and any(
+        runs.since is not None and worker.started_at <= runs.since for worker in health.live_workers
+    )
+
+
+def _open(
+    point: VantagePoint,
+    runs: NotTaken,
+    command: str,
+    now: datetime,
+    *,
+    worker_alive: bool = False,
+) -> Regression:
     counts = [
         f"{runs.queued} runs still queued" if runs.queued else "",
         f"{runs.never_taken} runs never taken (failed by the resend pass)"
@@ -149,10 +171,14 @@ def _open(point: VantagePoint, runs: NotTaken, command: str, now: datetime) -> R
         f"{runs.lost} runs lost when its worker stopped reporting" if runs.lost else "",
     ]
     since = f" since {runs.since:%Y-%m-%d %H:%M} UTC" if runs.since else ""
-    summary = (
-        f"vantage point {point.name} took no work: {', '.join(c for c in counts if c)}{since}, "
-        f"and no live worker; start one on its host: {command}"
-    )
+    took = f"vantage point {point.name} took no work: {', '.join(c for c in counts if c)}{since}"
+    if worker_alive:
+        summary = (
+            f"{took}, though a worker of it is alive: it does not take work from its queue; "
+            f"restart it on its host: {command}"
+        )
+    else:
+        summary = f"{took}, and no live worker; start one on its host: {command}"
     blame = {
         "target": Regression.Blame.VANTAGE_POINT,
         "rule": RULE,
@@ -160,6 +186,8 @@ def _open(point: VantagePoint, runs: NotTaken, command: str, now: datetime) -> R
         "never_taken_runs": runs.never_taken,
         "lost_runs": runs.lost,
         "command": command,
+        # A worker was alive all along: only a run taken resolves it, not a live worker.
+        "worker_alive": worker_alive,
     }
     detector: dict[str, Any] = {
         "name": "not-run",

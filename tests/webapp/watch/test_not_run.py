@@ -132,6 +132,46 @@ def test_a_killed_workers_lost_runs_are_not_run_only_while_no_worker_is_alive() 
     assert Regression.objects.get(endpoint=restarted.endpoint).parent is None
 
 
+def test_a_worker_alive_all_along_that_takes_no_work_is_one_alert_until_it_takes_a_run() -> None:
+    """Its heartbeats go on (say, an agent whose health thread outlives its hung consumer)
+    while the resend pass ends the runs as never taken: the vantage point stopped taking
+    work all the same. A live worker does not resolve it; a run taken does."""
+    waiting = scheduled("hung", sites=2)
+    heartbeat("hung", seen=-timedelta(seconds=10))  # started at 01:00, before the runs
+    watch(0)
+    alert = Regression.objects.get(key="vp:hung:not-run")
+    assert alert.state == Regression.State.TESTER_FAULT
+    assert "2 runs never taken" in alert.summary
+    assert "though a worker of it is alive: it does not take work" in alert.summary
+    assert alert.blame["worker_alive"] is True
+    assert len(members("vp:hung:not-run")) == 2
+    WorkerHeartbeat.objects.filter(hostname="hung@host").update(last_seen=at(night(0), 7))
+    watch_evaluate(now=at(night(0), 7))
+    alert.refresh_from_db()
+    assert alert.state == Regression.State.TESTER_FAULT  # alive, still taking nothing
+    run(waiting[0], night(0), created=at(night(0), 7))  # taken at 07:00, ended at 07:01
+    WorkerHeartbeat.objects.filter(hostname="hung@host").update(last_seen=at(night(0), 8))
+    watch_evaluate(now=at(night(0), 8))
+    alert.refresh_from_db()
+    assert alert.state == Regression.State.RESOLVED
+    assert "a worker took a run" in alert.events.latest("at").note
+
+
+def test_a_worker_started_after_the_runs_were_sent_is_no_evidence_of_a_hung_one() -> None:
+    """Runs failed as never taken while no worker ran, and a worker started since (not yet
+    given work): nothing says it takes no work, so nothing opens."""
+    scheduled("restarted", sites=2)
+    WorkerHeartbeat.objects.create(
+        hostname="restarted@host",
+        queue=VantagePoint.objects.get(name="restarted").queue,
+        pid=1,
+        started_at=at(night(0), 3),
+        last_seen=at(night(0), 6) - timedelta(seconds=10),
+    )
+    watch(0)
+    assert not Regression.objects.filter(key="vp:restarted:not-run").exists()
+
+
 def test_not_taken_runs_before_the_last_run_a_worker_took_are_not_evidence() -> None:
     scheduled("remote", sites=1)
     later = series(vantage_point="remote")
