@@ -62,7 +62,14 @@ def vantage_points_not_running(*, now: datetime) -> dict[int, Regression]:
         listening = health[point.pk].listening
         regression = live.get(point.pk)
         runs = waiting.get(point.pk)
-        if regression is None and runs is not None:
+        if point.is_revoked:
+            # Retired on purpose: its runs ended as the tester's (class harness, never
+            # started) by the revocation, not because no worker took them.
+            if regression is not None:
+                note = f"{point.name} was revoked: it takes no work by design"
+                regression_set_state(regression=regression, state=State.RESOLVED, at=now, note=note)
+                del live[point.pk]
+        elif regression is None and runs is not None:
             if not listening:
                 live[point.pk] = _open(point, runs, health[point.pk].worker_command, now)
             elif _alive_all_along(health[point.pk], runs):

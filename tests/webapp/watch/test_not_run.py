@@ -11,6 +11,7 @@ import pytest
 
 from tests.webapp.factories import EndpointFactory, SiteFactory, user
 from tests.webapp.watch.nights import NIGHT_ONE, Series, at, measure, night, run, series, watch
+from webapp.campaigns.agents import vantage_point_revoke
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import runs_resend_stale
 from webapp.sites.models import VantagePoint, WorkerHeartbeat
@@ -170,6 +171,23 @@ def test_a_worker_started_after_the_runs_were_sent_is_no_evidence_of_a_hung_one(
     )
     watch(0)
     assert not Regression.objects.filter(key="vp:restarted:not-run").exists()
+
+
+def test_a_revoked_vantage_point_is_not_one_that_stopped_taking_work() -> None:
+    """Revocation ends its runs as the tester's (never started, class harness), as the
+    resend pass ends those no worker took: they are no evidence, and an open alert ends."""
+    queued("retired", hours_ago=3)
+    watch_evaluate(now=NOW)
+    alert = Regression.objects.get(key="vp:retired:not-run")
+    queued("retired", hours_ago=0.5)
+    retired = VantagePoint.objects.get(name="retired")
+    assert vantage_point_revoke(vantage_point=retired, now=NOW + timedelta(minutes=10)) == 2
+    watch_evaluate(now=NOW + timedelta(hours=1))
+    alert.refresh_from_db()
+    assert alert.state == Regression.State.RESOLVED
+    assert "retired was revoked" in alert.events.latest("at").note
+    watch_evaluate(now=NOW + timedelta(hours=2))
+    assert Regression.objects.filter(key="vp:retired:not-run").count() == 1
 
 
 def test_not_taken_runs_before_the_last_run_a_worker_took_are_not_evidence() -> None:
