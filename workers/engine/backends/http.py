@@ -349,11 +349,15 @@ def token_may_go(origin: httpx.URL, target: httpx.URL, hosts: Sequence[str] = ()
     suffixes are never public ones: `se.ac.uk` sends nothing to `attacker.ac.uk`): the rule
     of every protocol, credential_scope.CredentialScope.
     """
-    return target.scheme == "https" and _scope(origin, hosts).allows(target.host, _port(target))
+    return _may_go(_scope(origin, hosts), target)
 
 
 def _scope(origin: httpx.URL, hosts: Sequence[str]) -> CredentialScope:
     return CredentialScope(((origin.host.lower(), _port(origin)),), tuple(hosts))
+
+
+def _may_go(scope: CredentialScope, target: httpx.URL) -> bool:
+    return target.scheme == "https" and scope.allows(target.host, _port(target))
 
 
 def _port(url: httpx.URL) -> int:
@@ -384,7 +388,7 @@ class _CredentialAuth(httpx.Auth):
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         url = request.url
-        if url.scheme == "https" and self._scope.allows(url.host, _port(url)):
+        if _may_go(self._scope, url):
             if self._header is not None:
                 request.headers["Authorization"] = self._header
         elif self._client_cert and url.scheme == "https":
