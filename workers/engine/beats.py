@@ -66,9 +66,12 @@ class ProgressBeats:
     def _run(self) -> None:
         try:
             while not self._stop.wait(self._interval_s):
-                self._beat()
-        except Exception:
-            log.exception("%s failed", self._thread.name)
+                try:
+                    self._beat()
+                except Exception:
+                    # Beats that stopped would make the reaper end a run still measuring:
+                    # say it, and try again at the next beat.
+                    log.exception("%s: a report failed", self._thread.name)
         finally:
             if self._after is not None:
                 self._after()
