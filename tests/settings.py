@@ -14,10 +14,18 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/fedpro
 os.environ["FEDPROBE_BROKER_URL"] = os.environ.get(
     "FEDPROBE_TEST_BROKER_URL", "redis://127.0.0.1:6379/13"
 )
+# Under pytest-xdist (bin/test's quick stage) each worker process is a session of its own,
+# with its own test database (pytest-django adds the worker's name) and its own Celery
+# worker: it gets its own broker DB too, the next ones after the configured one, or its
+# Celery worker would take the other session's tasks (and each session flushes its DB).
+_xdist_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _xdist_worker.startswith("gw"):
+    _base, _, _db = os.environ["FEDPROBE_BROKER_URL"].rpartition("/")
+    os.environ["FEDPROBE_BROKER_URL"] = f"{_base}/{(int(_db or 0) + int(_xdist_worker[2:])) % 16}"
 
-from django.conf import global_settings
+from django.conf import global_settings  # noqa: E402 (after the environment it reads)
 
-from webapp.settings import *  # noqa: F403
+from webapp.settings import *  # noqa: E402, F403
 
 # Django's fast hasher first in the test process (Django's own advice for test suites): the
 # production default (PBKDF2, a million rounds, ~0.3 s of CPU a password) would hash every
