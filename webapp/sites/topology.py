@@ -34,6 +34,8 @@ from webapp.sites.registry_formats import (
 )
 
 SITE_FIELDS = ("tier", "location", "storage_system")
+# How a plan's summary lists its actions: changes first.
+_ORDER = ("create", "update", "disable", "end", "remove", "unchanged", "keep", "skip", "gone")
 ENDPOINT_FIELDS = ("protocol", "base_url", "role", "door_auth")
 
 
@@ -54,7 +56,8 @@ class ImportPlan:
 
     @property
     def summary(self) -> str:
-        return ", ".join(f"{count} {action}" for action, count in self.counts.items())
+        said = sorted(self.counts, key=lambda a: _ORDER.index(a) if a in _ORDER else len(_ORDER))
+        return ", ".join(f"{self.counts[action]} {action}" for action in said)
 
     @property
     def changes_anything(self) -> bool:
