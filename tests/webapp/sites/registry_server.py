@@ -28,7 +28,7 @@ def registry() -> Iterator[Registry]:
     served = Registry(url="")
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             served.asked.append(self.path)
             body = served.documents.get(self.path.split("?")[0])
             self.send_response(200 if body is not None else 404)
