@@ -214,3 +214,14 @@ def test_a_url_outside_the_egress_policy_is_refused_and_nothing_changes(
     with pytest.raises(CommandError, match="egress"):
         topology("gocdb", f"{registry.url}/gocdbpi/public/?method=get_service_endpoint")
     assert len(registry.asked) == asked and not Endpoint.objects.exists()
+
+
+def test_the_endpoint_page_and_the_api_say_where_an_imported_door_came_from(admin: Any) -> None:
+    topology("cric", CRIC)
+    webdav = Endpoint.objects.get(external_id="6602")
+    page = admin.get(f"/endpoints/{webdav.pk}/").content.decode()
+    assert "Imported from</dt><dd>CRIC <code>6602</code>" in page
+    assert "X.509 proxy or bearer token" in page
+    api = admin.get(f"/api/v1/endpoints/{webdav.pk}/").json()
+    assert (api["source"], api["external_id"], api["door_auth"]) == ("cric", "6602", "x509+token")
+    assert api["credential_kind"] == "none" and not api["has_credential"]
