@@ -77,9 +77,9 @@ def _tls(client_cert: str, client_key: str) -> ssl.SSLContext:
         try:
             context.load_cert_chain(client_cert, client_key or None)
         except (OSError, ssl.SSLError) as exc:
-            # The paths are the operator's own; their contents are never shown.
+            # Neither the files' contents nor their paths are shown.
             raise RegistryRefused(
-                client_cert, "client certificate", f"cannot load it: {type(exc).__name__}"
+                "client certificate", "--cert", f"cannot load it ({type(exc).__name__})"
             ) from None
     return context
 

@@ -19,14 +19,16 @@ from xml.etree.ElementTree import Element
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
 
+from webapp.core.redact import redact
 from webapp.sites.models import DoorAuth
 
 
 class RegistryRefused(ValueError):
-    """A document (or one record of it) fedprobe cannot take; nothing is changed."""
+    """A document (or one record of it) fedprobe cannot take; nothing is changed. Its text
+    holds no secret (a URL's password or token is redacted)."""
 
     def __init__(self, record: str, field: str, message: str) -> None:
-        super().__init__(f"{record}: {field}: {message}")
+        super().__init__(redact(f"{record}: {field}: {message}"))
         self.record = record
         self.field = field
         self.message = message

@@ -225,3 +225,16 @@ def test_the_endpoint_page_and_the_api_say_where_an_imported_door_came_from(admi
     api = admin.get(f"/api/v1/endpoints/{webdav.pk}/").json()
     assert (api["source"], api["external_id"], api["door_auth"]) == ("cric", "6602", "x509+token")
     assert api["credential_kind"] == "none" and not api["has_credential"]
+
+
+def test_a_client_certificate_that_does_not_load_is_named_without_its_contents(
+    registry: Registry,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    cert = tmp_path / "gocdb.pem"
+    cert.write_text("-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1tYXRlcmlhbA==\n")
+    cert.chmod(0o600)
+    with pytest.raises(CommandError) as refused:
+        topology("gocdb", f"{registry.url}/gocdbpi/private/?method=get_site", "--cert", str(cert))
+    assert "client certificate: --cert: cannot load it" in str(refused.value)
+    assert "c2VjcmV0" not in str(refused.value) and str(cert) not in str(refused.value)
