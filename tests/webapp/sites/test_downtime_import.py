@@ -63,6 +63,7 @@ def test_gocdb_downtimes_gather_their_services_by_primary_key() -> None:
     assert read["4404G0"].services[0].primary_key == "2202G0"
 
 
+@pytest.mark.sqlite
 def test_import_covers_each_service_s_endpoints_and_a_second_import_changes_nothing(
     imported: dict[str, Endpoint],
 ) -> None:

@@ -83,6 +83,7 @@ def test_cric_storage_services_give_doors_with_their_paths_and_token_support() -
     assert "6604" not in doors and "SRM" in read.skipped[0].why
 
 
+@pytest.mark.sqlite
 def test_import_prints_its_plan_applies_it_and_leaves_a_site_made_here_alone() -> None:
     mine = SiteFactory(name="HAND-MADE", tier="T3", location="Frankfurt", storage_system="dCache")
     mine_before = Site.objects.filter(pk=mine.pk).values_list().get()
