@@ -428,6 +428,8 @@ SPECTACULAR_SETTINGS = {
         # Two "severity" fields: a downtime's (GOCDB's) and a regression's.
         "DowntimeSeverityEnum": "webapp.sites.models.Downtime.Severity",
         "RegressionSeverityEnum": "webapp.watch.models.Regression.Severity",
+        # Two "source" fields: where a site or endpoint came from, and a matrix threshold's.
+        "RegistrySourceEnum": "webapp.sites.models.Source",
     },
 }
 
