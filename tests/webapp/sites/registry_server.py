@@ -16,7 +16,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 @dataclass
 class Registry:
-    """What the server answers (path without query -> body) and the paths it was asked."""
+    """What the server answers (path with its query, else without -> body) and the paths it
+    was asked."""
 
     url: str
     documents: dict[str, bytes] = field(default_factory=dict)
@@ -30,7 +31,7 @@ def registry() -> Iterator[Registry]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             served.asked.append(self.path)
-            body = served.documents.get(self.path.split("?")[0])
+            body = served.documents.get(self.path, served.documents.get(self.path.split("?")[0]))
             self.send_response(200 if body is not None else 404)
             self.send_header("Content-Length", str(len(body or b"")))
             self.end_headers()

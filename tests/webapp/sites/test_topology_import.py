@@ -196,13 +196,25 @@ def test_cric_adds_its_doors_to_a_site_gocdb_made_and_changes_nothing_of_it() ->
     assert "nothing to change" in topology("cric", CRIC)
 
 
-def test_import_fetches_a_url_within_the_egress_policy(registry: Registry) -> None:  # noqa: F811
-    registry.documents["/gocdbpi/public/"] = Path(SERVICES).read_bytes()
-    url = f"{registry.url}/gocdbpi/public/?method=get_service_endpoint"
-    output = topology("gocdb", url)
-    assert f"create    endpoint {XROOTD}" in output
+def test_import_fetches_a_url_within_the_egress_policy_and_follows_its_pages(
+    registry: Registry,  # noqa: F811
+) -> None:
+    services = Path(SERVICES).read_text()
+    split = services.index('<SERVICE_ENDPOINT PRIMARY_KEY="2203G0">')
+    page_2 = "/gocdbpi/public/?method=get_service_endpoint&page=2"
+    registry.documents["/gocdbpi/public/"] = (
+        services[:split]
+        + f'<meta><link rel="self" href="/gocdbpi/public/?method=get_service_endpoint"/>'
+        f'<link rel="next" href="{page_2.replace("&", "&amp;")}"/><count>3</count></meta>'
+        + "</results>"
+    ).encode()
+    registry.documents[page_2] = (
+        services[: services.index("<SERVICE_ENDPOINT")] + services[split:]
+    ).encode()
+    output = topology("gocdb", f"{registry.url}/gocdbpi/public/?method=get_service_endpoint")
+    assert f"create    endpoint {XROOTD}" in output and f"create    endpoint {GRIDFTP}" in output
     assert Endpoint.objects.filter(source="gocdb").count() == 5  # HAND-MADE's door too
-    assert "/gocdbpi/public/?method=get_service_endpoint" in registry.asked
+    assert registry.asked[-2:] == ["/gocdbpi/public/?method=get_service_endpoint", page_2]
 
 
 def test_a_url_outside_the_egress_policy_is_refused_and_nothing_changes(
