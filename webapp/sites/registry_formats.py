@@ -173,20 +173,15 @@ def _gocdb_site(site: Element) -> SiteRecord:
 
 
 def _gocdb_doors(service: Element, topology: Topology) -> Iterator[DoorRecord]:
+    """The doors of one service: its URL and its ENDPOINTS' URLs of its type's schemes."""
     key = (service.get("PRIMARY_KEY") or _text(service, "PRIMARY_KEY")).strip()
-    host = _text(service, "HOSTNAME")
-    kind = _text(service, "SERVICE_TYPE")
+    host, kind = _text(service, "HOSTNAME"), _text(service, "SERVICE_TYPE")
     record = f"SERVICE_ENDPOINT {key or '?'} ({kind} on {host or '?'})"
     if not key:
         raise RegistryRefused(record, "PRIMARY_KEY", "is empty")
     schemes = GOCDB_SERVICE_TYPES.get(kind.lower())
     if schemes is None:
-        why = (
-            "SRM: fedprobe has no SRM client"
-            if kind.lower() in _NOT_MEASURED
-            else ("not a storage door fedprobe measures")
-        )
-        topology.skipped.append(Skipped(record, why))
+        topology.skipped.append(Skipped(record, _not_measured(kind)))
         return
     site = _text(service, "SITENAME")
     if not site:
@@ -195,36 +190,46 @@ def _gocdb_doors(service: Element, topology: Topology) -> Iterator[DoorRecord]:
     in_production = _text(service, "IN_PRODUCTION").upper() == "Y"
     role = "redirector" if kind.lower().endswith(".redirector") else "data"
 
-    def door(external_id: str, name: str, scheme: str, url: str, record: str) -> DoorRecord:
+    def door(external_id: str, name: str, url: str, record: str) -> DoorRecord:
         # GOCDB does not say whether a door takes tokens; its grid storage doors take X.509.
+        scheme = _scheme(url)
         return DoorRecord(
             external_id, site, name, scheme, url, DoorAuth.X509, in_production, record, role
         )
 
     url = _text(service, "URL")
-    found = False
-    if url:
-        scheme = urlsplit(url).scheme.lower()
-        if scheme not in schemes:
-            raise RegistryRefused(
-                record, "URL", f"scheme {scheme!r} of {url!r} is not one of {', '.join(schemes)}"
-            )
-        found = True
-        name = door_name(site, kind, host)
-        yield door(key, name, scheme, url, record)
+    if url and _scheme(url) not in schemes:
+        raise RegistryRefused(
+            record, "URL", f"scheme {_scheme(url)!r} of {url!r} is not one of {', '.join(schemes)}"
+        )
+    doors = [door(key, door_name(site, kind, host), url, record)] if url else []
     for endpoint in service.iterfind("ENDPOINTS/ENDPOINT"):
         sub_url, sub_id = _text(endpoint, "URL"), _text(endpoint, "ID")
-        sub_record = f"{record} ENDPOINT {sub_id}"
-        scheme = urlsplit(sub_url).scheme.lower()
-        if not sub_url or sub_url == url or scheme not in schemes:
-            if sub_url and sub_url != url:
-                topology.skipped.append(Skipped(sub_record, f"scheme {scheme!r} is not {kind}'s"))
+        if not sub_url or sub_url == url:
             continue
-        found = True
+        sub_record = f"{record} ENDPOINT {sub_id}"
+        if _scheme(sub_url) not in schemes:
+            topology.skipped.append(Skipped(sub_record, f"{sub_url!r} is not a {kind} URL"))
+            continue
         name = door_name(site, kind, host, _text(endpoint, "NAME") or sub_id)
-        yield door(f"{key}/{sub_id}", name, scheme, sub_url, sub_record)
-    if not found:
+        doors.append(door(f"{key}/{sub_id}", name, sub_url, sub_record))
+    if not doors:
         topology.skipped.append(Skipped(record, "no URL in GOCDB: fedprobe needs the door's URL"))
+    yield from doors
+
+
+def _not_measured(kind: str) -> str:
+    if kind.lower() in _NOT_MEASURED:
+        return "fedprobe has no SRM client"
+    return "not a storage door fedprobe measures"
+
+
+def _scheme(url: str) -> str:
+    """The URL's scheme, lower case ("" when it is no URL: the endpoint's checks say why)."""
+    try:
+        return urlsplit(url).scheme.lower()
+    except ValueError:
+        return ""
 
 
 # --- CRIC --------------------------------------------------------------------------------
@@ -277,11 +282,7 @@ def _cric_door(
     flavour = str(protocol.get("flavour") or "").upper()
     schemes = CRIC_FLAVOURS.get(flavour)
     if schemes is None:
-        why = (
-            "SRM: fedprobe has no SRM client"
-            if flavour == "SRM"
-            else (f"flavour {flavour or 'none'}: not a door fedprobe measures")
-        )
+        why = f"flavour {flavour or 'none'}: " + _not_measured(flavour)
         topology.skipped.append(Skipped(record, why))
         return None
     endpoint = str(protocol.get("endpoint") or "").strip()
@@ -289,7 +290,7 @@ def _cric_door(
         raise RegistryRefused(record, "endpoint", "is empty")
     if "://" not in endpoint:  # host:port: the flavour says the scheme
         endpoint = f"{schemes[0]}://{endpoint}"
-    scheme = urlsplit(endpoint).scheme.lower()
+    scheme = _scheme(endpoint)
     if scheme not in schemes:
         raise RegistryRefused(
             record, "endpoint", f"scheme {scheme!r} of {endpoint!r} is not {flavour}'s"
