@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from tests.webapp.sites.registry_server import FIXTURES, Registry, registry  # noqa: F401
@@ -190,3 +190,13 @@ def test_beat_refreshes_downtimes_only_when_a_feed_is_set(settings: Any) -> None
     env = {**PRODUCTION_ENV, "FEDPROBE_GOCDB_DOWNTIME_URL": feed_url}
     entry = json.loads(run_django(["-c", code], env).stdout)
     assert (entry["task"], entry["schedule"]) == ("fedprobe.downtimes_refresh", 900.0)
+
+
+def test_a_malformed_downtime_is_named_and_nothing_changes(
+    imported: dict[str, Endpoint], tmp_path: Path
+) -> None:
+    bad = tmp_path / "downtimes.xml"
+    bad.write_text(Path(FLAT).read_text().replace("<SEVERITY>WARNING", "<SEVERITY>AT_RISK"))
+    with pytest.raises(CommandError, match=r"DOWNTIME 4402G0: SEVERITY: 'at_risk' is not"):
+        downtimes(str(bad))
+    assert not Downtime.objects.exists()
