@@ -428,6 +428,8 @@ SPECTACULAR_SETTINGS = {
         # Two "severity" fields: a downtime's (GOCDB's) and a regression's.
         "DowntimeSeverityEnum": "webapp.sites.models.Downtime.Severity",
         "RegressionSeverityEnum": "webapp.watch.models.Regression.Severity",
+        # Two "source" fields: where a site or endpoint came from, and a matrix threshold's.
+        "RegistrySourceEnum": "webapp.sites.models.Source",
     },
 }
 
@@ -611,6 +613,29 @@ if FEDPROBE_NOTIFY_LEASE_S <= FEDPROBE_NOTIFY_TIMEOUT_S + EMAIL_TIMEOUT:
 if not 0 <= FEDPROBE_DIGEST_HOUR <= 23:
     raise ImproperlyConfigured("FEDPROBE_DIGEST_HOUR must be an hour, 0 to 23 (UTC)")
 
+# Topology and downtimes from GOCDB and CRIC (webapp/sites/topology.py, downtime_import.py;
+# docs/topology.md). A registry's URL is fetched within the egress policy, giving up after
+# REGISTRY_TIMEOUT_S; GOCDB's protected methods need an X.509 client certificate: a PEM file
+# with the certificate (and its key, or the key in REGISTRY_KEY), never printed.
+FEDPROBE_REGISTRY_TIMEOUT_S = env_int("FEDPROBE_REGISTRY_TIMEOUT_S", 60)
+FEDPROBE_REGISTRY_CERT = env_str("FEDPROBE_REGISTRY_CERT", "")
+FEDPROBE_REGISTRY_KEY = env_str("FEDPROBE_REGISTRY_KEY", "")
+for _name in ("FEDPROBE_REGISTRY_CERT", "FEDPROBE_REGISTRY_KEY"):
+    if globals()[_name] and not Path(globals()[_name]).is_file():
+        raise ImproperlyConfigured(f"{_name}={globals()[_name]!r} is not a file")
+if FEDPROBE_REGISTRY_TIMEOUT_S < 1:
+    raise ImproperlyConfigured("FEDPROBE_REGISTRY_TIMEOUT_S must be at least 1")
+# GOCDB's get_downtime URL whose ongoing and future downtimes beat imports every
+# GOCDB_DOWNTIME_PERIOD_S seconds (unset: no refresh).
+FEDPROBE_GOCDB_DOWNTIME_URL = env_str("FEDPROBE_GOCDB_DOWNTIME_URL", "")
+FEDPROBE_GOCDB_DOWNTIME_PERIOD_S = env_int("FEDPROBE_GOCDB_DOWNTIME_PERIOD_S", 900)
+if FEDPROBE_GOCDB_DOWNTIME_URL and not FEDPROBE_GOCDB_DOWNTIME_URL.startswith(
+    ("https://", "http://")
+):
+    raise ImproperlyConfigured("FEDPROBE_GOCDB_DOWNTIME_URL must be an http(s):// URL")
+if FEDPROBE_GOCDB_DOWNTIME_PERIOD_S < 60:
+    raise ImproperlyConfigured("FEDPROBE_GOCDB_DOWNTIME_PERIOD_S must be at least 60")
+
 # The nightly watch (webapp/watch; docs/watch.md). A regression recovering this many good
 # nights in a row is resolved; a series not measured for this many nights on which its
 # vantage point measured others has no data (docs/watch.md#no-data).
@@ -757,6 +782,7 @@ CELERY_TASK_ROUTES = {
         "fedprobe.launch_due_campaigns",
         "fedprobe.resend_runs",
         "fedprobe.watch",
+        "fedprobe.downtimes_refresh",
     )
 }
 # Notifications have their own queue: a receiver that is slow or down never delays a
@@ -797,5 +823,13 @@ CELERY_BEAT_SCHEDULE["notify-pump"] = {
     "schedule": float(FEDPROBE_NOTIFY_PUMP_S),
     "options": {"expires": max(2 * FEDPROBE_NOTIFY_PUMP_S, 60)},
 }
+# GOCDB's downtimes, when a feed is set (docs/topology.md "Downtimes"): each pass imports the
+# whole feed again, so a late or missed one loses nothing.
+if FEDPROBE_GOCDB_DOWNTIME_URL:
+    CELERY_BEAT_SCHEDULE["downtimes-refresh"] = {
+        "task": "fedprobe.downtimes_refresh",
+        "schedule": float(FEDPROBE_GOCDB_DOWNTIME_PERIOD_S),
+        "options": {"expires": FEDPROBE_GOCDB_DOWNTIME_PERIOD_S},
+    }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "webapp.celery:Scheduler"

@@ -64,6 +64,8 @@ class SiteSerializer(serializers.ModelSerializer[Site]):
             "storage_system",
             "location",
             "owner",
+            "source",
+            "external_id",
             "endpoints",
             "created_at",
         ]
@@ -135,6 +137,9 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "credential_info",
             "credential_hosts",
             "credential_teams",
+            "source",
+            "external_id",
+            "door_auth",
             "files",
             "created_at",
         ]

@@ -77,6 +77,16 @@ def _host_list(value: object) -> list[str]:
     raise InvalidParams("credential_hosts", "a list of host names, addresses or .domain suffixes")
 
 
+class Source(models.TextChoices):
+    """Where a site, endpoint or downtime came from: typed here (blank), or imported from a
+    registry by `manage.py topology import` / `downtimes import` (docs/topology.md). An import
+    changes only rows of its own source, found again by their `external_id`."""
+
+    HAND = "", "made here"
+    GOCDB = "gocdb", "GOCDB"
+    CRIC = "cric", "CRIC"
+
+
 class SiteQuerySet(models.QuerySet["Site"]):
     def editable_by(self, user: User | None) -> SiteQuerySet:
         """The sites `user` may change and add endpoints to (Site.editable_by)."""
@@ -97,6 +107,10 @@ class Site(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # Imported rows (webapp.sites.topology): the registry and its name for the site; a re-import
+    # updates them, and never a site made here (source blank).
+    source = models.CharField(max_length=10, choices=Source.choices, blank=True, editable=False)
+    external_id = models.CharField(max_length=200, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -104,6 +118,13 @@ class Site(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "external_id"],
+                condition=~models.Q(source=""),
+                name="site_unique_external_id",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -120,6 +141,14 @@ class Site(models.Model):
     def protocols(self) -> list[str]:
         """The protocols of its endpoints (use with prefetch_related("endpoints"))."""
         return sorted({endpoint.protocol for endpoint in self.endpoints.all()})
+
+
+class DoorAuth(models.TextChoices):
+    """The authentication a registry says an endpoint's door takes (blank: it does not say)."""
+
+    UNKNOWN = "", "not said"
+    X509 = "x509", "X.509 proxy"
+    X509_TOKEN = "x509+token", "X.509 proxy or bearer token"
 
 
 class Endpoint(models.Model):
@@ -171,11 +200,26 @@ class Endpoint(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # Imported rows (webapp.sites.topology): the registry, its id of the door, and the
+    # authentication the registry says the door takes (never a credential: that stays the
+    # operator's to set); shown on the endpoint's page and in the API.
+    source = models.CharField(max_length=10, choices=Source.choices, blank=True, editable=False)
+    external_id = models.CharField(max_length=200, blank=True, editable=False)
+    door_auth = models.CharField(
+        max_length=12, choices=DoorAuth.choices, blank=True, editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["site__name", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source", "external_id"],
+                condition=~models.Q(source=""),
+                name="endpoint_unique_external_id",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -475,11 +519,25 @@ class Downtime(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+    # Imported from GOCDB (webapp.sites.downtime_import): its PRIMARY_KEY; one GOCDB downtime
+    # of several services is one row per endpoint (or site) it covers here.
+    source = models.CharField(max_length=10, choices=Source.choices, blank=True, editable=False)
+    external_id = models.CharField(max_length=200, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-start", "-id"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["source", "external_id", "endpoint"],
+                condition=~models.Q(source="") & models.Q(endpoint__isnull=False),
+                name="downtime_unique_external_endpoint",
+            ),
+            models.UniqueConstraint(
+                fields=["source", "external_id", "site"],
+                condition=~models.Q(source="") & models.Q(site__isnull=False),
+                name="downtime_unique_external_site",
+            ),
             models.CheckConstraint(
                 condition=models.Q(end__gt=models.F("start")), name="downtime_ends_after_start"
             ),
