@@ -126,11 +126,12 @@ class LocalBackend(Backend):
         try:
             adler32 = _adler32_of(local_path(url), options.deadline)
         except OSError as exc:
-            return FileFacts(size, "stat", None, f"not computed: {os_error(exc, 'read').message}")
+            why = f"not computed: {os_error(exc, 'read').message}"
+            return FileFacts(size, "os.stat", None, why)
         if adler32 is None:
             why = f"not computed: {size} bytes could not be read before the deadline"
-            return FileFacts(size, "stat", None, why)
-        return FileFacts(size, "stat", adler32, "computed from the file's bytes")
+            return FileFacts(size, "os.stat", None, why)
+        return FileFacts(size, "os.stat", adler32, "reading the file (zlib.adler32)")
 
     def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
         try:
