@@ -9,6 +9,7 @@ from django.db.models import Field
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.cron import MAX_SLIP_S, slip_error
@@ -119,8 +120,10 @@ class TestFileCreateSerializer(serializers.Serializer[Any]):
             size=attrs.get("size"),
             adler32=attrs.get("adler32", ""),
         )
-        if self.fill.errors:
-            raise serializers.ValidationError(self.fill.errors)
+        errors = self.fill.errors
+        if errors:
+            general = api_settings.NON_FIELD_ERRORS_KEY
+            raise serializers.ValidationError({k or general: v for k, v in errors.items()})
         return {**attrs, "size": self.fill.size, "adler32": self.fill.adler32}
 
 

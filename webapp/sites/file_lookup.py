@@ -17,6 +17,8 @@ from workers.engine import InvalidParams, ProbeError, RunParams
 from workers.engine.backends.base import FileFacts
 from workers.engine.facts import file_facts
 
+# The key of an error that is not about one field (TestFileFill.errors).
+NOT_A_FIELD = ""
 ADLER32_HEX = re.compile(r"[0-9a-f]{8}")
 # A stat, and a checksum the server may compute on demand (XRootD reads the file once).
 LOOKUP_TIMEOUT_S = 20
@@ -89,9 +91,9 @@ def endpoint_file_fill(
     the server cannot give must be typed; an adler32 it cannot give stays blank."""
     try:
         facts = endpoint_file_facts(endpoint=endpoint, path=path)
-    except InvalidParams as exc:
-        facts = _not_asked(str(exc))
-        return TestFileFill(size, adler32, facts, {"path": exc.message})
+    except InvalidParams as exc:  # the path (outside the file roots), or the credential
+        where = "path" if exc.field in ("url", "path") else NOT_A_FIELD
+        return TestFileFill(size, adler32, _not_asked(str(exc)), {where: str(exc)})
     errors: dict[str, str] = {}
     typed_adler32 = adler32.lower()
     if size is None and facts.size is None:

@@ -245,7 +245,7 @@ class TestFileForm(forms.ModelForm):  # type: ignore[type-arg]
             adler32=cleaned.get("adler32") or "",
         )
         for name, message in self.fill.errors.items():
-            self.add_error(name, message)
+            self.add_error(name or None, message)
         cleaned.update(size=self.fill.size, adler32=self.fill.adler32)
         return cleaned
 

@@ -92,6 +92,16 @@ def test_a_typed_adler32_the_server_contradicts_is_an_error(registered: Any, adm
     assert not TestFile.objects.exists()
 
 
+def test_a_local_path_outside_the_file_roots_is_a_path_error(
+    registered: Any, admin: Client, settings: Any
+) -> None:
+    settings.FEDPROBE_FILE_ROOTS = ["/nowhere"]
+    page = add(admin, lab_endpoint(registered, "local-file"), path=FILE)
+    assert 'id="id_path_error"' in page
+    assert "/nowhere" in page
+    assert not TestFile.objects.exists()
+
+
 def api_admin() -> APIClient:
     user = User.objects.create_user("api-admin")
     user.groups.add(Group.objects.get(name="admin"))
