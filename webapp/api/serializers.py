@@ -9,6 +9,7 @@ from django.db.models import Field
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.cron import MAX_SLIP_S, slip_error
@@ -40,6 +41,7 @@ from webapp.sites.credentials import (
     credential_change,
     credential_check,
 )
+from webapp.sites.file_lookup import ADLER32_HEX, TestFileFill, endpoint_file_fill
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.agent.sealing import fingerprint
 from workers.engine import InvalidParams
@@ -79,6 +81,73 @@ class TestFileSerializer(serializers.ModelSerializer[TestFile]):
     class Meta:
         model = TestFile
         fields = ["id", "path", "size", "adler32", "is_default", "url"]
+
+
+class TestFileCreateSerializer(serializers.Serializer[Any]):
+    """A test file to add to the endpoint in the serializer's context; a size or adler32 left
+    out is asked of the storage server, one given is checked against it."""
+
+    __test__ = False
+
+    path = serializers.CharField(max_length=1000)
+    size = serializers.IntegerField(
+        min_value=1, required=False, allow_null=True, help_text="bytes; left out: the server's"
+    )
+    adler32 = serializers.CharField(
+        required=False, allow_blank=True, help_text="8 hex digits; left out: the server's"
+    )
+    is_default = serializers.BooleanField(default=False)
+    fill: TestFileFill | None = None
+
+    def validate_path(self, path: str) -> str:
+        endpoint: Endpoint = self.context["endpoint"]
+        try:
+            check_url(endpoint.file_url(path), field="path")
+        except InvalidParams as exc:
+            raise serializers.ValidationError(exc.message) from None
+        if endpoint.files.filter(path=path).exists():
+            raise serializers.ValidationError(f"{endpoint.name} already has a test file {path}")
+        return path
+
+    def validate_adler32(self, adler32: str) -> str:
+        adler32 = adler32.strip().lower()
+        if adler32 and not ADLER32_HEX.fullmatch(adler32):
+            raise serializers.ValidationError("8 hex digits, or left out to ask the server")
+        return adler32
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        self.fill = endpoint_file_fill(
+            endpoint=self.context["endpoint"],
+            path=attrs["path"],
+            size=attrs.get("size"),
+            adler32=attrs.get("adler32", ""),
+        )
+        errors = self.fill.errors
+        if errors:
+            general = api_settings.NON_FIELD_ERRORS_KEY
+            raise serializers.ValidationError({k or general: v for k, v in errors.items()})
+        return {**attrs, "size": self.fill.size, "adler32": self.fill.adler32}
+
+
+class FoundValueSerializer(serializers.Serializer[Any]):
+    value = serializers.JSONField(help_text="the stored value (null: none)")
+    origin = serializers.CharField(
+        help_text="where it came from (the server's answer, or typed), or why there is none"
+    )
+
+
+class FoundSerializer(serializers.Serializer[Any]):
+    size = FoundValueSerializer()
+    adler32 = FoundValueSerializer()
+
+
+class TestFileAddedSerializer(TestFileSerializer):
+    """The added test file and, in `found`, where its size and adler32 came from."""
+
+    found = FoundSerializer(read_only=True)
+
+    class Meta(TestFileSerializer.Meta):
+        fields = [*TestFileSerializer.Meta.fields, "found"]
 
 
 class CredentialInfoSerializer(serializers.Serializer[CredentialInfo]):

@@ -39,6 +39,9 @@ from webapp.api.serializers import (
     RunDetailSerializer,
     RunListSerializer,
     SiteSerializer,
+    TestFileAddedSerializer,
+    TestFileCreateSerializer,
+    TestFileSerializer,
     VantagePointSerializer,
 )
 from webapp.campaigns.filters import RunFilter
@@ -64,6 +67,7 @@ from webapp.campaigns.validation import MAX_ID
 from webapp.core.parsers import PARSER_CLASSES
 from webapp.dashboards.serializers import ParameterSetSerializer
 from webapp.sites.models import Endpoint, Site, VantagePoint
+from webapp.sites.services import endpoint_file_add
 
 
 class Conflict(APIException):
@@ -130,6 +134,29 @@ class EndpointViewSet(OwnedViewSet):
         if "site" in serializer.validated_data:
             self._check_site(serializer.validated_data["site"])
         super().perform_update(serializer)
+
+    @extend_schema(
+        request=TestFileCreateSerializer,
+        responses={
+            201: TestFileAddedSerializer,
+            400: OpenApiResponse(
+                description="by field: a bad path, a size the server could not give, or a "
+                "size or adler32 the server contradicts; nothing is added"
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def files(self, request: Request, pk: str | None = None) -> Response:
+        """Add a test file. A size or adler32 left out is asked of the storage server from
+        the web host, with the endpoint's credential (as Test connection); `found` says
+        where each value came from."""
+        endpoint = self.get_object()
+        serializer = TestFileCreateSerializer(data=request.data, context={"endpoint": endpoint})
+        serializer.is_valid(raise_exception=True)
+        test_file = endpoint_file_add(endpoint=endpoint, **serializer.validated_data)
+        assert serializer.fill is not None  # validate() ran
+        body = {**TestFileSerializer(test_file).data, "found": serializer.fill.found()}
+        return Response(body, status=status.HTTP_201_CREATED)
 
     def _check_site(self, site: Site) -> None:
         if not site.editable_by(self.request.user):

@@ -63,7 +63,8 @@ class EndpointFileAddView(EndpointActionView):
         if not form.is_valid():
             return endpoint_page(request, endpoint, file_form=form)
         test_file = endpoint_file_add(endpoint=endpoint, **form.cleaned_data)
-        messages.success(request, f"Test file {test_file.path} was added.")
+        found = f": {form.fill.summary()}" if form.fill is not None else ""
+        messages.success(request, f"Test file {test_file.path} was added{found}.")
         return redirect(endpoint_url(endpoint))
 
 

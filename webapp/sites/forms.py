@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from webapp.sites.credentials import credential_change, oauth_client_fields
+from webapp.sites.file_lookup import ADLER32_HEX, TestFileFill, endpoint_file_fill
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.engine.credentials import CredentialKind
 from workers.engine.errors import InvalidParams
@@ -196,11 +197,15 @@ def _stored_secret(stored: str) -> str:
 
 
 class TestFileForm(forms.ModelForm):  # type: ignore[type-arg]
-    """A test file of one endpoint (given to the form, not chosen in it)."""
+    """A test file of one endpoint (given to the form, not chosen in it). A blank size or
+    adler32 is asked of the server, a typed one checked against it (file_lookup.py)."""
 
     __test__ = False
 
-    size = forms.IntegerField(min_value=1, help_text="bytes")
+    size = forms.IntegerField(
+        min_value=1, required=False, help_text="bytes; leave blank to ask the server"
+    )
+    fill: TestFileFill | None = None
 
     class Meta:
         model = TestFile
@@ -222,6 +227,27 @@ class TestFileForm(forms.ModelForm):  # type: ignore[type-arg]
         if self.endpoint.files.filter(path=path).exists():
             raise forms.ValidationError(f"{self.endpoint.name} already has a test file {path}")
         return path
+
+    def clean_adler32(self) -> str:
+        adler32: str = self.cleaned_data["adler32"].strip().lower()
+        if adler32 and not ADLER32_HEX.fullmatch(adler32):
+            raise forms.ValidationError("8 hex digits, or blank to ask the server")
+        return adler32
+
+    def clean(self) -> dict[str, Any]:
+        cleaned: dict[str, Any] = super().clean() or {}
+        if self.errors:  # a bad path or a malformed value: the server is not asked
+            return cleaned
+        self.fill = endpoint_file_fill(
+            endpoint=self.endpoint,
+            path=cleaned["path"],
+            size=cleaned.get("size"),
+            adler32=cleaned.get("adler32") or "",
+        )
+        for name, message in self.fill.errors.items():
+            self.add_error(name or None, message)
+        cleaned.update(size=self.fill.size, adler32=self.fill.adler32)
+        return cleaned
 
 
 class VantagePointForm(forms.ModelForm):  # type: ignore[type-arg]

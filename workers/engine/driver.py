@@ -100,7 +100,7 @@ def run_probe(
             credential.check_valid(until=datetime.now(UTC))
         with (
             run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access,
-            EgressGuard.running(*_guarded_by(params, scheme, result.auth)) as guard,
+            EgressGuard.running(*guarded_by(params, scheme, result.auth)) as guard,
         ):
             guarded = replace(
                 access,
@@ -116,7 +116,7 @@ def run_probe(
     return result
 
 
-def _guarded_by(
+def guarded_by(
     params: RunParams, scheme: str, auth: AuthMethod
 ) -> tuple[EgressPolicy | None, AddressScope | None]:
     """What the egress guard holds the run's processes to, if they need it: the egress
@@ -157,7 +157,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     except ProbeError as exc:
         if guard is not None:
             exc = guard.explain(exc, PREFLIGHT)
-        raise _explained(exc, credential, params.ca_dir) from None
+        raise explained(exc, credential, params.ca_dir) from None
     sizes, vector_limits = found.sizes, found.vector_limits
     result.file_sizes = sizes
     result.preflight_rtt_s = found.rtt_s
@@ -186,7 +186,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
                 shutil.rmtree(spec.scratch, ignore_errors=True)
 
 
-def _explained(exc: ProbeError, credential: Credential | None, ca_dir: str | None) -> ProbeError:
+def explained(exc: ProbeError, credential: Credential | None, ca_dir: str | None) -> ProbeError:
     """A refusal says what was presented; a certificate problem, what it was checked against."""
     if exc.error_class == ErrorClass.AUTH:
         return ProbeError(
@@ -337,12 +337,12 @@ class _Execution:
             if pipe not in ready:
                 continue
             try:
-                self.results[client] = self._explained(pipe.recv())
+                self.results[client] = self.explained(pipe.recv())
             except EOFError:
                 self.results[client] = self._lost(client, "the client process died")
             self._forget(client)
 
-    def _explained(self, record: ClientResult) -> ClientResult:
+    def explained(self, record: ClientResult) -> ClientResult:
         """A client that failed after the guard refused one of its connections failed
         for that reason (class egress)."""
         error = record.error

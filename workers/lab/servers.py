@@ -25,6 +25,9 @@ FED_EXPORT = "/fed"
 # retry after 1 s: the defaults hold them 10 s (conwait) and the service 90 s (startup).
 # The name the GSI sites' grid-mapfile gives the lab user (acc.authdb grants it the files).
 GSI_USER = "labuser"
+# Data servers answer checksum queries (root:// `query checksum`, HTTP `Want-Digest`) as WLCG
+# sites configure them; without it XRootD answers 3013 and XrdHttp 405 to a HEAD asking one.
+CHECKSUM = "xrootd.chksum adler32"
 MANAGER_DELAYS = ("cms.delay servers 2 startup 1 service 1 suspend 1", "cms.conwait 1")
 
 
@@ -123,6 +126,7 @@ def data_server_config(paths: LabPaths, root_port: int, http_port: int) -> str:
         f"xrd.port {root_port}",
         f"xrd.protocol XrdHttp:{http_port} libXrdHttp.so",
         f"all.export {TEST_FILE_EXPORT} r/o",
+        CHECKSUM,
         f"oss.localroot {paths.data}",
     )
 
@@ -156,6 +160,7 @@ def token_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
         f"ofs.authlib ++ libXrdAccSciTokens.so config={paths.scitokens_config}",
         "http.header2cgi Authorization authz",
         f"all.export {TEST_FILE_EXPORT} r/o",
+        CHECKSUM,
         f"oss.localroot {paths.data}",
     )
 
@@ -179,6 +184,7 @@ def gsi_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
         f"acc.authdb {paths.gsi_authdb}",
         f"http.gridmap {paths.gridmap}",
         f"all.export {TEST_FILE_EXPORT} r/o",
+        CHECKSUM,
         f"oss.localroot {paths.data}",
     )
 
@@ -219,6 +225,7 @@ def manager_config(paths: LabPaths, root_port: int, cmsd_port: int) -> str:
         f"xrd.port {cmsd_port} if exec cmsd",
         f"all.export {TEST_FILE_EXPORT} r/o",
         f"all.export {FED_EXPORT} r/o",
+        CHECKSUM,
         *MANAGER_DELAYS,
     )
 
@@ -231,6 +238,7 @@ def fed_server_config(paths: LabPaths, server: str, root_port: int, manager_port
         f"xrd.port {root_port} if exec xrootd",
         f"all.export {TEST_FILE_EXPORT} r/o",
         f"all.export {FED_EXPORT} r/o",
+        CHECKSUM,
         f"oss.localroot {paths.fed(server)}",
     )
 

@@ -53,6 +53,17 @@ class Negotiated:
 
 
 @dataclass(frozen=True)
+class FileFacts:
+    """What a server says of a file without it being read: its size and adler32 (8 lowercase
+    hex digits), each with where it came from, or (None) why it is not known."""
+
+    size: int | None
+    size_from: str
+    adler32: str | None
+    adler32_from: str
+
+
+@dataclass(frozen=True)
 class CopyResult:
     """A whole-file copy to local scratch: bytes moved and the server that sent them."""
 
@@ -139,6 +150,13 @@ class Backend(abc.ABC):
         `served_by` may be empty when the tool does not say; `copy_source` is then asked
         after the (timed) copy phase.
         """
+
+    def file_facts(self, url: str, options: OpenOptions) -> FileFacts:
+        """The file's size (its stat) and adler32 as the server knows them; ProbeError when
+        the stat fails. A protocol that cannot ask for a checksum says so."""
+        return FileFacts(
+            self.stat_size(url, options), "stat", None, "this protocol gives no checksum"
+        )
 
     def copy_source(self, url: str, options: OpenOptions) -> str:
         """The server a finished copy came from (asked outside the timed phase)."""

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from workers.engine.backends.base import Backend, CopyResult, OpenOptions, RemoteFile
+from workers.engine.backends.base import Backend, CopyResult, FileFacts, OpenOptions, RemoteFile
 from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 
@@ -59,6 +59,16 @@ class GridFtpBackend(Backend):
             planned = dump.read_text() if dump.exists() else ""
         match = _DUMPED_SIZE.search(planned)
         return int(match.group(1)) if match else 0
+
+    def file_facts(self, url: str, options: OpenOptions) -> FileFacts:
+        """The size as stat_size finds it; no checksum: GridFTP's CKSM command is not
+        reachable through globus-url-copy without copying the file."""
+        return FileFacts(
+            self.stat_size(url, options),
+            "globus-url-copy's transfer plan (the server's MLST)",
+            None,
+            "GridFTP gives no checksum here (globus-url-copy cannot ask for one without copying)",
+        )
 
     def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
         _check_url(url)
