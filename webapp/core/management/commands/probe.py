@@ -10,9 +10,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from workers.engine.cli import (
+    EXIT_BAD_INPUT,
     EXIT_OK,
     add_probe_arguments,
     execute,
+    nagios_probe,
     params_from_options,
     warn_unreachable_fraction,
 )
@@ -31,6 +33,13 @@ class Command(BaseCommand):
         if options["ca_dir"] is None:
             # The workers' CA folder (in the embedded mode: the host's CAs and the lab's).
             options["ca_dir"] = settings.FEDPROBE_CA_DIR
+        if options["nagios"]:
+            # A monitoring plugin: one status line on stdout, exit 0/1/2/3.
+            verdict = nagios_probe(options)
+            self.stdout.write(verdict.line)
+            sys.exit(int(verdict.state))
+        if options["warning"] is not None or options["critical"] is not None:
+            raise CommandError("--warning and --critical need --nagios", returncode=EXIT_BAD_INPUT)
         try:
             params = params_from_options(options)
         except InvalidParams as exc:
