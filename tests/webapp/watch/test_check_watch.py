@@ -86,7 +86,7 @@ def test_an_open_critical_regression_is_critical_naming_it_with_its_link(
     for target in (["--site", "nagios-site"], ["--endpoint", str(measured["endpoint"].pk)]):
         found = check_watch(capsys, *target)
         assert (found.code, found.state) == (2, "CRITICAL"), found.line
-        assert f"every read fails: auth (critical, open since" in found.line
+        assert "every read fails: auth (critical, open since" in found.line
         assert f"{settings.FEDPROBE_BASE_URL}/regressions/{worst.pk}/" in found.line
         assert (found.perf["critical"], found.perf["warning"]) == ("1;;;0", "1;;;0")
 

@@ -101,3 +101,19 @@ def test_bad_arguments_are_unknown_naming_the_flag(
     assert (code, state) == (3, "UNKNOWN"), line
     assert named in line
     assert perf == []
+
+
+def test_a_token_is_never_shown_and_an_expired_one_is_the_testers_fault(
+    lab: Any, tmp_path: Path
+) -> None:
+    url, _ = lab_file(lab, "local-https", FILE_4M)
+    ca = ["--ca-dir", str(lab.ca_dir())]
+    for expired, wanted in ((False, (0, "OK")), (True, (3, "UNKNOWN"))):
+        token = lab.mint_token(expired=expired)
+        token_file = tmp_path / "token"
+        token_file.write_text(token)
+        token_file.chmod(0o600)
+        code, state, _, line = plugin(url, "--nagios", "--token-file", str(token_file), *ca)
+        assert (code, state) == wanted, line
+        assert token not in line and token.split(".")[1] not in line
+    assert "the tester's fault: failed: auth:" in line
