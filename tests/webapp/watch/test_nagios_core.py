@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +69,8 @@ define timeperiod {{
 }}
 define command {{
   command_name  check_fedprobe_probe
-  command_line  {python} -m workers.engine $ARG1$ --nagios --timeout 30 --warning $ARG2$ --critical $ARG3$
+  command_line  {python} -m workers.engine $ARG1$ --nagios --timeout 30 \
+                --warning $ARG2$ --critical $ARG3$
 }}
 define command {{
   command_name  check_fedprobe_watch
@@ -103,7 +103,7 @@ define host {{
 define service {{
   host_name              lab
   service_description    read
-  check_command          check_fedprobe_probe!{url}!throughput=0.001:,open_time=~:30!availability=50:
+  check_command          check_fedprobe_probe!{url}!{warning}!availability=50:
   max_check_attempts     1
   check_interval         3600
   retry_interval         3600
@@ -128,7 +128,7 @@ define service {{
 
 
 @pytest.fixture
-def nagios_dir(tmp_path: Path, lab: Any, transactional_db: None) -> Iterator[Path]:
+def nagios_dir(tmp_path: Path, lab: Any, transactional_db: None) -> Path:
     """A Nagios configuration of the two services, checked by `nagios4 -v` (the core runs them
     with this process's environment: the test database, the lab's checkout)."""
     test_file = TestFileFactory(endpoint__site__name="nagios-core-site", path=FILE_4M)
@@ -142,7 +142,8 @@ def nagios_dir(tmp_path: Path, lab: Any, transactional_db: None) -> Iterator[Pat
     (tmp_path / "checkresults").mkdir()
     user, group = _user_group()
     (tmp_path / "nagios.cfg").write_text(MAIN_CFG.format(d=tmp_path, user=user, group=group))
-    objects = OBJECTS_CFG.format(python=sys.executable, root=ROOT, url=url)
+    warning = "throughput=0.001:,open_time=~:30"
+    objects = OBJECTS_CFG.format(python=sys.executable, root=ROOT, url=url, warning=warning)
     (tmp_path / "objects.cfg").write_text(objects)
     assert NAGIOS is not None
     verified = subprocess.run(
@@ -153,7 +154,7 @@ def nagios_dir(tmp_path: Path, lab: Any, transactional_db: None) -> Iterator[Pat
         check=False,
     )
     assert verified.returncode == 0, verified.stdout
-    yield tmp_path
+    return tmp_path
 
 
 def _user_group() -> tuple[str, str]:
@@ -167,8 +168,8 @@ def services(status: Path) -> dict[str, dict[str, str]]:
     """The servicestatus blocks of Nagios's status.dat, by service description."""
     found: dict[str, dict[str, str]] = {}
     block: dict[str, str] | None = None
-    for line in status.read_text(errors="replace").splitlines():
-        line = line.strip()
+    for raw in status.read_text(errors="replace").splitlines():
+        line = raw.strip()
         if line == "servicestatus {":
             block = {}
         elif line == "}" and block is not None:

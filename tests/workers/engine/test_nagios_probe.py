@@ -93,9 +93,7 @@ def test_a_missing_file_is_critical_with_its_error_class(lab: Any) -> None:
         (["--token-file", "/nonexistent/token"], "--token-file:"),
     ],
 )
-def test_bad_arguments_are_unknown_naming_the_flag(
-    lab: Any, args: list[str], named: str
-) -> None:
+def test_bad_arguments_are_unknown_naming_the_flag(lab: Any, args: list[str], named: str) -> None:
     url, _ = lab_file(lab, "local-http", FILE_4M)
     code, state, perf, line = plugin(url, "--nagios", *args)
     assert (code, state) == (3, "UNKNOWN"), line
