@@ -181,3 +181,22 @@ def test_a_target_the_watch_never_rolled_up_is_unknown(
     found = check_watch(capsys, "--site", "unmeasured")
     assert (found.code, found.state) == (3, "UNKNOWN")
     assert "no data" in found.line
+
+
+def test_an_endpoint_answers_for_the_site_group_its_series_belong_to(
+    capsys: pytest.CaptureFixture[str], measured: dict[str, Any]
+) -> None:
+    group = RegressionFactory(
+        endpoint=None,
+        vantage_point=None,
+        site=measured["site"],
+        key="site:nagios-site:availability",
+        severity=Severity.CRITICAL,
+        summary="nagios-site: 3 series failed (site)",
+        blame={"target": "site", "rule": "site"},
+    )
+    regression(measured, severity=Severity.CRITICAL, parent=group)
+    found = check_watch(capsys, "--endpoint", str(measured["endpoint"].pk))
+    assert found.code == 2, found.line
+    assert "nagios-site: 3 series failed (site) (critical, open since" in found.line
+    assert found.perf["critical"] == "1;;;0"  # the group, not its member as well

@@ -115,3 +115,32 @@ def test_a_token_is_never_shown_and_an_expired_one_is_the_testers_fault(
         assert (code, state) == wanted, line
         assert token not in line and token.split(".")[1] not in line
     assert "the tester's fault: failed: auth:" in line
+
+
+def test_manage_py_probe_is_the_same_plugin(lab: Any) -> None:
+    url, _ = lab_file(lab, "local-http", FILE_4M)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "probe", url, "--nagios", "--critical", "open_time=x"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert check_plugin_line(done.stdout)[0] == "UNKNOWN"
+    assert "--critical: 'x' is not a range" in done.stdout
+
+
+def test_thresholds_without_nagios_are_bad_input(lab: Any) -> None:
+    url, _ = lab_file(lab, "local-http", FILE_4M)
+    done = subprocess.run(
+        [sys.executable, "-m", "workers.engine", url, "--warning", "10:"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--warning and --critical need --nagios" in done.stderr

@@ -8,7 +8,10 @@ import re
 
 import pytest
 
-from workers.engine.nagios import parse_probe_thresholds, shown_url
+from workers.engine.errors import ErrorClass
+from workers.engine.metrics import ClientError, ClientResult
+from workers.engine.nagios import judge_run, parse_probe_thresholds, shown_url
+from workers.engine.params import RunParams
 from workers.engine.plugin import (
     BadThreshold,
     Perf,
@@ -17,6 +20,7 @@ from workers.engine.plugin import (
     parse_range,
     status_line,
 )
+from workers.engine.results import RunResult
 
 # The guidelines' own table: range, then values that alert and values that do not.
 GUIDELINE_RANGES = [
@@ -129,3 +133,50 @@ def test_infinite_ends_are_written_as_the_syntax_has_them() -> None:
 def test_the_shown_url_carries_no_user_info_or_query() -> None:
     shown = shown_url("https://alice:s3cret@se.example.org:8443/f?authz=tok#x")
     assert shown == "https://se.example.org:8443/f"
+
+
+def run_of(*errors: ErrorClass | None, run_error: ErrorClass | None = None) -> RunResult:
+    """A hand-built run of one client per entry (None: it succeeded, reading 1 MB in 1 s)."""
+    result = RunResult(
+        params=RunParams(urls=("root://se.example.org:1094//f",), clients=len(errors) or 1),
+        started_at="2026-11-28T00:00:00+00:00",
+        host="test",
+        deadline_s=60.0,
+        wall_s=1.0,
+    )
+    for n, error in enumerate(errors):
+        client = ClientResult(client=n, open_s=0.01, wall_s=1.0)
+        if error is None:
+            client.bytes_read = 1_000_000
+        else:
+            client.error = ClientError(error, f"{error} happened", 0.5)
+        result.clients.append(client)
+    if run_error is not None:
+        result.run_error = (run_error, "preflight failed")
+    return result
+
+
+@pytest.mark.parametrize(
+    ("run", "state", "said"),
+    [
+        (run_of(None, ErrorClass.SHORT_READ), State.WARNING, "1 of 2 clients failed (first: short"),
+        (run_of(ErrorClass.REFUSED), State.CRITICAL, "failed: refused: refused happened"),
+        (run_of(ErrorClass.HARNESS), State.UNKNOWN, "the tester's fault: failed: harness"),
+        (run_of(run_error=ErrorClass.EGRESS), State.UNKNOWN, "the tester's fault: failed: egress"),
+    ],
+)
+def test_a_runs_failure_is_critical_unless_it_is_the_testers(
+    run: RunResult, state: State, said: str
+) -> None:
+    verdict = judge_run(run, parse_probe_thresholds(None, None))
+    assert verdict.state is state, verdict.line
+    assert said in verdict.line
+    check_plugin_line(verdict.line)
+
+
+def test_a_partial_run_may_still_trip_critical_on_availability() -> None:
+    thresholds = parse_probe_thresholds(None, "availability=100:")
+    verdict = judge_run(run_of(None, ErrorClass.SHORT_READ), thresholds)
+    assert verdict.state is State.CRITICAL
+    assert "availability 50% is below 100" in verdict.line
+    assert "'availability'=50%;;100:;0;100" in verdict.line
