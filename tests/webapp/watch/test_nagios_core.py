@@ -1,5 +1,5 @@
-"""A real Nagios core (Debian's nagios4) runs both plugins as an operator configures them
-(docs/monitoring-probes.md): `probe --nagios` against a lab endpoint and `check_watch` against
+"""A real Nagios core (Debian's nagios4) runs both plugins with the command definitions of
+docs/monitoring-probes.md: `probe --nagios` against a lab endpoint and `check_watch` against
 this database; the states and performance data it records are what the plugins said."""
 
 from __future__ import annotations
@@ -68,15 +68,6 @@ define timeperiod {{
   saturday 00:00-24:00
 }}
 define command {{
-  command_name  check_fedprobe_probe
-  command_line  {python} -m workers.engine $ARG1$ --nagios --timeout 30 \
-                --warning $ARG2$ --critical $ARG3$
-}}
-define command {{
-  command_name  check_fedprobe_watch
-  command_line  {python} {root}/manage.py check_watch --site $ARG1$ --critical $ARG2$
-}}
-define command {{
   command_name  always_up
   command_line  /bin/true
 }}
@@ -103,7 +94,7 @@ define host {{
 define service {{
   host_name              lab
   service_description    read
-  check_command          check_fedprobe_probe!{url}!{warning}!availability=50:
+  check_command          check_fedprobe_read!{url}!{warning}!availability=50:
   max_check_attempts     1
   check_interval         3600
   retry_interval         3600
@@ -115,7 +106,7 @@ define service {{
 define service {{
   host_name              lab
   service_description    watch
-  check_command          check_fedprobe_watch!nagios-core-site!90:
+  check_command          check_fedprobe_watch!nagios-core-site!0:!90:
   max_check_attempts     1
   check_interval         3600
   retry_interval         3600
@@ -143,8 +134,8 @@ def nagios_dir(tmp_path: Path, lab: Any, transactional_db: None) -> Path:
     user, group = _user_group()
     (tmp_path / "nagios.cfg").write_text(MAIN_CFG.format(d=tmp_path, user=user, group=group))
     warning = "throughput=0.001:,open_time=~:30"
-    objects = OBJECTS_CFG.format(python=sys.executable, root=ROOT, url=url, warning=warning)
-    (tmp_path / "objects.cfg").write_text(objects)
+    objects = OBJECTS_CFG.format(url=url, warning=warning)
+    (tmp_path / "objects.cfg").write_text(docs_nagios_commands() + objects)
     assert NAGIOS is not None
     verified = subprocess.run(
         [NAGIOS, "-v", str(tmp_path / "nagios.cfg")],
@@ -155,6 +146,19 @@ def nagios_dir(tmp_path: Path, lab: Any, transactional_db: None) -> Path:
     )
     assert verified.returncode == 0, verified.stdout
     return tmp_path
+
+
+def docs_nagios_commands() -> str:
+    """The `define command` blocks of docs/monitoring-probes.md's Nagios section, pointed at
+    this checkout: the test runs what operators are told to write."""
+    text = (ROOT / "docs" / "monitoring-probes.md").read_text()
+    block = text.split("## Nagios", 1)[1].split("```", 2)[1]
+    commands = [part for part in block.split("define ") if part.startswith("command {")]
+    assert len(commands) == 2
+    found = "".join(f"define {part.rstrip()}\n" for part in commands)
+    return found.replace("/opt/fedprobe/.venv/bin/python", sys.executable).replace(
+        "/opt/fedprobe", str(ROOT)
+    )
 
 
 def _user_group() -> tuple[str, str]:
