@@ -158,6 +158,7 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     )
     for flag in ("warning", "critical"):
         parser.add_argument(
+            f"-{flag[0]}",
             f"--{flag}",
             default=None,
             metavar="EXPR",

@@ -47,6 +47,7 @@ class Command(BaseCommand):
         target.add_argument("--vantage-point", metavar="NAME", help="a vantage point, by name")
         for flag in ("warning", "critical"):
             parser.add_argument(
+                f"-{flag[0]}",
                 f"--{flag}",
                 metavar="RANGE",
                 help=f"{flag.upper()} when this month's availability (%%) is outside RANGE "
