@@ -37,11 +37,11 @@ METRIC_NAMES = {
 
 
 def parse_probe_thresholds(warning: str | None, critical: str | None) -> dict[str, Thresholds]:
-    """--warning/--critical of `probe --nagios`; a bare range is throughput's (MB/s).
-    Raises BadThreshold naming the flag."""
+    """--warning/--critical of `probe --nagios`; a bare range is throughput's (MB/s), an empty
+    one none (a monitoring core's macro left empty). Raises BadThreshold naming the flag."""
 
     def ranges(text: str | None, flag: str) -> dict[str, Range]:
-        if text is None:
+        if not text:
             return {}
         return parse_thresholds(text, flag=flag, metrics=METRIC_NAMES, default=THROUGHPUT)
 

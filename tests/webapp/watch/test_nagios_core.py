@@ -106,7 +106,7 @@ define service {{
 define service {{
   host_name              lab
   service_description    watch
-  check_command          check_fedprobe_watch!nagios-core-site!0:!90:
+  check_command          check_fedprobe_watch!nagios-core-site!!90:
   max_check_attempts     1
   check_interval         3600
   retry_interval         3600

@@ -78,6 +78,10 @@ def test_a_bad_expression_is_refused_naming_the_flag(
     assert said in raised.value.message
 
 
+def test_an_empty_expression_sets_no_threshold() -> None:
+    assert parse_probe_thresholds("", "") == {}
+
+
 def test_critical_wins_over_warning() -> None:
     bounds = Thresholds(warning=parse_range("50:", flag="w"), critical=parse_range("10:", flag="c"))
     assert bounds.state(60) is State.OK

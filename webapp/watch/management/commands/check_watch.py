@@ -71,7 +71,7 @@ class Command(BaseCommand):
 
 def _thresholds(warning: str | None, critical: str | None) -> Thresholds:
     def ranges(text: str | None, flag: str) -> dict[str, Any]:
-        if text is None:
+        if not text:  # a monitoring core's macro left empty: no threshold
             return {}
         return parse_thresholds(text, flag=flag, metrics=AVAILABILITY, default="availability")
 
