@@ -8,7 +8,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,9 +121,18 @@ define service {{
 
 
 @pytest.fixture
-def nagios_dir(tmp_path: Path, lab: Any, transactional_db: None) -> Path:
+def nagios_dir(lab: Any, transactional_db: None) -> Iterator[Path]:
     """A Nagios configuration of the two services, checked by `nagios4 -v` (the core runs them
-    with this process's environment: the test database, the lab's checkout)."""
+    with this process's environment: the test database, the lab's checkout). In a short
+    folder of its own: the query handler's socket path must fit a sockaddr_un (108 bytes)."""
+    tmp_path = Path(tempfile.mkdtemp(prefix="fedprobe-nagios-", dir="/tmp"))
+    try:
+        yield _configure(tmp_path, lab)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _configure(tmp_path: Path, lab: Any) -> Path:
     test_file = TestFileFactory(endpoint__site__name="nagios-core-site", path=FILE_4M)
     SeriesNightFactory(endpoint=test_file.endpoint)
     RegressionFactory(
