@@ -142,16 +142,16 @@ def regression_link(regression: Regression) -> str:
 def watch_verdict(*, target: Target, thresholds: Thresholds, now: datetime) -> WatchVerdict:
     """The plugin's verdict on the target: state, status line (the worst regression in one
     sentence with its link) and perfdata."""
-    if not _measured(target):
-        why = f"{target}: no data (the watch has rolled up no night of it)"
-        line = status_line(SERVICE, State.UNKNOWN, why)
-        return WatchVerdict(State.UNKNOWN, line)
     counts = dict.fromkeys(COUNTS, 0)
     ranked: list[tuple[State, Regression]] = []
     for regression in target_regressions(target):
         state, counted = _weight(regression, target, now)
         counts[counted] += 1
         ranked.append((state, regression))
+    # A vantage point that never ran anything has no night, but its not-run regression counts.
+    if not ranked and not _measured(target):
+        why = f"{target}: no data (the watch has rolled up no night of it)"
+        return WatchVerdict(State.UNKNOWN, status_line(SERVICE, State.UNKNOWN, why))
     # Worst first: by state, then the newest.
     ranked.sort(key=lambda pair: (pair[0], pair[1].opened_at), reverse=True)
     availability = _availability_pct(target, now)

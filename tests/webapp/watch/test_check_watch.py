@@ -200,3 +200,22 @@ def test_an_endpoint_answers_for_the_site_group_its_series_belong_to(
     assert found.code == 2, found.line
     assert "nagios-site: 3 series failed (site) (critical, open since" in found.line
     assert found.perf["critical"] == "1;;;0"  # the group, not its member as well
+
+
+def test_a_vantage_point_that_never_ran_is_judged_by_its_not_run_regression(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    point = VantagePointFactory(name="never-ran")
+    found = check_watch(capsys, "--vantage-point", "never-ran")
+    assert (found.code, found.state) == (3, "UNKNOWN")
+    RegressionFactory(
+        endpoint=None,
+        vantage_point=point,
+        key="vp:never-ran:not-run",
+        state=State.TESTER_FAULT,
+        severity=Severity.CRITICAL,
+        summary="never-ran took no run in 2 h",
+        blame={"target": "vantage-point", "rule": "not-run"},
+    )
+    found = check_watch(capsys, "--vantage-point", "never-ran")
+    assert (found.code, found.state) == (2, "CRITICAL"), found.line
