@@ -117,10 +117,17 @@ def test_a_token_is_never_shown_and_an_expired_one_is_the_testers_fault(
     assert "the tester's fault: failed: auth:" in line
 
 
-def test_manage_py_probe_is_the_same_plugin(lab: Any) -> None:
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--critical", "open_time=x"], "--critical: 'x' is not a range"),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_manage_py_probe_is_the_same_plugin(lab: Any, args: list[str], said: str) -> None:
     url, _ = lab_file(lab, "local-http", FILE_4M)
     done = subprocess.run(
-        [sys.executable, "manage.py", "probe", url, "--nagios", "--critical", "open_time=x"],
+        [sys.executable, "manage.py", "probe", url, "--nagios", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -129,7 +136,7 @@ def test_manage_py_probe_is_the_same_plugin(lab: Any) -> None:
     )
     assert done.returncode == 3, done.stdout + done.stderr
     assert check_plugin_line(done.stdout)[0] == "UNKNOWN"
-    assert "--critical: 'x' is not a range" in done.stdout
+    assert said in done.stdout
 
 
 def test_thresholds_without_nagios_are_bad_input(lab: Any) -> None:

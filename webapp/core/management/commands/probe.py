@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 from argparse import ArgumentParser
-from typing import Any, TextIO, cast
+from typing import Any, NoReturn, TextIO, cast
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workers.engine.cli import (
     EXIT_BAD_INPUT,
@@ -19,10 +19,25 @@ from workers.engine.cli import (
     warn_unreachable_fraction,
 )
 from workers.engine.errors import InvalidParams
+from workers.engine.nagios import unknown
+from workers.engine.plugin import State
 
 
 class Command(BaseCommand):
     help = "Measure reads of a file from an endpoint: N clients, one method and pattern."
+
+    nagios = False
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        self.nagios = "--nagios" in argv
+        super().run_from_argv(argv)
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        if self.nagios:
+            # A plugin's bad arguments are UNKNOWN (argparse's exit 2 is CRITICAL to a core).
+            parser.error = _plugin_error  # type: ignore[method-assign]
+        return parser
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         add_probe_arguments(parser)
@@ -50,6 +65,11 @@ class Command(BaseCommand):
         status = execute(params, as_json=options["json"], out=out, err=sys.stderr)
         if status != EXIT_OK:
             sys.exit(status)
+
+
+def _plugin_error(message: str) -> NoReturn:
+    sys.stdout.write(unknown(message).line + "\n")
+    sys.exit(State.UNKNOWN)
 
 
 def lab_checksum(urls: list[str]) -> str | None:
