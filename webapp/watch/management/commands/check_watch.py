@@ -24,9 +24,9 @@ from workers.engine.plugin import (
 AVAILABILITY = {"availability": "availability"}
 
 
-def _unknown(text: str) -> NoReturn:
+def _unknown(message: str) -> NoReturn:
     """Bad arguments are the tester's fault: UNKNOWN, one line naming the option."""
-    sys.stdout.write(status_line(SERVICE, State.UNKNOWN, text) + "\n")
+    sys.stdout.write(status_line(SERVICE, State.UNKNOWN, message) + "\n")
     sys.exit(State.UNKNOWN)
 
 
@@ -37,7 +37,7 @@ class Command(BaseCommand):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         # argparse's own errors (an unknown option) would exit 2, CRITICAL to a monitoring
         # core: a plugin's bad arguments are UNKNOWN.
-        parser.error = _unknown  # type: ignore[method-assign,assignment]
+        parser.error = _unknown  # type: ignore[method-assign]
         return parser
 
     def add_arguments(self, parser: ArgumentParser) -> None:
