@@ -2,7 +2,8 @@
 
 Shared by `python -m workers.engine` and `python manage.py probe`. Exit status: 0 when
 the run succeeded, 1 when it ended otherwise (partial, failed, timeout, cancelled),
-2 for bad input (nothing was started).
+2 for bad input (nothing was started). With `--nagios` it is a monitoring plugin instead:
+one status line and exit 0/1/2/3 (workers/engine/nagios.py, docs/monitoring-probes.md).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from workers.engine.credentials import (
 )
 from workers.engine.driver import Progress, run_probe
 from workers.engine.errors import InvalidParams
+from workers.engine.nagios import Verdict, judge_run, parse_probe_thresholds, unknown
 from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.plugin import BadThreshold, State, Thresholds
 from workers.engine.results import RunJson, RunResult, RunStatus
 from workers.engine.units import format_size, parse_size
 from workers.engine.urls import check_credential_hosts
@@ -147,6 +150,23 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         f"$X509_CERT_DIR, {GRID_CA_DIR} if it exists, else the system store)",
     )
     parser.add_argument("--json", action="store_true", help="print the run JSON")
+    parser.add_argument(
+        "--nagios",
+        action="store_true",
+        help="behave as a monitoring plugin (Nagios, Icinga, Checkmk, ETF): one status line "
+        "with performance data, exit 0/1/2/3 for OK/WARNING/CRITICAL/UNKNOWN",
+    )
+    for flag in ("warning", "critical"):
+        parser.add_argument(
+            f"-{flag[0]}",
+            f"--{flag}",
+            default=None,
+            metavar="EXPR",
+            help=f"with --nagios: {flag.upper()} when a metric is outside its range: "
+            "NAME=RANGE[,NAME=RANGE...] with NAME throughput (MB/s), open_time (s) or "
+            "availability (%%); a bare RANGE is throughput's; RANGE as the plugin guidelines "
+            "write it (10, 10:, ~:10, 10:20, @10:20)",
+        )
 
 
 def params_from_options(options: dict[str, object]) -> RunParams:
@@ -366,9 +386,15 @@ def _seconds(value: object) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """An option error is one line naming the option, not the whole usage before it."""
+    """An option error is one line naming the option, not the whole usage before it; as a
+    monitoring plugin, an UNKNOWN status line (the tester's fault, not the service's)."""
+
+    nagios = False
 
     def error(self, message: str) -> NoReturn:
+        if self.nagios:
+            sys.stdout.write(unknown(f"{message} ({self.prog} -h for help)").line + "\n")
+            self.exit(State.UNKNOWN)
         self.exit(EXIT_BAD_INPUT, f"error: {message} ({self.prog} -h for help)\n")
 
 
@@ -377,7 +403,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m workers.engine", description="Measure reads of a file from an endpoint."
     )
     add_probe_arguments(parser)
-    options = vars(parser.parse_args(argv))
+    args = sys.argv[1:] if argv is None else list(argv)
+    parser.nagios = "--nagios" in args
+    options = vars(parser.parse_args(args))
+    if options["nagios"]:
+        verdict = nagios_probe(options)
+        sys.stdout.write(verdict.line + "\n")
+        return int(verdict.state)
+    if options["warning"] is not None or options["critical"] is not None:
+        sys.stderr.write("error: --warning and --critical need --nagios\n")
+        return EXIT_BAD_INPUT
     try:
         params = params_from_options(options)
     except InvalidParams as exc:
@@ -385,6 +420,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     warn_unreachable_fraction(params, sys.stderr)
     return execute(params, as_json=bool(options["json"]), out=sys.stdout, err=sys.stderr)
+
+
+def nagios_probe(options: dict[str, object]) -> Verdict:
+    """`probe --nagios`: validate everything, run, judge. Bad input is UNKNOWN (naming the
+    option), as is a failure of our own; nothing is written but the verdict's line."""
+    try:
+        thresholds = parse_probe_thresholds(
+            _text(options.get("warning")), _text(options.get("critical"))
+        )
+        if options.get("json"):
+            raise InvalidParams("json", "give --json or --nagios, not both")
+        params = params_from_options(options)
+    except BadThreshold as exc:
+        return unknown(f"{exc.flag}: {exc.message}")
+    except InvalidParams as exc:
+        return unknown(f"--{exc.field.replace('_', '-')}: {exc.message}")
+    return nagios_execute(params, thresholds)
+
+
+def nagios_execute(params: RunParams, thresholds: dict[str, Thresholds]) -> Verdict:
+    try:
+        result = run_probe(params)
+    except InvalidParams as exc:
+        return unknown(f"--{exc.field.replace('_', '-')}: {exc.message}")
+    except Exception as exc:  # a plugin reports its own failure as UNKNOWN
+        return unknown(f"harness: the probe failed: {type(exc).__name__}: {exc}")
+    return judge_run(result, thresholds)
 
 
 def warn_unreachable_fraction(params: RunParams, err: TextIO) -> None:
