@@ -519,6 +519,11 @@ if FEDPROBE_AGENT_BROKER_URL and not FEDPROBE_AGENT_BROKER_URL.startswith(("amqp
         "FEDPROBE_AGENT_BROKER_URL must be an amqps:// (or amqp://) URL of the RabbitMQ broker "
         "agents connect to, without user or password"
     )
+# GET /metrics (docs/monitoring.md): a scraper that sends this bearer token, or one from these
+# networks (the client address as the throttles count it, FEDPROBE_NUM_PROXIES), may read it;
+# with neither set, /metrics is off (404).
+FEDPROBE_METRICS_TOKEN = env_secret("FEDPROBE_METRICS_TOKEN", required=False, min_length=32)
+FEDPROBE_METRICS_ALLOW = env_networks("FEDPROBE_METRICS_ALLOW", [])
 FEDPROBE_WORKER_STALE_S = env_int("FEDPROBE_WORKER_STALE_S", 120)
 # The reaper (webapp.campaigns.services.runs_reap; docs/workers.md#when-a-worker-dies): a
 # running client whose heartbeat is this old is lost (its worker died). Beat sends the reaper
