@@ -100,7 +100,8 @@ def settings_source() -> str:
 
 def test_compose_runs_the_whole_application() -> None:
     assert set(SERVICES) == {
-        "postgres", "rabbitmq", "redis", "migrate", "web", "nginx", "worker", "beat", "lab"
+        "postgres", "rabbitmq", "redis", "migrate", "web", "nginx", "worker", "beat", "lab",
+        "prometheus", "grafana-reader", "grafana",
     }  # fmt: skip
     assert SERVICES["postgres"]["image"].startswith("postgres:16")
 

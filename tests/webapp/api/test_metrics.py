@@ -92,8 +92,10 @@ def test_metrics_reports_each_series_latest_night_and_the_watch_state(
     assert found["fedprobe_series_open_s"][alpha_local] == pytest.approx(0.2)
     assert len(found["fedprobe_series_throughput_mbps"]) == 4
     assert found["fedprobe_series_availability_ratio"][alpha_local] == 1.0
-    assert found["fedprobe_series_availability_ratio"][beta_ral] == pytest.approx(0.5)
+    assert found["fedprobe_series_availability_ratio"][beta_ral] == 0.0
     assert found["fedprobe_series_failing"][alpha_local] == 0.0
+    assert found["fedprobe_series_failing"][beta_ral] == 1.0
+    assert found["fedprobe_series_throughput_mbps"][beta_ral] == 400.0  # its last measured night
     open_ = found["fedprobe_regressions_open"]
     assert open_[labels(severity="critical", state="open", **dict(beta_ral))] == 1.0
     assert found["fedprobe_vantage_point_workers_live"][labels(vantage_point="local")] == 1.0
