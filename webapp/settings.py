@@ -637,6 +637,11 @@ FEDPROBE_WATCH_ENDPOINTS_PER_READ = env_int("FEDPROBE_WATCH_ENDPOINTS_PER_READ",
 FEDPROBE_WATCH_METRICS = env_list(
     "FEDPROBE_WATCH_METRICS", ["throughput_mbps", "open_s", "ttfb_s", "latency_p99_us"]
 )
+# The run metrics GET /metrics exports per series (docs/monitoring.md): each is 15,000 samples
+# at 500 endpoints x 10 parameter sets x 3 vantage points. "all": every run metric.
+FEDPROBE_METRICS_SERIES_METRICS = env_list(
+    "FEDPROBE_METRICS_SERIES_METRICS", FEDPROBE_WATCH_METRICS
+)
 # A metric's regression is good again on a night within this many percent of its baseline.
 FEDPROBE_WATCH_RECOVERED_PCT = env_int("FEDPROBE_WATCH_RECOVERED_PCT", 10)
 # An error class's series (docs/watch.md#error-classes) is bad on a night when at least this

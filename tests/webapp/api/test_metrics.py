@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from tests.webapp.api.metrics_data import PARAMS, federation_state
@@ -114,3 +115,32 @@ def test_a_scrape_costs_the_same_queries_whatever_the_number_of_series(
     federation_state()
     with django_assert_max_num_queries(12):
         samples(client, **{"Accept-Encoding": "identity"})
+
+
+def test_a_hostile_site_name_is_one_label_value_and_the_exposition_still_parses(
+    client: Any, settings: Any
+) -> None:
+    settings.FEDPROBE_METRICS_TOKEN = TOKEN
+    state = federation_state()
+    site = state.series[0].endpoint.site
+    site.name = 'ALPHA "x" \\ {y="z"}\n# EOF'
+    site.save()
+    found = samples(client)
+    sites = {dict(key)["site"] for key in found["fedprobe_series_throughput_mbps"]}
+    assert sites == {site.name, "BETA"}
+
+
+def test_the_exported_run_metrics_are_a_setting_that_names_registry_metrics(
+    client: Any, settings: Any
+) -> None:
+    settings.FEDPROBE_METRICS_TOKEN = TOKEN
+    federation_state()
+    settings.FEDPROBE_METRICS_SERIES_METRICS = ["all"]
+    assert "fedprobe_series_bytes_wire" not in samples(client)  # none measured: no sample
+    assert samples(client)["fedprobe_series_wall_s"]
+    settings.FEDPROBE_METRICS_SERIES_METRICS = ["throughput_mbps"]
+    found = samples(client)
+    assert "fedprobe_series_open_s" not in found and found["fedprobe_series_throughput_mbps"]
+    settings.FEDPROBE_METRICS_SERIES_METRICS = ["throughput"]
+    with pytest.raises(ImproperlyConfigured, match=r"FEDPROBE_METRICS_SERIES_METRICS.*throughput"):
+        client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
