@@ -639,8 +639,9 @@ FEDPROBE_WATCH_METRICS = env_list(
 )
 # The run metrics GET /metrics exports per series (docs/monitoring.md): each is 15,000 samples
 # at 500 endpoints x 10 parameter sets x 3 vantage points. "all": every run metric.
-FEDPROBE_METRICS_SERIES_METRICS = env_list(
-    "FEDPROBE_METRICS_SERIES_METRICS", FEDPROBE_WATCH_METRICS
+# Set but empty (compose passes it on so): the default.
+FEDPROBE_METRICS_SERIES_METRICS = (
+    env_list("FEDPROBE_METRICS_SERIES_METRICS", []) or FEDPROBE_WATCH_METRICS
 )
 # A metric's regression is good again on a night within this many percent of its baseline.
 FEDPROBE_WATCH_RECOVERED_PCT = env_int("FEDPROBE_WATCH_RECOVERED_PCT", 10)
