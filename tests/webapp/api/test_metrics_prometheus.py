@@ -39,6 +39,7 @@ def prometheus(live_server: Any) -> Iterator[PrometheusServer]:
             server.stop()
 
 
+@pytest.mark.lab
 def test_prometheus_scrapes_a_lab_endpoints_measured_series(
     lab: Any, prometheus: PrometheusServer
 ) -> None:
