@@ -82,7 +82,7 @@ class PrometheusServer:
         deadline = time.monotonic() + timeout_s
         while True:
             answer = self.query(expression)
-            assert answer.status_code == 200, f"{expression}: {answer.text}"
+            assert answer.status_code == 200, f"{expression}: {answer.status_code} {answer.text}"
             found: list[dict[str, Any]] = answer.json()["data"]["result"]
             if found or time.monotonic() > deadline:
                 return found

@@ -45,6 +45,7 @@ from webapp.core import sql
 from webapp.notifications.models import Delivery
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from webapp.watch.models import Regression, SeriesLatest, SeriesNight, WatchPass
+from webapp.watch.rollups import SERIES_FIELDS
 
 # A series with no night (of the site's, or measured) within this many nights is left out.
 SERIES_NIGHTS = 30
@@ -59,7 +60,6 @@ OPEN_STATES = (
 )
 SERIES_LABELS = ["site", "endpoint", "protocol", "vantage_point", "params"]
 REGRESSION_LABELS = ["severity", "state", *SERIES_LABELS]
-KEY_COLUMNS = ("endpoint_id", "vantage_point_id", "method", "pattern", "read_size", "fraction")
 
 
 def params_name(method: str, pattern: str, read_size: int, fraction: float, clients: int) -> str:
@@ -187,8 +187,7 @@ def _series_rows(now: datetime, metrics: list[RunMetric]) -> list[tuple[Any, ...
     medians = "".join(f", {sql.json_number('m.metrics', m.name, 'median')}" for m in metrics)
 
     def same_series(alias: str) -> str:
-        keys = (*KEY_COLUMNS, "clients")
-        return " AND ".join(f"{alias}.{column} = sl.{column}" for column in keys)
+        return " AND ".join(f"{alias}.{column} = sl.{column}" for column in SERIES_FIELDS)
 
     statement = f"""
         SELECT s.name, e.name, e.protocol, v.name,
