@@ -129,6 +129,11 @@ def _settings(home: Path) -> dict[str, str]:
         "FEDPROBE_SECRET_KEY": secrets.token_urlsafe(50),
         "FEDPROBE_CREDENTIAL_KEY": Fernet.generate_key().decode(),
         "FEDPROBE_ALLOWED_HOSTS": f"{HOST},{SERVER_NAME}",
+        "FEDPROBE_METRICS_TOKEN": secrets.token_urlsafe(32),
+        # The monitoring services are out of the test stack (compose.test.yml) but compose
+        # reads the whole file.
+        "GRAFANA_DB_PASSWORD": secrets.token_hex(24),
+        "GRAFANA_ADMIN_PASSWORD": secrets.token_hex(24),
         "FEDPROBE_TLS_DIR": str(home / "tls"),
         "FEDPROBE_AGENT_BROKER_URL": f"amqps://{BROKER_NAME}:5671/fedprobe",
         # Published on loopback only.
@@ -469,6 +474,7 @@ def _secrets(stack: Stack, api_key: str, lab_token: str, credentials: list[str])
         "RABBITMQ_PASSWORD",
         "FEDPROBE_SECRET_KEY",
         "FEDPROBE_CREDENTIAL_KEY",
+        "FEDPROBE_METRICS_TOKEN",
     ):
         found[name] = stack.settings[name]
     for number, text in enumerate(credentials):

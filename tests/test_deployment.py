@@ -36,6 +36,9 @@ DOT_ENV = {
     "FEDPROBE_SECRET_KEY": secrets.token_urlsafe(50),
     "FEDPROBE_CREDENTIAL_KEY": Fernet.generate_key().decode(),
     "FEDPROBE_ALLOWED_HOSTS": "fedprobe.example.org",
+    "FEDPROBE_METRICS_TOKEN": secrets.token_urlsafe(32),
+    "GRAFANA_DB_PASSWORD": "grafana-db-password",
+    "GRAFANA_ADMIN_PASSWORD": "grafana-admin-password",
 }
 
 
@@ -100,7 +103,8 @@ def settings_source() -> str:
 
 def test_compose_runs_the_whole_application() -> None:
     assert set(SERVICES) == {
-        "postgres", "rabbitmq", "redis", "migrate", "web", "nginx", "worker", "beat", "lab"
+        "postgres", "rabbitmq", "redis", "migrate", "web", "nginx", "worker", "beat", "lab",
+        "prometheus", "grafana-reader", "grafana",
     }  # fmt: skip
     assert SERVICES["postgres"]["image"].startswith("postgres:16")
 
@@ -128,7 +132,12 @@ def test_state_lives_in_volumes() -> None:
     assert "pgdata:/var/lib/postgresql/data" in SERVICES["postgres"]["volumes"]
     assert "redisdata:/data" in SERVICES["redis"]["volumes"]
     assert "rabbitmqdata:/var/lib/rabbitmq" in SERVICES["rabbitmq"]["volumes"]
-    assert set(COMPOSE["volumes"]) == {"pgdata", "rabbitmqdata", "redisdata", "static", "lab", "ca"}
+    assert set(COMPOSE["volumes"]) == {
+        "pgdata", "rabbitmqdata", "redisdata", "static", "lab", "ca", "prometheusdata",
+        "grafanadata",
+    }  # fmt: skip
+    assert "prometheusdata:/prometheus" in SERVICES["prometheus"]["volumes"]
+    assert "grafanadata:/var/lib/grafana" in SERVICES["grafana"]["volumes"]
 
 
 def test_nothing_starts_before_the_database_is_migrated() -> None:
@@ -214,6 +223,7 @@ def test_every_required_production_setting_is_set_from_the_environment() -> None
     env = service_env("web")
     required = ["DATABASE_URL", "FEDPROBE_BROKER_URL", "FEDPROBE_SECRET_KEY"]
     required += ["FEDPROBE_ALLOWED_HOSTS", "FEDPROBE_CREDENTIAL_KEY", "FEDPROBE_PRODUCTION"]
+    required += ["FEDPROBE_METRICS_TOKEN"]
     for name in required:
         assert env[name], name
     assert env["FEDPROBE_PRODUCTION"] == "true"

@@ -521,6 +521,11 @@ if FEDPROBE_AGENT_BROKER_URL and not FEDPROBE_AGENT_BROKER_URL.startswith(("amqp
         "FEDPROBE_AGENT_BROKER_URL must be an amqps:// (or amqp://) URL of the RabbitMQ broker "
         "agents connect to, without user or password"
     )
+# GET /metrics (docs/monitoring.md): a scraper that sends this bearer token, or one from these
+# networks (the client address as the throttles count it, FEDPROBE_NUM_PROXIES), may read it;
+# with neither set, /metrics is off (404).
+FEDPROBE_METRICS_TOKEN = env_secret("FEDPROBE_METRICS_TOKEN", required=False, min_length=32)
+FEDPROBE_METRICS_ALLOW = env_networks("FEDPROBE_METRICS_ALLOW", [])
 FEDPROBE_WORKER_STALE_S = env_int("FEDPROBE_WORKER_STALE_S", 120)
 # The reaper (webapp.campaigns.services.runs_reap; docs/workers.md#when-a-worker-dies): a
 # running client whose heartbeat is this old is lost (its worker died). Beat sends the reaper
@@ -656,6 +661,12 @@ FEDPROBE_WATCH_ENDPOINTS_PER_READ = env_int("FEDPROBE_WATCH_ENDPOINTS_PER_READ",
 # The run metrics the watch runs the detector on (each is a series of its own).
 FEDPROBE_WATCH_METRICS = env_list(
     "FEDPROBE_WATCH_METRICS", ["throughput_mbps", "open_s", "ttfb_s", "latency_p99_us"]
+)
+# The run metrics GET /metrics exports per series (docs/monitoring.md): each is 15,000 samples
+# at 500 endpoints x 10 parameter sets x 3 vantage points. "all": every run metric.
+# Set but empty (compose passes it on so): the default.
+FEDPROBE_METRICS_SERIES_METRICS = (
+    env_list("FEDPROBE_METRICS_SERIES_METRICS", []) or FEDPROBE_WATCH_METRICS
 )
 # A metric's regression is good again on a night within this many percent of its baseline.
 FEDPROBE_WATCH_RECOVERED_PCT = env_int("FEDPROBE_WATCH_RECOVERED_PCT", 10)

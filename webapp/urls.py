@@ -3,6 +3,7 @@ from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from webapp.accounts.views import admin_login
+from webapp.api.metrics import metrics_view
 from webapp.campaigns.urls import sites_pages
 from webapp.core.views import (
     favicon,
@@ -19,6 +20,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", HomeView.as_view(), name="home"),
     path("healthz", healthz, name="healthz"),
     path("favicon.ico", favicon),
+    # For Prometheus, with a scrape token or from allowed networks (docs/monitoring.md).
+    path("metrics", metrics_view, name="metrics"),
     # The sites namespace also holds pages that show campaign data (campaigns/site_pages.py)
     # and the site page, a dashboard: apps import downward only (docs/architecture.md).
     path("", include(([*sites_urls.urlpatterns, *sites_pages, site_page], sites_urls.app_name))),

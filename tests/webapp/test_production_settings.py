@@ -126,6 +126,9 @@ def test_local_mode_trusts_no_proxy_header() -> None:
         ({"FEDPROBE_NUM_PROXIES": "one"}, "FEDPROBE_NUM_PROXIES='one' is not a whole number"),
         ({"FEDPROBE_LOG_LEVEL": "LOUD"}, "FEDPROBE_LOG_LEVEL='LOUD' is not one of"),
         ({"FEDPROBE_CACHE_URL": "memcached://cache:11211"}, "FEDPROBE_CACHE_URL must be a"),
+        ({"FEDPROBE_METRICS_TOKEN": "scrape-me-short"}, "FEDPROBE_METRICS_TOKEN is too weak"),
+        ({"FEDPROBE_METRICS_ALLOW": "10.0.0.0/33"}, "FEDPROBE_METRICS_ALLOW: "),
+        ({"FEDPROBE_METRICS_SERIES_METRICS": "speed"}, "FEDPROBE_METRICS_SERIES_METRICS names"),
     ],
 )
 def test_malformed_environment_fails_at_start_naming_the_variable(

@@ -13,7 +13,8 @@ from webapp.accounts.services import user_set_role
 pytestmark = pytest.mark.django_db
 
 # Pages outside our own apps: Django's admin has its own login, the API its own auth; the
-# icon is for everyone; single sign-on is how anonymous users log in (tests/webapp/accounts).
+# icon is for everyone; single sign-on is how anonymous users log in (tests/webapp/accounts);
+# /metrics is for scrapers, with a token or from allowed networks (tests/webapp/api).
 NOT_PAGES = (
     "admin/",
     "api/",
@@ -22,6 +23,7 @@ NOT_PAGES = (
     "accounts/oidc/",
     "healthz",
     "favicon.ico",
+    "metrics",
 )
 # JSON the pages' scripts poll: login and role as for pages, but no navigation.
 PAGE_DATA = ("/runs/status/",)
