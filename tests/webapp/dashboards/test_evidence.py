@@ -12,25 +12,35 @@ import shlex
 import shutil
 import subprocess
 import zipfile
-from datetime import UTC
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from xml.etree import ElementTree
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from tests.webapp.factories import (
     CampaignFactory,
+    EndpointFactory,
+    RegressionFactory,
+    RunFactory,
+    SeriesNightFactory,
     VantagePointFactory,
     api_for,
     jwt,
+    page_for,
+    proxy_key,
+    proxy_pem,
     user,
 )
-from webapp.campaigns.models import Run
+from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.selectors import run_detail
 from webapp.campaigns.services import campaign_launch, run_execute
 from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint, TestFile
+from webapp.watch.models import Regression, SeriesNight
 
 pytestmark = pytest.mark.django_db
 
@@ -203,3 +213,192 @@ def check_xrdcp_reproduces(xrdcp: str, *, present: str) -> None:
         [*words[:-2], there, "/dev/null"], capture_output=True, timeout=30, check=False
     )
     assert works.returncode == 0, works.stderr
+
+
+def planted_run(endpoint: Endpoint, vantage_point: str, at: datetime, **fields: Any) -> Run:
+    """A run of `endpoint`'s test file made at `at` (runs' creation time is automatic)."""
+    test_file = endpoint.files.first() or TestFile.objects.create(
+        endpoint=endpoint, path="/data/file-16M", size=16 << 20, is_default=True
+    )
+    run = RunFactory(
+        test_file=test_file, vantage_point=VantagePointFactory(name=vantage_point), **fields
+    )
+    Run.objects.filter(pk=run.pk).update(created_at=at)
+    run.refresh_from_db()
+    return run
+
+
+@pytest.fixture
+def slower() -> Regression:
+    """A throughput regression of cern-vp's series: 100 MB/s until 2026-11-19, 60 from the
+    20th; fnal-vp's series of the same test stays at 100 (the path's, not the site's)."""
+    endpoint = EndpointFactory(name="door", protocol="root", base_url="root://door.example:1094/")
+    regression = RegressionFactory(
+        endpoint=endpoint, vantage_point=VantagePointFactory(name="cern-vp")
+    )
+    vantage_points = {name: VantagePointFactory(name=name) for name in ("cern-vp", "fnal-vp")}
+    nights = []
+    for day in range(31):
+        night = date(2026, 10, 25) + timedelta(days=day)
+        for name, after in (("cern-vp", 60.0), ("fnal-vp", 100.0)):
+            value = after if night >= date(2026, 11, 20) else 100.0
+            nights.append(
+                SeriesNightFactory.build(
+                    endpoint=endpoint,
+                    vantage_point=vantage_points[name],
+                    night=night,
+                    metrics={"throughput_mbps": {"median": value, "n": 4}},
+                )
+            )
+    SeriesNight.objects.bulk_create(nights)
+    for name, mbps in (("cern-vp", 60.0), ("fnal-vp", 101.0)):
+        planted_run(
+            endpoint,
+            name,
+            datetime(2026, 11, 22, 2, tzinfo=UTC),
+            status=Run.Status.SUCCEEDED,
+            throughput_mbps=mbps,
+            server_version="v5.7.0",
+            client_version="xrootd 5.7.0",
+            auth="none",
+        )
+    return regression
+
+
+def test_a_regressions_archive_shows_its_series_around_the_change(slower: Regression) -> None:
+    files, (response, _) = archive(
+        api_for(user("bo", role="viewer")), f"/api/v1/regressions/{slower.pk}/evidence/"
+    )
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="fedprobe-evidence-regression-{slower.pk}.zip"'
+    )
+    readme = files["README.txt"]
+    assert section(readme, "What is wrong") == "throughput down 40% since 2026-11-20"
+    assert "Change night:  2026-11-20" in readme and "100 -> 60 MB/s" in readme
+    assert section(readme, "The site or the path?") == (
+        "The other vantage points saw no such change of throughput_mbps in the same window "
+        "(fnal-vp +0%; cern-vp -40%): the change is on the path from cern-vp (its network or "
+        "its side), not at the site."
+    )
+    nights = rows(files["series-nights.csv"])
+    assert list(nights[0]) == [
+        "vantage_point", "night", "runs", "succeeded", "partial", "failed", "tester_faults",
+        "errors", "metric", "value", "server_versions", "client_versions",
+    ]  # fmt: skip
+    own = [(n["night"], float(n["value"])) for n in nights if n["vantage_point"] == "cern-vp"]
+    assert own[0] == ("2026-10-25", 100.0)  # the baseline window on, all of it planted
+    assert ("2026-11-19", 100.0) in own and ("2026-11-20", 60.0) in own
+    assert own[-1][0] == "2026-11-24"  # the last night evaluated
+    svg = ElementTree.fromstring(files["series.svg"])
+    lines = svg.findall("{http://www.w3.org/2000/svg}polyline")
+    assert len(lines) == 2  # cern-vp's and fnal-vp's
+    assert "change 2026-11-20" in files["series.svg"]
+    (run,) = rows(files["series-runs.csv"])
+    assert (run["status"], run["throughput_mbps"], run["server_version"]) == (
+        "succeeded",
+        "60.0",
+        "v5.7.0",
+    )
+    assert "Server:         v5.7.0" in readme and "xrdcp --force --nopbar" in readme
+    assert "read anonymously" in readme
+
+
+def test_the_archive_never_holds_a_secret_even_one_a_server_echoed(
+    slower: Regression,
+) -> None:
+    """A token and a proxy stored on the endpoint, and a server that quoted the request's
+    Authorization header in its error: no file of the archive holds any of them."""
+    endpoint = slower.endpoint
+    assert endpoint is not None
+    pem = proxy_pem()
+    Endpoint.objects.filter(pk=endpoint.pk).update(
+        protocol="https", base_url="https://door.example:8443", credential_kind="token",
+        credential=TOKEN,
+    )  # fmt: skip
+    echoed = f"403 from door: request had Authorization: Bearer {TOKEN} and {pem}"
+    failed = planted_run(
+        Endpoint.objects.get(pk=endpoint.pk),
+        "cern-vp",
+        datetime(2026, 11, 23, 2, tzinfo=UTC),
+        status=Run.Status.FAILED,
+        errors=[{"class": "auth", "message": echoed, "client": None}],
+        auth="token",
+        tls={"version": "TLSv1.3", "cipher": "TLS_AES_256_GCM_SHA384"},
+    )
+    ClientAttempt.objects.create(
+        run=failed, client=0, status="failed", heartbeat_at=failed.created_at,
+        error_class="auth", error_message=echoed, record={"error": {"message": echoed}},
+    )  # fmt: skip
+    api = api_for(user("cy", role="viewer"))
+    for url in (
+        f"/api/v1/regressions/{slower.pk}/evidence/",
+        f"/api/v1/runs/{failed.pk}/evidence/",
+    ):
+        files, _ = archive(api, url)
+        assert_no_secret(files, TOKEN, TOKEN.split(".")[1], proxy_key(pem))
+        assert "403 from door" in files["failing-runs.csv"]
+        assert "403 from door" in files["failing-clients.csv"]
+    curl = command(files, "curl")
+    assert '-H "Authorization: Bearer $BEARER_TOKEN"' in curl
+    assert curl.endswith(" https://door.example:8443/data/file-16M")
+    assert 'davix-get -H "Authorization: Bearer $BEARER_TOKEN" https://door.example' in (
+        command(files, "davix-get")
+    )
+    assert "TLS:            TLSv1.3 TLS_AES_256_GCM_SHA384" in files["README.txt"]
+    assert "Authentication: token" in files["README.txt"]
+    page = page_for(user("di", role="viewer")).get(f"/runs/{failed.pk}/evidence/")
+    html = page.content.decode()
+    assert page.status_code == 200 and "403 from door" in html
+    assert TOKEN not in html and proxy_key(pem) not in html
+    assert "Authorization: Bearer ey" not in html
+
+
+def test_the_pages_link_to_the_evidence_and_show_what_the_archive_holds(
+    slower: Regression,
+) -> None:
+    page = page_for(user("ed", role="viewer"))
+    run = Run.objects.get(vantage_point__name="cern-vp")
+    assert f'href="/runs/{run.pk}/evidence/"' in page.get(f"/runs/{run.pk}/").content.decode()
+    detail = page.get(f"/regressions/{slower.pk}/").content.decode()
+    assert f'href="/regressions/{slower.pk}/evidence/"' in detail
+    html = page.get(f"/regressions/{slower.pk}/evidence/").content.decode()
+    assert "throughput down 40% since 2026-11-20" in html
+    assert "the change is on the path from cern-vp" in html
+    assert f'href="/api/v1/regressions/{slower.pk}/evidence/"' in html
+    assert "<svg" in html and "xrdcp --force --nopbar root://door.example:1094/" in html
+
+
+def test_a_group_regression_has_no_evidence_of_its_own(slower: Regression) -> None:
+    group = RegressionFactory(endpoint=None, vantage_point=VantagePointFactory(name="cern-vp"))
+    group.method = ""
+    group.save(update_fields=["method"])
+    api = api_for(user("fa", role="viewer"))
+    answer = api.get(f"/api/v1/regressions/{group.pk}/evidence/")
+    assert answer.status_code == 409 and "members" in answer.json()["detail"]
+    page = page_for(user("gu", role="viewer")).get(f"/regressions/{group.pk}/evidence/")
+    assert page.status_code == 409
+    assert (
+        "evidence"
+        not in page_for(user("ha", role="viewer"))
+        .get(f"/regressions/{group.pk}/")
+        .content.decode()
+        .split('id="regression-title"', 1)[0]
+    )
+
+
+def test_only_users_who_may_see_the_run_get_its_evidence(slower: Regression) -> None:
+    run = Run.objects.get(vantage_point__name="cern-vp")
+    urls = [
+        f"/api/v1/runs/{run.pk}/evidence/",
+        f"/api/v1/regressions/{slower.pk}/evidence/",
+    ]
+    nobody = User.objects.create_user("no-role")
+    for url in urls:
+        assert api_for(nobody).get(url).status_code == 403
+        assert APIClient().get(url).status_code in (401, 403)
+    for url in (f"/runs/{run.pk}/evidence/", f"/regressions/{slower.pk}/evidence/"):
+        assert page_for(nobody).get(url).status_code == 403
+        assert Client().get(url).status_code == 302  # to the login page
+    viewer = api_for(user("ida", role="viewer"))
+    assert viewer.get("/api/v1/runs/999999/evidence/").status_code == 404
+    assert viewer.get("/api/v1/regressions/999999/evidence/").status_code == 404
