@@ -14,7 +14,12 @@ from webapp.accounts.access import ViewerRequiredMixin
 from webapp.campaigns.models import Run
 from webapp.campaigns.run_table import without_secrets
 from webapp.dashboards.evidence import FILES, evidence_filename, evidence_svg
-from webapp.dashboards.reproduce import CREDENTIAL_HELP, credential_of, reproduce_commands
+from webapp.dashboards.reproduce import (
+    CREDENTIAL_HELP,
+    credential_of,
+    public_url,
+    reproduce_commands,
+)
 from webapp.dashboards.selectors.evidence import (
     MAX_CLIENTS,
     MAX_FAILING,
@@ -58,6 +63,7 @@ def _page(request: HttpRequest, evidence: Evidence, download_url: str) -> HttpRe
         "evidence": evidence,
         # svg_chart escapes every name it draws: the document is ours, its text is data.
         "chart": mark_safe(evidence_svg(evidence)),
+        "test_file_url": public_url(run.test_file.url) if run else "",
         "failing": [_failure(failed) for failed in evidence.failing],
         "commands": reproduce_commands(run) if run else [],
         "credential_help": CREDENTIAL_HELP[credential],

@@ -400,5 +400,7 @@ def test_only_users_who_may_see_the_run_get_its_evidence(slower: Regression) -> 
         assert page_for(nobody).get(url).status_code == 403
         assert Client().get(url).status_code == 302  # to the login page
     viewer = api_for(user("ida", role="viewer"))
+    asked = viewer.get(urls[0], HTTP_ACCEPT="application/zip")
+    assert (asked.status_code, asked["Content-Type"]) == (200, "application/zip")
     assert viewer.get("/api/v1/runs/999999/evidence/").status_code == 404
     assert viewer.get("/api/v1/regressions/999999/evidence/").status_code == 404
