@@ -127,11 +127,14 @@ def _xrdcp(url: str, credential: str) -> Command:
 
 def _http(url: str, credential: str, read_size: int) -> list[Command]:
     https = urlunsplit(("https" if urlsplit(url).scheme != "http" else "http", *urlsplit(url)[1:]))
+    # Grid servers' certificates are signed by the IGTF's CAs, found in the grid's CA folder
+    # rather than in the system's store.
+    capath = f" --capath {GRID_CA_DIR}" if https.startswith("https:") else ""
     curl_auth = {
         "token": ' -H "Authorization: Bearer $BEARER_TOKEN"',
-        "x509": f' --cert "$X509_USER_PROXY" --key "$X509_USER_PROXY" --capath {GRID_CA_DIR}',
+        "x509": ' --cert "$X509_USER_PROXY" --key "$X509_USER_PROXY"',
         "none": "",
-    }[credential]
+    }[credential] + capath
     curl = (
         shlex.join(["curl", "--fail", "--silent", "--show-error", "--location", "-o", "/dev/null"])
         + f" -r 0-{read_size - 1}"
@@ -141,9 +144,9 @@ def _http(url: str, credential: str, read_size: int) -> list[Command]:
     )
     davix_auth = {
         "token": ' -H "Authorization: Bearer $BEARER_TOKEN"',
-        "x509": f' --cert "$X509_USER_PROXY" --capath {GRID_CA_DIR}',
+        "x509": ' --cert "$X509_USER_PROXY"',
         "none": "",
-    }[credential]
+    }[credential] + capath
     davix = f"davix-get{davix_auth} {shlex.quote(url)} /dev/null"
     return [
         Command("curl", curl, "reads the first block (one range request); exit 0 when it can"),

@@ -38,6 +38,8 @@ from tests.webapp.factories import (
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.campaigns.selectors import run_detail
 from webapp.campaigns.services import campaign_launch, run_execute
+from webapp.dashboards.reproduce import reproduce_commands
+from webapp.dashboards.selectors.evidence import VantageOutcome, site_or_path
 from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint, TestFile
 from webapp.watch.models import Regression, SeriesNight
@@ -341,7 +343,7 @@ def test_the_archive_never_holds_a_secret_even_one_a_server_echoed(
     curl = command(files, "curl")
     assert '-H "Authorization: Bearer $BEARER_TOKEN"' in curl
     assert curl.endswith(" https://door.example:8443/data/file-16M")
-    assert 'davix-get -H "Authorization: Bearer $BEARER_TOKEN" https://door.example' in (
+    assert 'davix-get -H "Authorization: Bearer $BEARER_TOKEN" --capath ' in (
         command(files, "davix-get")
     )
     assert "TLS:            TLSv1.3 TLS_AES_256_GCM_SHA384" in files["README.txt"]
@@ -404,3 +406,104 @@ def test_only_users_who_may_see_the_run_get_its_evidence(slower: Regression) -> 
     assert (asked.status_code, asked["Content-Type"]) == (200, "application/zip")
     assert viewer.get("/api/v1/runs/999999/evidence/").status_code == 404
     assert viewer.get("/api/v1/regressions/999999/evidence/").status_code == 404
+
+
+def outcome(name: str, runs: int, failed: int) -> VantageOutcome:
+    classes = {"not-found": failed} if failed else {}
+    return VantageOutcome(name, runs, failed, 0, classes, "not-found: gone" if failed else "")
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "says"),
+    [
+        (
+            [outcome("cern-vp", 2, 2), outcome("fnal-vp", 3, 0), outcome("ral-vp", 1, 0)],
+            "The other vantage points (fnal-vp, ral-vp) ran the same test in the same window "
+            "without failing: the trouble is on the path from cern-vp",
+        ),
+        (
+            [outcome("cern-vp", 2, 2), outcome("fnal-vp", 3, 3), outcome("ral-vp", 1, 0)],
+            "Some other vantage points failed the same test in the same window (fnal-vp) and "
+            "some did not (ral-vp)",
+        ),
+        (
+            [outcome("cern-vp", 2, 1), outcome("fnal-vp", 0, 0)],
+            "No other vantage point ran this test in the comparison window, so the data "
+            "cannot tell the site from the path",
+        ),
+        (
+            [outcome("cern-vp", 2, 0), outcome("fnal-vp", 1, 0)],
+            "No run of this test failed from cern-vp in the comparison window nor from the "
+            "other vantage points",
+        ),
+    ],
+)
+def test_the_site_or_the_path_is_said_from_the_other_vantage_points(
+    outcomes: list[VantageOutcome], says: str
+) -> None:
+    assert site_or_path(outcomes).startswith(says)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "url", "kind", "tool", "line"),
+    [
+        (
+            "davs", "davs://se.example:2880", "token", "curl",
+            "curl --fail --silent --show-error --location -o /dev/null -r 0-65535 -w "
+            "'%{http_code} %{size_download} B in %{time_total} s\\n' -H \"Authorization: "
+            'Bearer $BEARER_TOKEN" --capath /etc/grid-security/certificates '
+            "https://se.example:2880/data/f",
+        ),
+        (
+            "https", "https://se.example:443", "x509-proxy", "davix-get",
+            'davix-get --cert "$X509_USER_PROXY" --capath /etc/grid-security/certificates '
+            "https://se.example:443/data/f /dev/null",
+        ),
+        (
+            "root", "root://se.example:1094/", "x509-proxy", "xrdcp",
+            'X509_USER_PROXY="$X509_USER_PROXY" X509_CERT_DIR=/etc/grid-security/certificates '
+            "XrdSecPROTOCOL=gsi xrdcp --force --nopbar root://se.example:1094//data/f /dev/null",
+        ),
+        (
+            "gsiftp", "gsiftp://se.example:2811", "x509-proxy", "globus-url-copy",
+            'X509_USER_PROXY="$X509_USER_PROXY" globus-url-copy -vb '
+            "gsiftp://se.example:2811/data/f file:///dev/null",
+        ),
+        (
+            "http", "http://alice:s3cret@se.example:8000", "none", "curl",
+            "curl --fail --silent --show-error --location -o /dev/null -r 0-65535 -w "
+            "'%{http_code} %{size_download} B in %{time_total} s\\n' "
+            "http://se.example:8000/data/f",
+        ),
+    ],
+)  # fmt: skip
+def test_each_protocol_has_its_grid_tools_line_without_a_secret(
+    protocol: str, url: str, kind: str, tool: str, line: str
+) -> None:
+    endpoint = Endpoint(name="se", protocol=protocol, base_url=url, credential_kind=kind)
+    run = Run(
+        pk=7, endpoint=endpoint, test_file=TestFile(endpoint=endpoint, path="/data/f", size=1),
+        method="direct", pattern="random", read_size=65536, fraction=0.1, clients=1,
+    )  # fmt: skip
+    commands = {command.tool: command.line for command in reproduce_commands(run)}
+    assert commands[tool] == line
+    probe = commands["fedprobe probe"]
+    assert probe.startswith("python -m workers.engine ") and "--seed 7" in probe
+    assert "s3cret" not in " ".join(commands.values())
+
+
+def test_a_run_ended_by_fedprobes_own_fault_says_no_ticket_is_needed(slower: Regression) -> None:
+    assert slower.endpoint is not None
+    refused = planted_run(
+        slower.endpoint,
+        "cern-vp",
+        datetime(2026, 11, 23, 2, tzinfo=UTC),
+        status=Run.Status.FAILED,
+        errors=[{"class": "egress", "message": "refused: 10.0.0.1 is private", "client": None}],
+    )
+    files, _ = archive(api_for(user("jo", role="viewer")), f"/api/v1/runs/{refused.pk}/evidence/")
+    assert section(files["README.txt"], "What is wrong").endswith(
+        ": egress: refused: 10.0.0.1 is private; this is fedprobe's own fault, not the site's: "
+        "no ticket is needed."
+    )
+    assert rows(files["failing-runs.csv"]) == []  # never counted against the site

@@ -174,7 +174,10 @@ def run_sentence(run: Run) -> str:
     first = run.errors[0] if run.errors else None
     if isinstance(first, dict) and run.status != Run.Status.SUCCEEDED:
         message = _first_line(without_secrets(str(first.get("message") or "")))
-        return f"{what} {run.status} {when}: {first.get('class')}: {message}".rstrip(": ") + "."
+        said = f"{what} {run.status} {when}: {first.get('class')}: {message}".rstrip(": .")
+        if run.is_tester_fault:
+            return f"{said}; this is fedprobe's own fault, not the site's: no ticket is needed."
+        return f"{said}."
     if run.throughput_mbps is not None:
         return f"{what} {run.status} {when} at {run.throughput_mbps:.2f} MB/s."
     return f"{what} is {run.status} ({when})."
