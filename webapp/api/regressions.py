@@ -9,6 +9,8 @@ from typing import Any, cast
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
+from django.http import HttpResponse
+from django.urls import reverse
 from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
@@ -21,8 +23,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from webapp.accounts.roles import IsOperatorOrReadOnly
+from webapp.api.evidence import RENDERERS as EVIDENCE_RENDERERS
+from webapp.api.evidence import RESPONSES as EVIDENCE_RESPONSES
+from webapp.api.evidence import evidence_response
 from webapp.core.parsers import PARSER_CLASSES
 from webapp.dashboards.schema import form_errors, form_parameters
+from webapp.dashboards.selectors.evidence import NoEvidence, regression_evidence
 from webapp.sites.models import Endpoint, Site
 from webapp.watch.actions import (
     NOTE_MAX_LENGTH,
@@ -308,6 +314,28 @@ class RegressionViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg
         regression = self.get_object()
         context = {"detail": regression_detail(regression=regression)}
         return Response(RegressionDetailSerializer(regression, context=context).data)
+
+    @extend_schema(
+        responses={
+            **EVIDENCE_RESPONSES,
+            409: OpenApiResponse(
+                description="{detail}: a regression about a group of series (its members "
+                "have evidence)"
+            ),
+        }
+    )
+    @action(detail=True, methods=["get"], renderer_classes=EVIDENCE_RENDERERS)
+    def evidence(self, request: Request, pk: str | None = None) -> HttpResponse:
+        """The regression's evidence for a site ticket, one zip: its summary, its series
+        around the change, the failing runs, the other vantage points over its target window,
+        versions and the commands to reproduce it by hand (docs/evidence.md)."""
+        regression = self.get_object()
+        try:
+            evidence = regression_evidence(regression=regression)
+        except NoEvidence as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        page = reverse("dashboards:regression-evidence", args=[regression.pk])
+        return evidence_response(request, evidence, page=page)
 
     @extend_schema(request=RegressionAckSerializer, responses=_acted())
     @action(detail=True, methods=["post"])

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, ProtectedError, QuerySet
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -24,6 +25,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
+from webapp.api.evidence import RENDERERS as EVIDENCE_RENDERERS
+from webapp.api.evidence import RESPONSES as EVIDENCE_RESPONSES
+from webapp.api.evidence import evidence_response
 from webapp.api.permissions import (
     CanCancelCampaign,
     CanCancelRun,
@@ -65,6 +69,7 @@ from webapp.campaigns.services import (
 )
 from webapp.campaigns.validation import MAX_ID
 from webapp.core.parsers import PARSER_CLASSES
+from webapp.dashboards.selectors.evidence import run_evidence_get
 from webapp.dashboards.serializers import ParameterSetSerializer
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from webapp.sites.services import endpoint_file_add
@@ -356,6 +361,17 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
             return Response(body, status=status.HTTP_409_CONFLICT)
         run = run_cancel(run=run)
         return Response(RunListSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses=EVIDENCE_RESPONSES)
+    @action(detail=True, methods=["get"], renderer_classes=EVIDENCE_RENDERERS)
+    def evidence(self, request: Request, pk: str | None = None) -> HttpResponse:
+        """The run's evidence for a site ticket, one zip: what is wrong, its series around
+        it, the failing runs, the other vantage points, versions and the commands to
+        reproduce it by hand (docs/evidence.md)."""
+        run = self.get_object()
+        evidence = run_evidence_get(pk=run.pk)
+        page = reverse("dashboards:run-evidence", args=[run.pk])
+        return evidence_response(request, evidence, page=page)
 
     @extend_schema(
         responses={

@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from webapp.dashboards import regressions, views
+from webapp.dashboards import evidence_views, regressions, views
 
 app_name = "dashboards"
 
@@ -16,6 +16,12 @@ urlpatterns: list[URLPattern | URLResolver] = [
         regressions.RegressionDetailView.as_view(),
         name="regression-detail",
     ),
+    path(
+        "regressions/<int:pk>/evidence/",
+        evidence_views.RegressionEvidenceView.as_view(),
+        name="regression-evidence",
+    ),
+    path("runs/<int:pk>/evidence/", evidence_views.RunEvidenceView.as_view(), name="run-evidence"),
     path(
         "campaigns/<int:pk>/results/",
         views.CampaignResultsPageView.as_view(),

@@ -277,6 +277,11 @@ def _night_range(regression: Regression, windows: dict[str, list[str] | None]) -
     return first, last
 
 
+def regression_night_range(*, regression: Regression) -> tuple[date, date]:
+    """The first and last nights of its series its detail shows (its evidence shows the same)."""
+    return _night_range(regression, _windows(regression))
+
+
 def _series_nights(regression: Regression, first: date, last: date) -> dict[str, list[SeriesNight]]:
     """The regression's own series' nights and the other vantage points' (one query); none
     for a group's regression (no endpoint, vantage point or parameter set of its own)."""
