@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -92,6 +93,7 @@ class ArchiverSerializer(serializers.ModelSerializer[Archiver]):
     def get_has_credentials(self, archiver: Archiver) -> bool:
         return bool(archiver.username or archiver.password)
 
+    @extend_schema_field(BacklogSerializer)
     def get_backlog(self, archiver: Archiver) -> dict[str, Any]:
         # One query for a whole list (the list's rows share this serializer).
         if archiver.name not in self._backlogs:
