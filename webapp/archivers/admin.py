@@ -9,12 +9,12 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Min, Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
 from webapp.archivers.models import ArchiveDelivery, Archiver
-from webapp.archivers.selectors import WAITING
+from webapp.archivers.selectors import with_backlog
 from webapp.archivers.services import FIELDS, SECRETS, archiver_prepare
 
 KEEP = "never shown again; left empty: kept as it is"
@@ -89,15 +89,8 @@ class ArchiverAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     readonly_fields = ["archive_from", "scanned_to", "created_at"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Archiver]:
-        waiting = Q(deliveries__status__in=WAITING)
         rows: QuerySet[Archiver] = super().get_queryset(request)
-        return rows.select_related("campaign", "site").annotate(
-            pending_count=Count("deliveries", filter=waiting),
-            oldest_pending_at=Min("deliveries__created_at", filter=waiting),
-            failed_count=Count(
-                "deliveries", filter=Q(deliveries__status=ArchiveDelivery.Status.FAILED)
-            ),
-        )
+        return with_backlog(rows.select_related("campaign", "site"))
 
     @admin.display(description="where")
     def destination(self, archiver: Archiver) -> str:
@@ -105,9 +98,9 @@ class ArchiverAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return f"{archiver.url} exchange {archiver.exchange or '(default)'}"
         return archiver.url
 
-    @admin.display(description="pending", ordering="pending_count")
+    @admin.display(description="pending", ordering="pending")
     def pending(self, archiver: Any) -> int:
-        return int(archiver.pending_count)
+        return int(archiver.pending)
 
     @admin.display(description="oldest pending", ordering="oldest_pending_at")
     def oldest_pending(self, archiver: Any) -> str:
@@ -115,9 +108,9 @@ class ArchiverAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return "-"
         return f"{(timezone.now() - archiver.oldest_pending_at).total_seconds():.0f} s ago"
 
-    @admin.display(description="failed", ordering="failed_count")
+    @admin.display(description="failed", ordering="failed")
     def failed(self, archiver: Any) -> int:
-        return int(archiver.failed_count)
+        return int(archiver.failed)
 
 
 @admin.action(description="Send again (pending now, attempts from zero)")

@@ -144,6 +144,10 @@ class ArchiveDelivery(models.Model):
         ]
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="archive_delivery_due_idx"),
+            # The backlog reads each archiver's undelivered rows and its last delivery, never
+            # the history of delivered ones.
+            models.Index(fields=["archiver", "status"], name="archive_delivery_state_idx"),
+            models.Index(fields=["archiver", "delivered_at"], name="archive_delivery_last_idx"),
         ]
 
     def __str__(self) -> str:

@@ -67,7 +67,7 @@ def test_a_receiver_answering_503_gets_the_run_once_after_a_retry_with_one_key(
 
 
 def test_the_retry_policy_runs_out_and_the_delivery_is_failed(
-    http_receiver: HttpReceiver,
+    http_receiver: HttpReceiver, django_assert_num_queries: Any
 ) -> None:
     http_receiver.status = 500
     http_receiver.start()
@@ -77,7 +77,13 @@ def test_the_retry_policy_runs_out_and_the_delivery_is_failed(
     pump(timezone.now() + timedelta(seconds=6))
     (delivery,) = ArchiveDelivery.objects.all()
     assert (delivery.status, delivery.attempts) == (Status.FAILED, 2)
-    assert [row.failed for row in backlog()] == [1]
+    http_archiver(http_receiver, name="idle")
+    with django_assert_num_queries(1):
+        rows = backlog()
+    assert [(row.name, row.pending, row.failed) for row in rows] == [
+        ("http-0", 0, 1),
+        ("idle", 0, 0),
+    ]
 
 
 def test_a_hung_receiver_costs_a_pass_one_timeout_and_other_archivers_go_on(
