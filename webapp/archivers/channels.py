@@ -72,7 +72,7 @@ def amqp_publish(*, archiver: Archiver, body: dict[str, object], key: str) -> No
     )
     try:
         with connection:
-            connection.connect()
+            connection.ensure_connection(max_retries=0)  # once: kombu's retry sleeps 2 s
             producer = connection.Producer(auto_declare=False)
             producer.publish(
                 json.dumps(body).encode(),
@@ -86,7 +86,7 @@ def amqp_publish(*, archiver: Archiver, body: dict[str, object], key: str) -> No
                 retry=False,  # our retry policy decides, from the delivery's row
                 timeout=timeout_s,  # the confirm's wait
             )
-    except TimeoutError:
-        raise DeliveryError("the broker did not answer in time") from None
     except (AMQPError, KombuError, OSError) as exc:
+        if isinstance(exc, TimeoutError) or isinstance(exc.__cause__, TimeoutError):
+            raise DeliveryError("the broker did not answer in time") from None
         raise DeliveryError(f"cannot publish: {type(exc).__name__}: {exc}") from None

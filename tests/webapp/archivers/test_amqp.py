@@ -4,6 +4,8 @@ after): exactly one message per run, the run JSON with its idempotency key, no s
 from __future__ import annotations
 
 import json
+import socket
+import time
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
@@ -87,3 +89,28 @@ def _drain(connection: Connection, queue: Queue) -> list[Any]:
     while (message := bound.get(no_ack=True)) is not None:
         messages.append(message)
     return messages
+
+
+def test_a_broker_that_never_answers_is_cut_off_at_the_archivers_timeout() -> None:
+    with socket.socket() as silent:  # accepts connections (the backlog), never speaks
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        archiver_save(
+            values={
+                "name": "silent",
+                "kind": "amqp",
+                "url": f"amqp://127.0.0.1:{silent.getsockname()[1]}/",
+                "exchange": "fedprobe",
+                "routing_key": "runs",
+                "timeout_s": 1.0,
+            },
+            now=timezone.now() - timedelta(minutes=1),
+        )
+        finished_run()
+        started = time.monotonic()
+        outcome = pump()
+        elapsed = time.monotonic() - started
+
+    (delivery,) = ArchiveDelivery.objects.all()
+    assert outcome.retrying == [delivery.pk] and elapsed < 3
+    assert delivery.last_error == "the broker did not answer in time"
