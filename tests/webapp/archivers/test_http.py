@@ -32,6 +32,7 @@ pytestmark = pytest.mark.django_db
 Status = ArchiveDelivery.Status
 
 
+@pytest.mark.sqlite
 def test_a_receiver_answering_503_gets_the_run_once_after_a_retry_with_one_key(
     http_receiver: HttpReceiver, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -66,6 +67,7 @@ def test_a_receiver_answering_503_gets_the_run_once_after_a_retry_with_one_key(
     assert ENDPOINT_TOKEN not in str(received.body) and TOKEN not in caplog.text
 
 
+@pytest.mark.sqlite
 def test_the_retry_policy_runs_out_and_the_delivery_is_failed(
     http_receiver: HttpReceiver, django_assert_num_queries: Any
 ) -> None:
