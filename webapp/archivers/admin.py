@@ -57,6 +57,8 @@ class ArchiverForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def _post_clean(self) -> None:
         """archiver_prepare checks the values (the model's own checks would see the lines)."""
+        if self.errors:
+            return  # a field's own error first (its value is not in cleaned_data)
         values = {name: self.cleaned_data.get(name) for name in FIELDS if name in self.fields}
         editing = self.instance.pk is not None
         for name in SECRETS:

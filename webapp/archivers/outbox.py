@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -37,7 +37,7 @@ from webapp.notifications.outbox import PASS_BUDGET
 logger = logging.getLogger(__name__)
 Status = ArchiveDelivery.Status
 MAKE_BATCH = 500  # per archiver and pass
-SEND_BATCH = 100
+SEND_BATCH = 100  # per query; a pass sends batches until PASS_BUDGET
 SCAN_OVERLAP = timedelta(hours=1)
 MESSAGE_VERSION = 1
 
@@ -53,30 +53,42 @@ class PumpOutcome:
 
 
 def archivers_pump(*, clock: Callable[[], datetime]) -> PumpOutcome:
-    """One pass: make the deliveries of runs finished since each archiver's watermark, send
-    what is due (up to SEND_BATCH, for up to PASS_BUDGET); an archiver whose attempt failed
-    waits for the next pass."""
+    """One pass: make the deliveries of runs finished since each archiver's watermark, then
+    send what is due, a batch after another, until nothing is or PASS_BUDGET is spent; an
+    archiver whose attempt failed waits for the next pass. `clock` is read for each claim, so
+    leases start when each send does."""
     started = clock()
     outcome = PumpOutcome(made=deliveries_make(now=started))
     failing: set[int] = set()
-    for delivery_id, archiver_id in deliveries_due(now=started):
-        if clock() - started > PASS_BUDGET:
-            break  # the next pass goes on
-        if archiver_id in failing:
-            continue
-        status = delivery_send(delivery_id=delivery_id, now=clock())
-        if status == Status.DELIVERED:
-            outcome.delivered.append(delivery_id)
-        elif status == Status.PENDING:
-            outcome.retrying.append(delivery_id)
-            failing.add(archiver_id)
-        elif status == Status.FAILED:
-            outcome.failed.append(delivery_id)
+    while clock() - started <= PASS_BUDGET:
+        due = deliveries_due(now=clock(), skip=failing)
+        if not due:
+            break
+        for delivery_id, archiver_id in due:
+            if clock() - started > PASS_BUDGET:
+                break  # the next pass goes on
+            if archiver_id not in failing:
+                _send_one(delivery_id, archiver_id, outcome, failing, now=clock())
     return outcome
 
 
+def _send_one(
+    delivery_id: int, archiver_id: int, outcome: PumpOutcome, failing: set[int], *, now: datetime
+) -> None:
+    status = delivery_send(delivery_id=delivery_id, now=now)
+    if status == Status.DELIVERED:
+        outcome.delivered.append(delivery_id)
+    elif status == Status.PENDING:
+        outcome.retrying.append(delivery_id)
+        failing.add(archiver_id)
+    elif status == Status.FAILED:
+        outcome.failed.append(delivery_id)
+
+
 def deliveries_make(*, now: datetime) -> int:
-    return sum(_make(archiver, now=now) for archiver in Archiver.objects.filter(enabled=True))
+    """Make the new runs' deliveries of every archiver, paused ones too (their backlog shows
+    what waits for them; nothing is sent to them)."""
+    return sum(_make(archiver, now=now) for archiver in Archiver.objects.all())
 
 
 def _make(archiver: Archiver, *, now: datetime) -> int:
@@ -96,10 +108,11 @@ def _make(archiver: Archiver, *, now: datetime) -> int:
     return len(rows)
 
 
-def deliveries_due(*, now: datetime) -> list[tuple[int, int]]:
-    """(delivery, archiver) ids to send now, oldest first, of enabled archivers: pending and
-    due, or claimed by a worker whose lease ended (it died, or hangs)."""
+def deliveries_due(*, now: datetime, skip: Iterable[int] = ()) -> list[tuple[int, int]]:
+    """(delivery, archiver) ids to send now, oldest first, of enabled archivers not in `skip`:
+    pending and due, or claimed by a worker whose lease ended (it died, or hangs)."""
     rows = ArchiveDelivery.objects.filter(_due(now), archiver__enabled=True)
+    rows = rows.exclude(archiver_id__in=list(skip))
     return list(
         rows.order_by("next_attempt_at", "id").values_list("pk", "archiver_id")[:SEND_BATCH]
     )

@@ -195,3 +195,18 @@ def test_two_pumps_at_once_deliver_each_run_once(http_receiver: HttpReceiver) ->
     ids = Counter(r.body["run"]["id"] for r in http_receiver.received)
     assert ids == {run.pk: 1 for run in runs}
     assert set(ArchiveDelivery.objects.values_list("status", flat=True)) == {Status.DELIVERED}
+
+
+def test_a_paused_archiver_is_sent_nothing_its_runs_wait_and_go_when_resumed(
+    http_receiver: HttpReceiver,
+) -> None:
+    http_receiver.start()
+    archiver = http_archiver(http_receiver, enabled=False)
+    run = finished_run()
+    pump()
+    assert http_receiver.received == []
+    assert [(row.pending, row.enabled) for row in backlog()] == [(1, False)]
+
+    archiver_save(values={"enabled": True}, now=timezone.now(), archiver=archiver)
+    pump()
+    assert [r.body["run"]["id"] for r in http_receiver.received] == [run.pk]
