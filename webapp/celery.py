@@ -31,7 +31,12 @@ logger = logging.getLogger(__name__)
 
 app = Celery(
     "fedprobe",
-    include=["webapp.campaigns.tasks", "webapp.watch.tasks", "webapp.notifications.tasks"],
+    include=[
+        "webapp.campaigns.tasks",
+        "webapp.watch.tasks",
+        "webapp.notifications.tasks",
+        "webapp.archivers.tasks",
+    ],
 )
 app.config_from_object("django.conf:settings", namespace="CELERY")
 

@@ -180,6 +180,7 @@ INSTALLED_APPS = [
     "webapp.campaigns",
     "webapp.watch",
     "webapp.notifications",
+    "webapp.archivers",
     "webapp.dashboards",
     "webapp.demo",
 ]
@@ -640,6 +641,19 @@ if FEDPROBE_GOCDB_DOWNTIME_URL and not FEDPROBE_GOCDB_DOWNTIME_URL.startswith(
     raise ImproperlyConfigured("FEDPROBE_GOCDB_DOWNTIME_URL must be an http(s):// URL")
 if FEDPROBE_GOCDB_DOWNTIME_PERIOD_S < 60:
     raise ImproperlyConfigured("FEDPROBE_GOCDB_DOWNTIME_PERIOD_S must be at least 60")
+# Archivers (webapp/archivers; docs/archivers.md): each finished run's JSON pushed to HTTP
+# receivers and AMQP exchanges. The pump's period, and the lease of a claimed delivery (a
+# worker that died while sending: sent again once it ends); an attempt's steps are each bounded
+# by the archiver's timeout_s (at most 60 s), so the lease outlasts any attempt.
+FEDPROBE_ARCHIVE_PUMP_S = env_int("FEDPROBE_ARCHIVE_PUMP_S", 15)
+FEDPROBE_ARCHIVE_LEASE_S = env_int("FEDPROBE_ARCHIVE_LEASE_S", 300)
+if FEDPROBE_ARCHIVE_PUMP_S < 1:
+    raise ImproperlyConfigured("FEDPROBE_ARCHIVE_PUMP_S must be at least 1")
+if FEDPROBE_ARCHIVE_LEASE_S < 4 * 60 + 10:
+    raise ImproperlyConfigured(
+        "FEDPROBE_ARCHIVE_LEASE_S must be at least 250: an attempt (connect, send, answer, "
+        "confirm) may take four times an archiver's timeout, 60 s at most"
+    )
 
 # The nightly watch (webapp/watch; docs/watch.md). A regression recovering this many good
 # nights in a row is resolved; a series not measured for this many nights on which its
@@ -799,6 +813,8 @@ CELERY_TASK_ROUTES = {
 # Notifications have their own queue: a receiver that is slow or down never delays a
 # measurement or a control task (docs/watch.md, "Notifications").
 CELERY_TASK_ROUTES["fedprobe.notify_pump"] = {"queue": "notify"}
+# Archiving leaves fedprobe too: the same queue, never a measurement's (docs/archivers.md).
+CELERY_TASK_ROUTES["fedprobe.archive_pump"] = {"queue": "notify"}
 # The control tasks are idempotent: after an outage of the control worker, one late pass is
 # enough, so their messages expire.
 CELERY_BEAT_SCHEDULE = {
@@ -842,5 +858,11 @@ if FEDPROBE_GOCDB_DOWNTIME_URL:
         "schedule": float(FEDPROBE_GOCDB_DOWNTIME_PERIOD_S),
         "options": {"expires": FEDPROBE_GOCDB_DOWNTIME_PERIOD_S},
     }
+# Archivers: new finished runs' deliveries made, due ones sent (each claimed before it is sent).
+CELERY_BEAT_SCHEDULE["archive-pump"] = {
+    "task": "fedprobe.archive_pump",
+    "schedule": float(FEDPROBE_ARCHIVE_PUMP_S),
+    "options": {"expires": max(2 * FEDPROBE_ARCHIVE_PUMP_S, 60)},
+}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULER = "webapp.celery:Scheduler"

@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import agents, views
+from webapp.api.archivers import ArchiverViewSet
 from webapp.api.availability import AvailabilityAPIView
 from webapp.api.downtimes import DowntimeViewSet
 from webapp.api.regressions import RegressionViewSet
@@ -27,6 +28,7 @@ router.register("subscriptions", SubscriptionViewSet)
 router.register("regressions", RegressionViewSet, basename="regression")
 router.register("downtimes", DowntimeViewSet, basename="downtime")
 router.register("teams", TeamViewSet, basename="team")
+router.register("archivers", ArchiverViewSet, basename="archiver")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),

@@ -60,9 +60,17 @@ def email_send(*, to: str, message: Message, key: str) -> None:
         raise DeliveryError(f"mail not sent: {type(exc).__name__}: {exc}") from None
 
 
-def webhook_post(*, url: str, headers: dict[str, str], body: dict[str, object], key: str) -> None:
-    """POST `body` to `url`; DeliveryError says why not (permanent: refused by the egress
-    policy, redirected, or a 4xx other than 408 and 429)."""
+def webhook_post(
+    *,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, object],
+    key: str,
+    timeout_s: float | None = None,
+) -> None:
+    """POST `body` to `url`, each step (connect, send, each read) within `timeout_s`
+    (default FEDPROBE_NOTIFY_TIMEOUT_S); DeliveryError says why not (permanent: refused by
+    the egress policy, redirected, or a 4xx other than 408 and 429)."""
     egress = EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW)
     config = ClientConfig(egress, ssl_context(None), None)
     sent = {**headers, "Content-Type": "application/json", "Idempotency-Key": key}
@@ -72,7 +80,7 @@ def webhook_post(*, url: str, headers: dict[str, str], body: dict[str, object], 
                 url,
                 content=json.dumps(body).encode(),
                 headers=sent,
-                timeout=settings.FEDPROBE_NOTIFY_TIMEOUT_S,
+                timeout=timeout_s or settings.FEDPROBE_NOTIFY_TIMEOUT_S,
             )
     except ProbeError as exc:
         raise DeliveryError(exc.message, permanent=exc.error_class == ErrorClass.EGRESS) from None

@@ -46,6 +46,7 @@ from tests.webapp.factories import (
 )
 from webapp.accounts.services import api_token_create, team_create
 from webapp.accounts.throttles import WriteRateThrottle
+from webapp.archivers.models import Archiver
 from webapp.campaigns.models import Run
 from webapp.notifications.models import Subscription
 from webapp.sites.models import Downtime, Endpoint, Site, VantagePoint
@@ -66,6 +67,7 @@ DELETE_ORDER = (
     "matrix",
     "subscriptions",
     "teams",
+    "archivers",
 )
 CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
 # Operations whose answers differ from their schema, checked for server errors only until
@@ -105,6 +107,10 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
         ).pk,
         "regressions": regression.pk,
         "teams": team_create(name="fuzz-team", by=operator).pk,
+        # Admins' only: the operator's requests answer 403 (its schema checked).
+        "archivers": Archiver.objects.create(
+            name="fuzz", kind="http", url="http://127.0.0.1:9/", archive_from=run.created_at
+        ).pk,
     }
     return operator, ids
 
