@@ -238,17 +238,21 @@ def read_yaml(text: str) -> tuple[Located | None, list[ConfigError]]:
     return Located(value, reader.lines), reader.errors
 
 
-def shape_errors(value: Any, path: str, shape: Shape, located: Located) -> list[ConfigError]:
+def shape_errors(
+    value: Any, path: str, shape: Shape, located: Located
+) -> tuple[list[ConfigError], bool]:
     """What is wrong with a mapping's form (not its values: the forms judge those): unknown
-    or missing fields, and values of the wrong kind."""
+    or missing fields, and values of the wrong kind; and whether its values can still be
+    judged (only unknown fields are wrong)."""
     if not isinstance(value, dict):
-        return [ConfigError(located.line(path), path, f"{shape.what} must be a mapping")]
+        return [ConfigError(located.line(path), path, f"{shape.what} must be a mapping")], False
     errors = []
     for key in value:
         if key not in shape.fields:
             known = ", ".join(shape.fields)
             at = child(path, key)
             errors.append(ConfigError(located.line(at), at, f"unknown field (known: {known})"))
+    judged = len(errors)
     for key in shape.required:
         if value.get(key) is None:
             at = child(path, key)
@@ -258,7 +262,7 @@ def shape_errors(value: Any, path: str, shape: Shape, located: Located) -> list[
         if item is not None and not is_kind(item, kind):
             at = child(path, key)
             errors.append(ConfigError(located.line(at), at, f"must be {_KIND_WORDS[kind]}"))
-    return errors
+    return errors, len(errors) == judged
 
 
 def is_kind(value: Any, kind: str) -> bool:

@@ -148,9 +148,11 @@ class _Import:
         self.errors.append(ConfigError(self.located.line(path), path, message, forbidden))
 
     def check(self, value: Any, path: str, shape: Shape) -> bool:
-        found = shape_errors(value, path, shape, self.located)
+        """Whether the mapping's values can be judged (an unknown field is reported, and the
+        rest is still judged: every error at once)."""
+        found, judged = shape_errors(value, path, shape, self.located)
         self.errors.extend(found)
-        return not found
+        return judged
 
     def form_errors(
         self, form: forms.BaseForm, path: str, *, skip: frozenset[str] = frozenset()
