@@ -169,6 +169,23 @@ class _Import:
             for message in messages:
                 self.error(at, str(message))
 
+    def start(
+        self, value: Any, path: str, shape: Shape, kind: str, *, key: str = "name", of: str = ""
+    ) -> str | None:
+        """The object's name (a test file's: `of`:path) when its values are to be judged: its
+        form is right, and no other object of the file has its name (else errors say why)."""
+        judged = self.check(value, path, shape)
+        named = value.get(key) if isinstance(value, dict) else None
+        if not is_kind(named, TEXT):
+            return None
+        name = f"{of}:{as_text(named)}" if of else as_text(named)
+        if not self.first(kind, name, path):
+            return None
+        if not judged:
+            self.failed.add((kind, name))
+            return None
+        return name
+
     def first(self, kind: str, name: str, path: str) -> bool:
         """Whether this is the file's only object of `kind` named `name` (else an error)."""
         key = (kind, name)
@@ -252,10 +269,8 @@ class _Import:
         return value if isinstance(value, list) else []
 
     def vantage_point(self, value: Any, path: str) -> None:
-        if not self.check(value, path, VANTAGE_POINT):
-            return
-        name = as_text(value["name"])
-        if not self.first("vantage point", name, path):
+        name = self.start(value, path, VANTAGE_POINT, "vantage point")
+        if name is None:
             return
         stored = VantagePoint.objects.filter(name=name).first()
         fields = ("location", "description", "max_parallel_runs")
@@ -279,10 +294,8 @@ class _Import:
             self.save(path, form.save)
 
     def site(self, value: Any, path: str) -> None:
-        if not self.check(value, path, SITE):
-            return
-        name = as_text(value["name"])
-        if not self.first("site", name, path):
+        name = self.start(value, path, SITE, "site")
+        if name is None:
             return
         stored = Site.objects.filter(name=name).first()
         fields = ("tier", "storage_system", "location")
@@ -314,10 +327,8 @@ class _Import:
             self.endpoint(item, child(child(path, "endpoints"), i), site)
 
     def endpoint(self, value: Any, path: str, site: Site | None) -> None:
-        if not self.check(value, path, ENDPOINT):
-            return
-        name = as_text(value["name"])
-        if not self.first("endpoint", name, path):
+        name = self.start(value, path, ENDPOINT, "endpoint")
+        if name is None:
             return
         if site is None:  # its site's error says why
             self.failed.add(("endpoint", name))
@@ -358,10 +369,8 @@ class _Import:
             self.test_file(item, child(child(path, "test_files"), i), endpoint)
 
     def test_file(self, value: Any, path: str, endpoint: Endpoint) -> None:
-        if not self.check(value, path, TEST_FILE):
-            return
-        name = f"{endpoint.name}:{as_text(value['path'])}"
-        if not self.first("test file", name, path):
+        name = self.start(value, path, TEST_FILE, "test file", key="path", of=endpoint.name)
+        if name is None:
             return
         stored = endpoint.files.filter(path=as_text(value["path"])).first()
         fields = ("size", "adler32", "is_default")
@@ -388,15 +397,12 @@ class _Import:
     # Campaigns
 
     def campaign(self, value: Any, path: str) -> None:
+        name = self.start(value, path, CAMPAIGN, "campaign")
         parameters_path = child(path, "parameters")
-        whole = self.check(value, path, CAMPAIGN)
         parameters = value.get("parameters") if isinstance(value, dict) else None
         if not isinstance(parameters, dict):
             return  # the campaign's check said so
-        if not (self.check(parameters, parameters_path, PARAMETERS) and whole):
-            return
-        name = as_text(value["name"])
-        if not self.first("campaign", name, path):
+        if not self.check(parameters, parameters_path, PARAMETERS) or name is None:
             return
         same = list(Campaign.objects.filter(name=name)[:3])
         if len(same) > 1:
