@@ -421,15 +421,11 @@ class _Import:
         lost_files = {name.split(":")[0] for kind, name in self.failed if kind == "test file"}
         complete = found_endpoints and found_files and found_points
         complete = complete and not lost_files & {endpoint.name for endpoint in endpoints}
-        form = CampaignForm(
+        form = ImportedCampaignForm(
             data=_campaign_data(value, name, endpoints, test_files, vantage_points),
             instance=stored,
             user=self.user,
         )
-        # A campaign measures the endpoints the file names, a disabled one too (as a campaign
-        # keeps its disabled ones: they are not read); selectors pick enabled ones only.
-        form.fields["endpoints"].queryset = Endpoint.objects.all()  # type: ignore[attr-defined]
-        form.fields["test_files"].queryset = TestFile.objects.all()  # type: ignore[attr-defined]
         bad_items = self.parameter_items(form, value["parameters"], parameters_path)
         if not form.is_valid() or not complete:
             moot = frozenset({*RELATIONS, NON_FIELD_ERRORS} if not complete else ())
@@ -557,6 +553,21 @@ class _Import:
             complete = complete and bool(matched)
             found.extend(v for v in matched if v not in found)
         return found, complete
+
+
+class ImportedCampaignForm(CampaignForm):
+    """The campaign form, offering every endpoint and test file: a campaign measures the
+    endpoints a file names, a disabled one too (as a campaign keeps its disabled ones: they
+    are not read); selectors pick enabled ones only. No page shows it: no grouped choices."""
+
+    def _offer_endpoints_and_files(self) -> None:
+        self.fields["endpoints"].queryset = Endpoint.objects.all()  # type: ignore[attr-defined]
+        self.fields["test_files"].queryset = TestFile.objects.all()  # type: ignore[attr-defined]
+
+
+# The campaign form's own fields, with those added below its class (the advanced parameters):
+# a subclass would get the model's instead.
+ImportedCampaignForm.base_fields = CampaignForm.base_fields
 
 
 def _campaign_data(
