@@ -200,6 +200,11 @@ def test_a_selector_picks_the_enabled_endpoints_and_the_export_names_them(
     assert outcome.errors == []
     campaign = Campaign.objects.get(name="by-site")
     assert [endpoint.name for endpoint in campaign.endpoints.all()] == ["cern-root"]
+    # Said otherwise than export says it (a selector, defaults left out): still unchanged.
+    again = configuration_import(
+        text=text.replace("  - {site: NOWHERE}\n", ""), as_user=None, dry_run=False
+    )
+    assert [step.text() for step in again.plan] == ["unchanged campaign by-site"]
     assert "  endpoints:\n  - cern-root\n" in configuration_export(campaigns=[campaign])
 
 

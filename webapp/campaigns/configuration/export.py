@@ -45,9 +45,12 @@ def configuration_export(*, campaigns: Iterable[Campaign] | None = None) -> str:
     document = _in_order(
         FILE,
         version=FORMAT_VERSION,
-        vantage_points=[_vantage_point(v) for v in vantage_points.order_by("name")],
-        sites=[_site(site, [e for e in held if e.site_id == site.pk]) for site in _by_name(sites)],
-        campaigns=[_campaign(c) for c in sorted(chosen, key=lambda c: (c.name, c.pk))],
+        vantage_points=[vantage_point_document(v) for v in vantage_points.order_by("name")],
+        sites=[
+            site_document(site, [e for e in held if e.site_id == site.pk])
+            for site in _by_name(sites)
+        ],
+        campaigns=[campaign_document(c) for c in sorted(chosen, key=lambda c: (c.name, c.pk))],
     )
     return HEADER + canonical_yaml(document)
 
@@ -62,7 +65,7 @@ def _in_order(shape: Shape, **values: Any) -> dict[str, Any]:
     return {key: values[key] for key in shape.fields}
 
 
-def _vantage_point(vantage_point: VantagePoint) -> dict[str, Any]:
+def vantage_point_document(vantage_point: VantagePoint) -> dict[str, Any]:
     return _in_order(
         VANTAGE_POINT,
         name=vantage_point.name,
@@ -72,20 +75,21 @@ def _vantage_point(vantage_point: VantagePoint) -> dict[str, Any]:
     )
 
 
-def _site(site: Site, endpoints: list[Endpoint]) -> dict[str, Any]:
+def site_document(site: Site, endpoints: list[Endpoint]) -> dict[str, Any]:
     return _in_order(
         SITE,
         name=site.name,
         tier=site.tier,
         storage_system=site.storage_system,
         location=site.location,
-        endpoints=[_endpoint(e) for e in sorted(endpoints, key=lambda e: e.name)],
+        endpoints=[endpoint_document(e) for e in sorted(endpoints, key=lambda e: e.name)],
     )
 
 
-def _endpoint(endpoint: Endpoint) -> dict[str, Any]:
+def endpoint_document(endpoint: Endpoint, *, with_files: bool = True) -> dict[str, Any]:
     """An endpoint without its credential: neither its text nor its kind is written (the
     kind cannot be imported without the text, and a round trip must give the same file)."""
+    files = sorted(endpoint.files.all(), key=lambda f: f.path) if with_files else []
     return _in_order(
         ENDPOINT,
         name=endpoint.name,
@@ -94,11 +98,11 @@ def _endpoint(endpoint: Endpoint) -> dict[str, Any]:
         role=endpoint.role,
         enabled=endpoint.enabled,
         credential_hosts=list(endpoint.credential_hosts),
-        test_files=[_test_file(f) for f in sorted(endpoint.files.all(), key=lambda f: f.path)],
+        test_files=[test_file_document(f) for f in files],
     )
 
 
-def _test_file(test_file: TestFile) -> dict[str, Any]:
+def test_file_document(test_file: TestFile) -> dict[str, Any]:
     return _in_order(
         TEST_FILE,
         path=test_file.path,
@@ -108,7 +112,7 @@ def _test_file(test_file: TestFile) -> dict[str, Any]:
     )
 
 
-def _campaign(campaign: Campaign) -> dict[str, Any]:
+def campaign_document(campaign: Campaign) -> dict[str, Any]:
     """A campaign with the endpoints it holds, by name (a selector it was imported with was
     resolved then: the campaign holds endpoints, not selectors)."""
     files = campaign.test_files.select_related("endpoint")

@@ -38,6 +38,13 @@ from webapp.campaigns.configuration.documents import (
     read_yaml,
     shape_errors,
 )
+from webapp.campaigns.configuration.export import (
+    campaign_document,
+    endpoint_document,
+    site_document,
+    test_file_document,
+    vantage_point_document,
+)
 from webapp.campaigns.forms import CampaignForm, ValueListField
 from webapp.campaigns.models import CAMPAIGN_PARAMETER_FIELDS, Campaign
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
@@ -196,6 +203,17 @@ class _Import:
         self.seen[key] = path
         return True
 
+    def same_as_stored(
+        self, kind: str, name: str, value: dict[str, Any], stored: dict[str, Any], nested: str = ""
+    ) -> bool:
+        """Whether the file gives the object exactly as export writes its stored row (its
+        `nested` objects aside): then it is unchanged, and its form is not asked (nothing
+        would change). A re-import of an export is quick so."""
+        if any(value.get(key) != item for key, item in stored.items() if key != nested):
+            return False
+        self.plan.append(PlanStep(kind, name, "unchanged"))
+        return True
+
     def may(self, allowed: Callable[[User], bool]) -> bool:
         return self.user is None or allowed(self.user)
 
@@ -273,6 +291,10 @@ class _Import:
         if name is None:
             return
         stored = VantagePoint.objects.filter(name=name).first()
+        if stored is not None and self.same_as_stored(
+            "vantage point", name, value, vantage_point_document(stored)
+        ):
+            return
         fields = ("location", "description", "max_parallel_runs")
         before = _values(stored, fields)
         data = _form_data(value, VANTAGE_POINT, VantagePoint)
@@ -298,6 +320,18 @@ class _Import:
         if name is None:
             return
         stored = Site.objects.filter(name=name).first()
+        if stored is not None and self.same_as_stored(
+            "site", name, value, site_document(stored, []), nested="endpoints"
+        ):
+            site: Site | None = stored
+        else:
+            site = self.site_row(value, path, name, stored)
+        for i, item in enumerate(self.section(value, "endpoints")):
+            self.endpoint(item, child(child(path, "endpoints"), i), site)
+
+    def site_row(self, value: Any, path: str, name: str, stored: Site | None) -> Site | None:
+        """The site as the file gives it, saved if valid and permitted; None when it is new
+        and not saved."""
         fields = ("tier", "storage_system", "location")
         before = _values(stored, fields)
         form = SiteForm(data=_form_data(value, SITE, Site), instance=stored)
@@ -321,10 +355,7 @@ class _Import:
             )
             if action in ("create", "update"):
                 site = self.save(path, lambda: self.owned(form))
-        if site is not None and site.pk is None:
-            site = None  # new, and not saved
-        for i, item in enumerate(self.section(value, "endpoints")):
-            self.endpoint(item, child(child(path, "endpoints"), i), site)
+        return site if site is not None and site.pk is not None else None
 
     def endpoint(self, value: Any, path: str, site: Site | None) -> None:
         name = self.start(value, path, ENDPOINT, "endpoint")
@@ -334,6 +365,26 @@ class _Import:
             self.failed.add(("endpoint", name))
             return
         stored = Endpoint.objects.select_related("site").filter(name=name).first()
+        if (
+            stored is not None
+            and stored.site_id == site.pk
+            and self.same_as_stored(
+                "endpoint", name, value, endpoint_document(stored, with_files=False), "test_files"
+            )
+        ):
+            endpoint: Endpoint | None = stored
+        else:
+            endpoint = self.endpoint_row(value, path, name, site, stored)
+        if endpoint is None:
+            self.failed.add(("endpoint", name))
+            return
+        for i, item in enumerate(self.section(value, "test_files")):
+            self.test_file(item, child(child(path, "test_files"), i), endpoint)
+
+    def endpoint_row(
+        self, value: Any, path: str, name: str, site: Site, stored: Endpoint | None
+    ) -> Endpoint | None:
+        """The endpoint as the file gives it, saved if valid and permitted; None if not."""
         fields = ("site_id", "protocol", "base_url", "role", "enabled", "credential_hosts")
         before = _values(stored, fields)
         old_site = stored.site if stored else site
@@ -347,8 +398,7 @@ class _Import:
         form = EndpointForm(data=data, instance=stored)
         if not form.is_valid():
             self.form_errors(form, path)
-            self.failed.add(("endpoint", name))
-            return
+            return None
         action = self.decide(
             kind="endpoint",
             name=name,
@@ -359,20 +409,20 @@ class _Import:
             refusal=f"endpoint {name}: only the owner of site {site.name} (and of "
             f"{old_site.name}, to move it) or an admin may add or change its endpoints",
         )
-        endpoint = stored
         if action in ("create", "update"):
-            endpoint = self.save(path, lambda: self.owned(form))
-        if action is None or endpoint is None:
-            self.failed.add(("endpoint", name))
-            return
-        for i, item in enumerate(self.section(value, "test_files")):
-            self.test_file(item, child(child(path, "test_files"), i), endpoint)
+            saved: Endpoint | None = self.save(path, lambda: self.owned(form))
+            return saved
+        return stored if action is not None else None
 
     def test_file(self, value: Any, path: str, endpoint: Endpoint) -> None:
         name = self.start(value, path, TEST_FILE, "test file", key="path", of=endpoint.name)
         if name is None:
             return
         stored = endpoint.files.filter(path=as_text(value["path"])).first()
+        if stored is not None and self.same_as_stored(
+            "test file", name, value, test_file_document(stored)
+        ):
+            return
         fields = ("size", "adler32", "is_default")
         before = _values(stored, fields)
         data = _form_data(value, TEST_FILE, TestFile)
@@ -413,6 +463,10 @@ class _Import:
             )
             return
         stored = same[0] if same else None
+        if stored is not None and self.same_as_stored(
+            "campaign", name, value, campaign_document(stored)
+        ):
+            return
         before = _campaign_values(stored) if stored else None
         endpoints, found_endpoints = self.endpoint_references(value, path)
         test_files, found_files = self.test_file_references(value, path)
