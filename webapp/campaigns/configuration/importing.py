@@ -123,6 +123,12 @@ def _values(row: models.Model | None, fields: tuple[str, ...]) -> dict[str, Any]
     return None if row is None else {field: getattr(row, field) for field in fields}
 
 
+def _endpoint_values(endpoint: Endpoint, fields: tuple[str, ...]) -> dict[str, Any]:
+    values = _values(endpoint, fields) or {}
+    values["site"] = values.pop("site_id")
+    return values
+
+
 def _form_data(value: dict[str, Any], shape: Shape, model: type[models.Model]) -> dict[str, Any]:
     """A mapping's own fields as its form reads them; one left out is the model's default."""
     data: dict[str, Any] = {}
@@ -387,6 +393,8 @@ class _Import:
         """The endpoint as the file gives it, saved if valid and permitted; None if not."""
         fields = ("site_id", "protocol", "base_url", "role", "enabled", "credential_hosts")
         before = _values(stored, fields)
+        if before is not None:
+            before["site"] = before.pop("site_id")  # the plan's name for it
         old_site = stored.site if stored else site
         hosts = value.get("credential_hosts") or []
         data = _form_data(value, ENDPOINT, Endpoint) | {
@@ -404,7 +412,7 @@ class _Import:
             name=name,
             path=path,
             before=before,
-            after=_values(form.instance, fields) or {},
+            after=_endpoint_values(form.instance, fields),
             allowed=self.may(lambda user: site.editable_by(user) and old_site.editable_by(user)),
             refusal=f"endpoint {name}: only the owner of site {site.name} (and of "
             f"{old_site.name}, to move it) or an admin may add or change its endpoints",
