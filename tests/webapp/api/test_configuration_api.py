@@ -17,7 +17,7 @@ from webapp.campaigns.configuration.export import configuration_export
 from webapp.campaigns.models import Campaign
 from webapp.sites.models import Endpoint, Site
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 YAML = "application/yaml"
 
