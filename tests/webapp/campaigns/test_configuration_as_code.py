@@ -17,6 +17,7 @@ from tests.webapp.factories import (
     SiteFactory,
     TestFileFactory,
     VantagePointFactory,
+    user,
 )
 from webapp.campaigns.configuration.export import configuration_export
 from webapp.campaigns.configuration.importing import configuration_import
@@ -258,3 +259,24 @@ def test_yaml_that_does_not_parse_is_reported_at_its_line() -> None:
     assert [error.text("f") for error in wrong.errors] == [
         "f:1: version: unknown version 2: this fedprobe reads version 1"
     ]
+
+
+def test_the_command_imports_with_a_users_rights_when_asked(nightly: Campaign) -> None:
+    user("vera", role="viewer")
+    plain = CampaignFactory(name="plain", endpoints=[Endpoint.objects.get(name="cern-root")])
+    text = configuration_export(campaigns=[plain]).replace("name: plain", "name: weekly")
+    outcome = configuration_import(text=text, as_user=None, dry_run=True)
+    assert outcome.errors == []
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="1 errors: nothing changed"):
+        call_command(
+            "campaigns",
+            "import",
+            "-",
+            "--as",
+            "vera",
+            stdin=io.StringIO(text),
+            stderr=err,
+            stdout=io.StringIO(),
+        )
+    assert "campaign weekly: creating campaigns needs the operator role" in err.getvalue()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from argparse import ArgumentParser
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -24,6 +24,7 @@ from webapp.campaigns.models import Campaign
 
 class Command(BaseCommand):
     help = "Export campaigns (with their sites, endpoints and vantage points) as YAML, or import."
+    stealth_options = ("stdin",)  # what `import -` reads (call_command(..., stdin=...))
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -47,7 +48,13 @@ class Command(BaseCommand):
         if options["action"] == "export":
             self._export(options["names"])
         else:
-            self._import(options["file"], dry_run=options["dry_run"], username=options["username"])
+            stdin = options.get("stdin", sys.stdin)
+            self._import(
+                options["file"],
+                dry_run=options["dry_run"],
+                username=options["username"],
+                stdin=stdin,
+            )
 
     def _export(self, names: list[str]) -> None:
         if not names:
@@ -59,14 +66,14 @@ class Command(BaseCommand):
             raise CommandError(f"no campaign named {', '.join(missing)}")
         self.stdout.write(configuration_export(campaigns=campaigns), ending="")
 
-    def _import(self, file: str, *, dry_run: bool, username: str | None) -> None:
+    def _import(self, file: str, *, dry_run: bool, username: str | None, stdin: IO[str]) -> None:
         user = None
         if username is not None:
             user = get_user_model().objects.filter(username=username).first()
             if user is None:
                 raise CommandError(f"no user named {username!r}")
         try:
-            text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+            text = stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"{file}: {exc}") from None
         outcome = configuration_import(text=text, as_user=user, dry_run=dry_run)
