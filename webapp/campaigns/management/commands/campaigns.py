@@ -48,7 +48,7 @@ class Command(BaseCommand):
         if options["action"] == "export":
             self._export(options["names"])
         else:
-            stdin = options.get("stdin", sys.stdin)
+            stdin: IO[str] = options.get("stdin") or sys.stdin
             self._import(
                 options["file"],
                 dry_run=options["dry_run"],
