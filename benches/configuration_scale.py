@@ -1,6 +1,7 @@
-"""Configuration as code at WLCG scale: import, re-import (all unchanged), dry run, export and a re-import of the export
-of one file with 150 sites, 600 endpoints, 1800 test files, 20 vantage points and 200
-campaigns, and whether export, import into an empty database, export gives the same bytes.
+"""Configuration as code at WLCG scale: import, re-import (all unchanged), dry run, export and
+a re-import of the export of one file with 150 sites, 600 endpoints, 1800 test files, 20
+vantage points and 200 campaigns, and whether export, import into an empty database, export
+gives the same bytes.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/fedprobe_bench_config \
         .venv/bin/python benches/configuration_scale.py [--sites 150] [--campaigns 200]
