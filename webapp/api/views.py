@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.accounts.roles import CanEditObject, IsOperatorOrReadOnly
+from webapp.api.configuration import CampaignConfigurationActions
 from webapp.api.evidence import RENDERERS as EVIDENCE_RENDERERS
 from webapp.api.evidence import RESPONSES as EVIDENCE_RESPONSES
 from webapp.api.evidence import evidence_response
@@ -199,7 +200,7 @@ class VantagePointViewSet(KeepMeasuredOnDestroy, viewsets.ModelViewSet):  # type
         super().perform_destroy(instance)
 
 
-class CampaignViewSet(OwnedViewSet):
+class CampaignViewSet(CampaignConfigurationActions, OwnedViewSet):
     queryset = (
         Campaign.objects.select_related("owner")
         .prefetch_related("endpoints", "test_files", "vantage_points")

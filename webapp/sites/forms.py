@@ -223,8 +223,9 @@ class TestFileForm(forms.ModelForm):  # type: ignore[type-arg]
             check_url(self.endpoint.file_url(path), field="path")
         except InvalidParams as exc:
             raise forms.ValidationError(exc.message) from None
-        # The (endpoint, path) constraint is not checked by the form: endpoint is not a field.
-        if self.endpoint.files.filter(path=path).exists():
+        # The (endpoint, path) constraint is not checked by the form: endpoint is not a field
+        # (a file being changed, as a configuration import does, keeps its own path).
+        if self.endpoint.files.filter(path=path).exclude(pk=self.instance.pk).exists():
             raise forms.ValidationError(f"{self.endpoint.name} already has a test file {path}")
         return path
 
