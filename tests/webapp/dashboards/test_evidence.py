@@ -507,3 +507,24 @@ def test_a_run_ended_by_fedprobes_own_fault_says_no_ticket_is_needed(slower: Reg
         "no ticket is needed."
     )
     assert rows(files["failing-runs.csv"]) == []  # never counted against the site
+
+
+def test_the_probe_line_presents_the_credential_where_the_run_did() -> None:
+    """A run presents its token to the endpoint's credential_hosts too (redirect targets);
+    without them, the line pasted by hand would fail at the redirect where the run did not."""
+    endpoint = Endpoint(
+        name="se", protocol="root", base_url="root://redirector.example:1094",
+        credential_kind="token", credential_hosts=["disk1.example", ".pool.example"],
+    )  # fmt: skip
+    run = Run(
+        pk=7, endpoint=endpoint, test_file=TestFile(endpoint=endpoint, path="/data/f", size=1),
+        method="direct", pattern="random", read_size=65536, fraction=0.1, clients=1,
+    )  # fmt: skip
+    probe = {c.tool: c.line for c in reproduce_commands(run)}["fedprobe probe"]
+    assert "--credential-host disk1.example --credential-host .pool.example" in probe
+    anonymous = Endpoint(
+        name="se", protocol="root", base_url="root://redirector.example:1094",
+        credential_hosts=["disk1.example"],
+    )  # fmt: skip
+    run.endpoint = anonymous
+    assert "--credential-host" not in reproduce_commands(run)[0].line
