@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
+from django.utils.html import escape
+
 from webapp.campaigns.models import Run
 from webapp.campaigns.run_table import without_secrets
 from webapp.core.redact import HIDDEN
@@ -540,6 +542,15 @@ def _secrets_of(endpoint: Endpoint) -> list[str]:
         parts |= {str(v) for v in parsed.values()}
     secrets = [p for p in parts if len(p) >= MIN_SECRET_CHARS and not p.startswith("-----")]
     return sorted(secrets, key=len, reverse=True)
+
+
+def page_without_secrets(html: str, endpoint: Endpoint) -> str:
+    """The evidence page's HTML with the last guard the archive has: the endpoint's stored
+    credential cut wherever a message echoed it (as written, and as the template escaped it),
+    even where the redaction did not recognise it as a secret."""
+    secrets = _secrets_of(endpoint)
+    escaped = [str(escape(secret)) for secret in secrets]
+    return _cut(html, sorted({*secrets, *escaped}, key=len, reverse=True))
 
 
 def _cut(text: str, secrets: Sequence[str]) -> str:

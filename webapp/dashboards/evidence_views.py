@@ -13,7 +13,12 @@ from django.views import View
 from webapp.accounts.access import ViewerRequiredMixin
 from webapp.campaigns.models import Run
 from webapp.campaigns.run_table import without_secrets
-from webapp.dashboards.evidence import FILES, evidence_filename, evidence_svg
+from webapp.dashboards.evidence import (
+    FILES,
+    evidence_filename,
+    evidence_svg,
+    page_without_secrets,
+)
 from webapp.dashboards.reproduce import (
     CREDENTIAL_HELP,
     credential_of,
@@ -77,7 +82,10 @@ def _page(request: HttpRequest, evidence: Evidence, download_url: str) -> HttpRe
             "other_runs": MAX_OTHER_RUNS,
         },
     }
-    return render(request, TEMPLATE, context)
+    response = render(request, TEMPLATE, context)
+    html = page_without_secrets(response.content.decode(), evidence.endpoint)
+    response.content = html.encode()
+    return response
 
 
 def _failure(run: Run) -> dict[str, object]:

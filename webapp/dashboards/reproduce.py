@@ -83,6 +83,9 @@ def _probe(run: Run, credential: str) -> Command:
         options.append(("--timeout", f"{run.deadline_s:g}"))
     if run.test_file.adler32 and len(urls) == 1:
         options.append(("--adler32", run.test_file.adler32))
+    if credential != "none":
+        # The run presented its credential to these redirect targets too (engine_params).
+        options += [("--credential-host", host) for host in run.endpoint.credential_hosts]
     words = ["python", "-m", "workers.engine", *urls]
     words += [word for option in options for word in option]
     auth = {

@@ -507,3 +507,49 @@ def test_a_run_ended_by_fedprobes_own_fault_says_no_ticket_is_needed(slower: Reg
         "no ticket is needed."
     )
     assert rows(files["failing-runs.csv"]) == []  # never counted against the site
+
+
+def test_the_probe_line_presents_the_credential_where_the_run_did() -> None:
+    """A run presents its token to the endpoint's credential_hosts too (redirect targets);
+    without them, the line pasted by hand would fail at the redirect where the run did not."""
+    endpoint = Endpoint(
+        name="se", protocol="root", base_url="root://redirector.example:1094",
+        credential_kind="token", credential_hosts=["disk1.example", ".pool.example"],
+    )  # fmt: skip
+    run = Run(
+        pk=7, endpoint=endpoint, test_file=TestFile(endpoint=endpoint, path="/data/f", size=1),
+        method="direct", pattern="random", read_size=65536, fraction=0.1, clients=1,
+    )  # fmt: skip
+    probe = {c.tool: c.line for c in reproduce_commands(run)}["fedprobe probe"]
+    assert "--credential-host disk1.example --credential-host .pool.example" in probe
+    anonymous = Endpoint(
+        name="se", protocol="root", base_url="root://redirector.example:1094",
+        credential_hosts=["disk1.example"],
+    )  # fmt: skip
+    run.endpoint = anonymous
+    assert "--credential-host" not in reproduce_commands(run)[0].line
+
+
+def test_the_page_never_shows_a_stored_credential_the_redaction_does_not_recognise(
+    slower: Regression,
+) -> None:
+    """An opaque token (no JWT, no "Bearer" before it) echoed by a server: the archive's
+    last guard cuts it; the page must too."""
+    endpoint = slower.endpoint
+    assert endpoint is not None
+    opaque = "MDAxY2xvY2F0aW9uIG9wYXF1ZS1tYWNhcm9vbi1zM2NyZXQ"
+    Endpoint.objects.filter(pk=endpoint.pk).update(credential_kind="token", credential=opaque)
+    echoed = f"403 from door: macaroon {opaque} refused"
+    failed = planted_run(
+        Endpoint.objects.get(pk=endpoint.pk),
+        "cern-vp",
+        datetime(2026, 11, 23, 2, tzinfo=UTC),
+        status=Run.Status.FAILED,
+        errors=[{"class": "auth", "message": echoed, "client": None}],
+    )
+    files, _ = archive(api_for(user("cy", role="viewer")), f"/api/v1/runs/{failed.pk}/evidence/")
+    assert_no_secret(files, opaque)
+    page = page_for(user("di", role="viewer")).get(f"/runs/{failed.pk}/evidence/")
+    html = page.content.decode()
+    assert page.status_code == 200 and "403 from door: macaroon" in html
+    assert opaque not in html

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.webapp.factories import EndpointFactory, SiteFactory
+from tests.webapp.factories import EndpointFactory, SiteFactory, proxy_pem
 from tests.webapp.sites.registry_server import FIXTURES, Registry, registry  # noqa: F401
 from webapp.sites.models import Endpoint, Site
 from webapp.sites.registry_formats import (
@@ -251,3 +251,22 @@ def test_a_client_certificate_that_does_not_load_is_named_without_its_contents(
         topology("gocdb", f"{registry.url}/gocdbpi/private/?method=get_site", "--cert", str(cert))
     assert "client certificate: --cert: cannot load it" in str(refused.value)
     assert "c2VjcmV0" not in str(refused.value) and str(cert) not in str(refused.value)
+
+
+def test_a_cert_given_with_its_key_is_not_paired_with_the_settings_key(
+    registry: Registry,  # noqa: F811
+    tmp_path: Path,
+    settings: Any,
+) -> None:
+    """--cert FILE holding its key (docs/topology.md) must not be loaded with the refresh's
+    FEDPROBE_REGISTRY_KEY, another certificate's key: the pair would not load."""
+    other = tmp_path / "refresh.pem"
+    other.write_text(proxy_pem())
+    settings.FEDPROBE_REGISTRY_KEY = str(other)
+    cert = tmp_path / "mine.pem"
+    cert.write_text(proxy_pem())
+    registry.documents["/gocdbpi/private/"] = Path(SITES).read_bytes()
+    output = topology(
+        "gocdb", f"{registry.url}/gocdbpi/private/?method=get_site", "--cert", str(cert)
+    )
+    assert "applied" in output

@@ -38,9 +38,13 @@ def add_source_arguments(parser: ArgumentParser, *, formats: list[str]) -> None:
 
 
 def client_credential(options: dict[str, Any]) -> dict[str, str]:
-    """The client certificate's paths (never their contents) from options or settings."""
+    """The client certificate's paths (never their contents) from options or settings.
+    A --cert is paired with --key only: its file holds its key unless --key is given, and
+    the settings' key belongs to the settings' certificate."""
+    if options["cert"]:
+        return {"client_cert": options["cert"], "client_key": options["key"] or ""}
     return {
-        "client_cert": options["cert"] or settings.FEDPROBE_REGISTRY_CERT,
+        "client_cert": settings.FEDPROBE_REGISTRY_CERT,
         "client_key": options["key"] or settings.FEDPROBE_REGISTRY_KEY,
     }
 
