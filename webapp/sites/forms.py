@@ -198,7 +198,11 @@ def _stored_secret(stored: str) -> str:
 
 class TestFileForm(forms.ModelForm):  # type: ignore[type-arg]
     """A test file of one endpoint (given to the form, not chosen in it). A blank size or
-    adler32 is asked of the server, a typed one checked against it (file_lookup.py)."""
+    adler32 is asked of the server, a typed one checked against it (file_lookup.py).
+
+    With `ask_server=False` (a configuration import: the file states what is wanted, and a
+    federation's worth of files must not wait on each server in turn) the values are taken as
+    written: the size is required and a blank adler32 stays blank."""
 
     __test__ = False
 
@@ -212,10 +216,15 @@ class TestFileForm(forms.ModelForm):  # type: ignore[type-arg]
         fields = ["path", "size", "adler32", "is_default"]
         labels = {"is_default": "Default test file of the endpoint"}
 
-    def __init__(self, *args: Any, endpoint: Endpoint, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, endpoint: Endpoint, ask_server: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.endpoint = endpoint
         self.instance.endpoint = endpoint
+        self.ask_server = ask_server
+        if not ask_server:
+            self.fields["size"].required = True
 
     def clean_path(self) -> str:
         path: str = self.cleaned_data["path"]
@@ -237,7 +246,7 @@ class TestFileForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def clean(self) -> dict[str, Any]:
         cleaned: dict[str, Any] = super().clean() or {}
-        if self.errors:  # a bad path or a malformed value: the server is not asked
+        if self.errors or not self.ask_server:  # a bad path or value, or taken as written
             return cleaned
         self.fill = endpoint_file_fill(
             endpoint=self.endpoint,

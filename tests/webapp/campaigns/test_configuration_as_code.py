@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import textwrap
+from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -280,3 +282,28 @@ def test_the_command_imports_with_a_users_rights_when_asked(nightly: Campaign) -
             stdout=io.StringIO(),
         )
     assert "campaign weekly: creating campaigns needs the operator role" in err.getvalue()
+
+
+def test_test_files_are_imported_as_written_without_asking_their_server(
+    tmp_path: Path, settings: Any
+) -> None:
+    """The file states the size and adler32 wanted: an import asks no server (a federation's
+    files would each wait on theirs inside the transaction), so a blank adler32 stays blank
+    and the round trip holds, although this endpoint's server would answer otherwise."""
+    (tmp_path / "f").write_bytes(b"fedprobe" * 100)
+    settings.FEDPROBE_FILE_ROOTS = [str(tmp_path)]
+    local = EndpointFactory(
+        site=SiteFactory(name="LOCAL"),
+        name="local-file",
+        protocol="file",
+        base_url=f"file://{tmp_path}",
+    )
+    TestFileFactory(endpoint=local, path="/f", size=4096, adler32="")
+    campaign = CampaignFactory(name="local", endpoints=[local])
+    first = configuration_export(campaigns=[campaign])
+    _forget_everything()
+    outcome = configuration_import(text=first, as_user=None, dry_run=False)
+    assert outcome.errors == []
+    stored = TestFile.objects.get()
+    assert (stored.size, stored.adler32) == (4096, "")
+    assert configuration_export(campaigns=Campaign.objects.all()) == first
