@@ -161,6 +161,7 @@ def test_availability_below_the_critical_range_is_critical(
     [
         (["--site", "nowhere"], "--site: no site named 'nowhere'"),
         (["--endpoint", "x1"], "--endpoint: no endpoint with id 'x1'"),
+        (["--endpoint", "\u00b2"], "--endpoint: no endpoint with id '\u00b2'"),  # isdigit()
         (["--site", "nagios-site", "--warning", "fast"], "--warning: 'fast' is not a range"),
         ([], "one of the arguments --site --endpoint --vantage-point is required"),
         (["--site", "a", "--endpoint", "1"], "not allowed with argument"),
