@@ -3,8 +3,12 @@ as a monitoring plugin's state, status line and perfdata (docs/monitoring-probes
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -220,3 +224,16 @@ def test_a_vantage_point_that_never_ran_is_judged_by_its_not_run_regression(
     )
     found = check_watch(capsys, "--vantage-point", "never-ran")
     assert (found.code, found.state) == (2, "CRITICAL"), found.line
+
+
+def test_a_database_that_does_not_answer_is_unknown_with_one_line() -> None:
+    """The plugin's own failure is UNKNOWN (3), never a traceback's exit 1 (WARNING)."""
+    env = {**os.environ, "DATABASE_URL": "postgres://fedprobe@127.0.0.1:1/nowhere"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check_watch", "--site", "ALPHA"],
+        cwd=Path(__file__).parents[3], env=env, capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    state, _ = check_plugin_line(done.stdout.strip())
+    assert state == "UNKNOWN" and "OperationalError" in done.stdout, done.stdout
