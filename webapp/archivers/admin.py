@@ -143,7 +143,7 @@ _DELIVERY_FIELDS = (
 class ArchiveDeliveryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["id", "status", "archiver", "run", "attempts", "created_at", "last_error"]
     list_filter = ["status", "archiver"]
-    list_select_related = ["archiver"]
+    list_select_related = ["archiver", "run"]  # both shown on each row
     fields = readonly_fields = _DELIVERY_FIELDS
     actions = [send_again]
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.webapp.archivers.conftest import TOKEN, finished_run, http_archiver, pump
@@ -136,3 +138,20 @@ def test_send_again_gives_a_delivery_its_time_to_live_again(http_receiver: HttpR
     pump()
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == (Status.PENDING, 1), delivery.last_error
+
+
+def test_the_deliveries_list_costs_the_same_queries_for_one_row_or_three(
+    http_receiver: HttpReceiver,
+) -> None:
+    http_archiver(http_receiver)
+    finished_run()
+    pump()
+    page = page_for(_superuser())
+    with CaptureQueriesContext(connection) as one:
+        assert page.get("/admin/archivers/archivedelivery/").status_code == 200
+    finished_run(), finished_run()
+    pump()
+    with CaptureQueriesContext(connection) as three:
+        assert page.get("/admin/archivers/archivedelivery/").status_code == 200
+    assert ArchiveDelivery.objects.count() == 3
+    assert len(three) == len(one)
