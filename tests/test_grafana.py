@@ -127,3 +127,10 @@ def test_every_sql_panel_reads_rows_as_the_read_only_reader(grafana_reader: str)
             reader.execute("UPDATE watch_regression SET summary = ''")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             reader.execute("SELECT * FROM campaigns_run LIMIT 1")
+        for secret in (  # an endpoint's stored token or proxy, a vantage point's token digests
+            "SELECT credential FROM sites_endpoint",
+            "SELECT agent_token_digest FROM sites_vantagepoint",
+            "SELECT enrolment_token_digest FROM sites_vantagepoint",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                reader.execute(secret)

@@ -38,6 +38,7 @@ from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST, genera
 from prometheus_client.registry import Collector, CollectorRegistry
 from rest_framework.throttling import BaseThrottle
 
+from webapp.archivers.selectors import backlog
 from webapp.campaigns.health import vantage_points_health
 from webapp.campaigns.metrics import METRICS, RUN_METRICS, RunMetric
 from webapp.campaigns.models import Run
@@ -301,7 +302,7 @@ def vantage_point_families(*, now: datetime) -> list[Metric]:
 
 def own_health_families(*, now: datetime) -> list[Metric]:
     """fedprobe's own queues: runs waiting or measuring, runs ended lately by outcome, the
-    notifications still to send, and the watch's last pass."""
+    notifications and archive deliveries still to send, and the watch's last pass."""
     active = GaugeMetricFamily(
         "fedprobe_runs_active", "Runs queued or measuring, by state", labels=["state"]
     )
@@ -317,7 +318,7 @@ def own_health_families(*, now: datetime) -> list[Metric]:
     counts = dict(_count_by_status(recent))
     for state in Run.Status.FINAL:
         ended.add_metric([state], counts.get(state, 0))
-    return [active, ended, *_delivery_families(now), _watch_family()]
+    return [active, ended, *_delivery_families(now), *_archiver_families(now), _watch_family()]
 
 
 def _count_by_status(runs: Any) -> Iterable[tuple[str, int]]:
@@ -347,6 +348,32 @@ def _delivery_families(now: datetime) -> list[Metric]:
     firsts = [first for _, first in found.values() if first is not None]
     oldest.add_metric([], max(0.0, (now - min(firsts)).total_seconds()) if firsts else 0.0)
     return [backlog, oldest]
+
+
+def _archiver_families(now: datetime) -> list[Metric]:
+    """Each archiver's backlog (webapp.archivers.selectors.backlog, one query): one sample an
+    archiver, whose name an operator gave; their number is the archivers', a handful."""
+    labels = ["archiver"]
+    pending = GaugeMetricFamily(
+        "fedprobe_archiver_backlog",
+        "Finished runs not yet delivered to the archiver (pending, or being sent)",
+        labels=labels,
+    )
+    oldest = GaugeMetricFamily(
+        "fedprobe_archiver_oldest_pending_age_seconds",
+        "Seconds since the oldest run not yet delivered to the archiver was queued (0: none)",
+        labels=labels,
+    )
+    failed = GaugeMetricFamily(
+        "fedprobe_archiver_failed",
+        "Runs the archiver's deliveries gave up on (shown in the admin with their last error)",
+        labels=labels,
+    )
+    for row in backlog(now=now):
+        pending.add_metric([row.name], row.pending)
+        oldest.add_metric([row.name], max(0.0, row.oldest_pending_s or 0.0))
+        failed.add_metric([row.name], row.failed)
+    return [pending, oldest, failed]
 
 
 def _watch_family() -> Metric:

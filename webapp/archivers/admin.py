@@ -115,10 +115,13 @@ class ArchiverAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return int(archiver.failed)
 
 
-@admin.action(description="Send again (pending now, attempts from zero)")
+@admin.action(description="Send again (queued now: attempts and time to live from zero)")
 def send_again(admin_view: Any, request: HttpRequest, rows: QuerySet[ArchiveDelivery]) -> None:
+    # Queued again now: with its old created_at, one given up after its ttl would be given up
+    # again at its first failed attempt.
+    now = timezone.now()
     count = rows.exclude(status=ArchiveDelivery.Status.SENDING).update(
-        status=ArchiveDelivery.Status.PENDING, attempts=0, next_attempt_at=timezone.now()
+        status=ArchiveDelivery.Status.PENDING, attempts=0, created_at=now, next_attempt_at=now
     )
     messages.info(request, f"{count} deliveries will be sent again by the next pass")
 
@@ -140,7 +143,7 @@ _DELIVERY_FIELDS = (
 class ArchiveDeliveryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["id", "status", "archiver", "run", "attempts", "created_at", "last_error"]
     list_filter = ["status", "archiver"]
-    list_select_related = ["archiver"]
+    list_select_related = ["archiver", "run"]  # both shown on each row
     fields = readonly_fields = _DELIVERY_FIELDS
     actions = [send_again]
 

@@ -65,7 +65,9 @@ def target_find(*, site: str | None, endpoint: str | None, vantage_point: str | 
             raise LookupError(f"--site: no site named {site!r}")
         return Target(site=found_site)
     if endpoint is not None:
-        found = Endpoint.objects.filter(pk=int(endpoint)).first() if endpoint.isdigit() else None
+        # isdigit() alone takes "²", which int() refuses: ASCII digits only.
+        digits = endpoint.isascii() and endpoint.isdigit()
+        found = Endpoint.objects.filter(pk=int(endpoint)).first() if digits else None
         if found is None:
             raise LookupError(f"--endpoint: no endpoint with id {endpoint!r}")
         return Target(endpoint=found)

@@ -1,7 +1,7 @@
 """A small federation's state for the /metrics tests and the dashboards' queries: two sites
 (an XRootD and an HTTPS endpoint), two vantage points, three nights of runs rolled up by the
-watch's own pass, an open regression, a worker's heartbeat, a queued run and a notification
-waiting to be sent: something for every family /metrics exports."""
+watch's own pass, an open regression, a worker's heartbeat, a queued run, a notification
+and an archive delivery waiting to be sent: something for every family /metrics exports."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.webapp.factories import (
     user,
 )
 from tests.webapp.watch.nights import Series, run
+from webapp.archivers.models import ArchiveDelivery, Archiver
 from webapp.campaigns.models import Run
 from webapp.notifications.models import Delivery, Subscription
 from webapp.sites.models import WorkerHeartbeat
@@ -83,6 +84,15 @@ def federation_state() -> Federation:
         subscription=subscription,
         digest_day=today - timedelta(days=1),
         created_at=now - timedelta(minutes=10),
+        next_attempt_at=now,
+    )
+    archiver = Archiver.objects.create(
+        name="perfsonar", kind="http", url="http://archive.example.org/", archive_from=now
+    )
+    ArchiveDelivery.objects.create(
+        archiver=archiver,
+        run=Run.objects.filter(status=Run.Status.SUCCEEDED).first(),
+        created_at=now - timedelta(minutes=5),
         next_attempt_at=now,
     )
     return Federation(now, series, regression)

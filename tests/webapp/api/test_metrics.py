@@ -10,11 +10,13 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from tests.webapp.api.metrics_data import PARAMS, federation_state
-from tests.webapp.factories import EndpointFactory
+from tests.webapp.factories import EndpointFactory, RunFactory
 from tests.webapp.watch.nights import run, series
+from webapp.archivers.models import ArchiveDelivery, Archiver
 from webapp.watch.evaluate import watch_evaluate
 
 TOKEN = "s3cret-scrape-token-0123456789abcdef"
@@ -130,7 +132,7 @@ def test_a_scrape_costs_the_same_queries_whatever_the_number_of_series(
     assert len(after["fedprobe_series_throughput_mbps"]) == (
         len(before["fedprobe_series_throughput_mbps"]) + 3
     )
-    assert len(many) == len(few) <= 10
+    assert len(many) == len(few) <= 11
 
 
 def test_a_hostile_site_name_is_one_label_value_and_the_exposition_still_parses(
@@ -160,3 +162,24 @@ def test_the_exported_run_metrics_are_a_setting_that_names_registry_metrics(
     settings.FEDPROBE_METRICS_SERIES_METRICS = ["throughput"]
     with pytest.raises(ImproperlyConfigured, match=r"FEDPROBE_METRICS_SERIES_METRICS.*throughput"):
         client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+def test_each_archivers_backlog_is_fedprobes_own_health(client: Any, settings: Any) -> None:
+    settings.FEDPROBE_METRICS_TOKEN = TOKEN
+    now = timezone.now()
+    behind = Archiver.objects.create(name="behind", kind="http", url="http://x", archive_from=now)
+    Archiver.objects.create(name="quiet", kind="http", url="http://y", archive_from=now)
+    status = ArchiveDelivery.Status
+    waited = {status.PENDING: 600, status.SENDING: 60, status.DELIVERED: 7200, status.FAILED: 9000}
+    for state, age_s in waited.items():
+        at = now - timedelta(seconds=age_s)
+        ArchiveDelivery.objects.create(
+            archiver=behind, run=RunFactory(), status=state, created_at=at, next_attempt_at=at
+        )
+    found = samples(client)
+    backlog, failed = found["fedprobe_archiver_backlog"], found["fedprobe_archiver_failed"]
+    assert backlog == {labels(archiver="behind"): 2.0, labels(archiver="quiet"): 0.0}
+    assert failed == {labels(archiver="behind"): 1.0, labels(archiver="quiet"): 0.0}
+    age = found["fedprobe_archiver_oldest_pending_age_seconds"]
+    assert 600 <= age[labels(archiver="behind")] < 700  # the pending one, not the delivered
+    assert age[labels(archiver="quiet")] == 0.0

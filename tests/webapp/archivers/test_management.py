@@ -10,12 +10,16 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tests.webapp.archivers.conftest import TOKEN, finished_run, http_archiver, pump
 from tests.webapp.factories import api_for, page_for, user
 from tests.webapp.notifications.conftest import HttpReceiver
-from webapp.archivers.models import Archiver
+from webapp.archivers.models import ArchiveDelivery, Archiver
+
+Status = ArchiveDelivery.Status
 
 pytestmark = pytest.mark.django_db
 
@@ -115,3 +119,39 @@ def _superuser() -> Any:
     from django.contrib.auth.models import User
 
     return User.objects.create_superuser("root", "root@example.org", "x")
+
+
+def test_send_again_gives_a_delivery_its_time_to_live_again(http_receiver: HttpReceiver) -> None:
+    """One given up after its ttl, sent again to a receiver still failing, is retried rather
+    than given up on its first attempt again."""
+    http_receiver.status = 503
+    http_receiver.start()
+    http_archiver(http_receiver)  # ttl a day
+    finished_run()
+    pump()
+    stale = timezone.now() - timedelta(days=2)
+    ArchiveDelivery.objects.update(status=Status.FAILED, created_at=stale)
+    page = page_for(_superuser())
+    (delivery,) = ArchiveDelivery.objects.all()
+    chosen = {"action": "send_again", "_selected_action": [delivery.pk]}
+    assert page.post("/admin/archivers/archivedelivery/", chosen).status_code == 302
+    pump()
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (Status.PENDING, 1), delivery.last_error
+
+
+def test_the_deliveries_list_costs_the_same_queries_for_one_row_or_three(
+    http_receiver: HttpReceiver,
+) -> None:
+    http_archiver(http_receiver)
+    finished_run()
+    pump()
+    page = page_for(_superuser())
+    with CaptureQueriesContext(connection) as one:
+        assert page.get("/admin/archivers/archivedelivery/").status_code == 200
+    finished_run(), finished_run()
+    pump()
+    with CaptureQueriesContext(connection) as three:
+        assert page.get("/admin/archivers/archivedelivery/").status_code == 200
+    assert ArchiveDelivery.objects.count() == 3
+    assert len(three) == len(one)

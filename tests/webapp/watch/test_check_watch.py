@@ -3,8 +3,12 @@ as a monitoring plugin's state, status line and perfdata (docs/monitoring-probes
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,6 +165,7 @@ def test_availability_below_the_critical_range_is_critical(
     [
         (["--site", "nowhere"], "--site: no site named 'nowhere'"),
         (["--endpoint", "x1"], "--endpoint: no endpoint with id 'x1'"),
+        (["--endpoint", "\u00b2"], "--endpoint: no endpoint with id '\u00b2'"),  # isdigit()
         (["--site", "nagios-site", "--warning", "fast"], "--warning: 'fast' is not a range"),
         ([], "one of the arguments --site --endpoint --vantage-point is required"),
         (["--site", "a", "--endpoint", "1"], "not allowed with argument"),
@@ -219,3 +224,16 @@ def test_a_vantage_point_that_never_ran_is_judged_by_its_not_run_regression(
     )
     found = check_watch(capsys, "--vantage-point", "never-ran")
     assert (found.code, found.state) == (2, "CRITICAL"), found.line
+
+
+def test_a_database_that_does_not_answer_is_unknown_with_one_line() -> None:
+    """The plugin's own failure is UNKNOWN (3), never a traceback's exit 1 (WARNING)."""
+    env = {**os.environ, "DATABASE_URL": "postgres://fedprobe@127.0.0.1:1/nowhere"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check_watch", "--site", "ALPHA"],
+        cwd=Path(__file__).parents[3], env=env, capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    state, _ = check_plugin_line(done.stdout.strip())
+    assert state == "UNKNOWN" and "OperationalError" in done.stdout, done.stdout

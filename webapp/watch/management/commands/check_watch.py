@@ -62,9 +62,14 @@ class Command(BaseCommand):
                 endpoint=options["endpoint"],
                 vantage_point=options["vantage_point"],
             )
+            verdict = watch_verdict(target=target, thresholds=thresholds, now=timezone.now())
         except (BadThreshold, LookupError) as exc:
             _unknown(str(exc))
-        verdict = watch_verdict(target=target, thresholds=thresholds, now=timezone.now())
+        except Exception as exc:
+            # The database down is our fault, not the target's: UNKNOWN (a traceback would exit
+            # 1, WARNING to a core), saying what failed in the exception's first line.
+            first = next(iter(str(exc).splitlines()), "")
+            _unknown(f"the watch cannot be asked: {type(exc).__name__}: {first}")
         self.stdout.write(verdict.line)
         sys.exit(int(verdict.state))
 
