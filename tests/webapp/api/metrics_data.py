@@ -72,8 +72,9 @@ def federation_state() -> Federation:
         key=f"metrics-test:{beta.pk}:{points[1].pk}:availability",
         metric="availability",
     )
+    # ral's worker: the session's real worker may be heartbeating as local's meanwhile.
     WorkerHeartbeat.objects.create(
-        hostname="vantage-local@host", queue="vantage.local", pid=4242, version="test",
+        hostname="vantage-ral@host", queue="vantage.ral", pid=4242, version="test",
         started_at=timezone.now() - timedelta(hours=1), last_seen=timezone.now(),
     )  # fmt: skip
     run(series[0], today, status=Run.Status.QUEUED)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from tests.webapp.api.metrics_data import PARAMS, federation_state
-from tests.webapp.factories import EndpointFactory, RunFactory
+from tests.webapp.factories import EndpointFactory, RunFactory, VantagePointFactory
 from tests.webapp.watch.nights import run, series
 from webapp.archivers.models import ArchiveDelivery, Archiver
 from webapp.watch.evaluate import watch_evaluate
@@ -90,6 +90,7 @@ def test_metrics_reports_each_series_latest_night_and_the_watch_state(
 ) -> None:
     settings.FEDPROBE_METRICS_TOKEN = TOKEN
     federation_state()
+    VantagePointFactory(name="idle")  # no worker has ever taken its queue
     found = samples(client)
     alpha_local = labels(
         site="ALPHA", endpoint="alpha-root", protocol="root", vantage_point="local", params=PARAMS
@@ -107,10 +108,10 @@ def test_metrics_reports_each_series_latest_night_and_the_watch_state(
     assert found["fedprobe_series_throughput_mbps"][beta_ral] == 400.0  # its last measured night
     open_ = found["fedprobe_regressions_open"]
     assert open_[labels(severity="critical", state="open", **dict(beta_ral))] == 1.0
-    assert found["fedprobe_vantage_point_workers_live"][labels(vantage_point="local")] == 1.0
-    assert found["fedprobe_vantage_point_workers_live"][labels(vantage_point="ral")] == 0.0
+    assert found["fedprobe_vantage_point_workers_live"][labels(vantage_point="ral")] == 1.0
+    assert found["fedprobe_vantage_point_workers_live"][labels(vantage_point="idle")] == 0.0
     assert found["fedprobe_vantage_point_queued_runs"][labels(vantage_point="local")] == 1.0
-    assert labels(vantage_point="ral") not in found["fedprobe_vantage_point_heartbeat_age_seconds"]
+    assert labels(vantage_point="idle") not in found["fedprobe_vantage_point_heartbeat_age_seconds"]
     assert found["fedprobe_runs_active"][labels(state="queued")] == 1.0
     assert found["fedprobe_notifications_backlog"][labels(status="pending")] == 1.0
     assert found["fedprobe_watch_last_pass_timestamp_seconds"][()] > 0
