@@ -141,10 +141,13 @@ def delivery_send(*, delivery_id: int, now: datetime) -> str | None:
             key=delivery.idempotency_key,
         )
     except DeliveryError as exc:
-        return _failed(delivery, str(exc), permanent=exc.permanent, now=now)
+        return _failed(
+            delivery, str(exc), permanent=exc.permanent, now=now, lease_until=lease_until
+        )
     except Exception as exc:  # a bug of ours must not leave it claimed until the lease ends
         logger.exception("archive delivery %s: unexpected failure", delivery_id)
-        return _failed(delivery, f"internal error: {type(exc).__name__}", permanent=False, now=now)
+        error = f"internal error: {type(exc).__name__}"
+        return _failed(delivery, error, permanent=False, now=now, lease_until=lease_until)
     ArchiveDelivery.objects.filter(
         pk=delivery_id, status=Status.SENDING, lease_until=lease_until
     ).update(status=Status.DELIVERED, delivered_at=now, lease_until=None, last_error="")
@@ -169,13 +172,19 @@ def run_message(*, run_id: int, key: str) -> dict[str, Any]:
     }
 
 
-def _failed(delivery: ArchiveDelivery, error: str, *, permanent: bool, now: datetime) -> str:
+def _failed(
+    delivery: ArchiveDelivery, error: str, *, permanent: bool, now: datetime, lease_until: datetime
+) -> str:
+    """Record a failed attempt, if the delivery is still ours (our lease: a worker that took it
+    over after our lease ended owns it now, and its outcome is the one that counts)."""
     archiver = delivery.archiver
     wait = None if permanent else archiver.retry_wait(delivery.attempts)
     too_old = now - delivery.created_at >= timedelta(seconds=archiver.ttl_s)
     give_up = wait is None or too_old
     status = Status.FAILED if give_up else Status.PENDING
-    ArchiveDelivery.objects.filter(pk=delivery.pk, status=Status.SENDING).update(
+    ArchiveDelivery.objects.filter(
+        pk=delivery.pk, status=Status.SENDING, lease_until=lease_until
+    ).update(
         status=status,
         lease_until=None,
         last_error=error[:2000],

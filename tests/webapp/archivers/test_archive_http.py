@@ -210,3 +210,41 @@ def test_a_paused_archiver_is_sent_nothing_its_runs_wait_and_go_when_resumed(
     archiver_save(values={"enabled": True}, now=timezone.now(), archiver=archiver)
     pump()
     assert [r.body["run"]["id"] for r in http_receiver.received] == [run.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failure_after_another_worker_took_the_delivery_over_leaves_its_claim_alone(
+    http_receiver: HttpReceiver,
+) -> None:
+    """A worker whose lease ended while it sent (another took the delivery over) records no
+    outcome over the other's: the delivery stays the other's, sending, with its lease."""
+    http_receiver.hold, http_receiver.status = True, 503
+    http_receiver.start()
+    http_archiver(http_receiver)
+    finished_run()
+    errors: list[BaseException] = []
+
+    def slow_pump() -> None:
+        from django.db import connection
+
+        try:
+            pump()
+        except BaseException as exc:  # shown by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=slow_pump)
+    thread.start()
+    assert http_receiver.arrived.wait(10)
+    theirs = timezone.now() + timedelta(minutes=30)
+    ArchiveDelivery.objects.update(lease_until=theirs)  # the other worker's claim
+    http_receiver.release.set()
+    thread.join(30)
+    assert errors == []
+    delivery = ArchiveDelivery.objects.get()
+    assert (delivery.status, delivery.lease_until, delivery.last_error) == (
+        Status.SENDING,
+        theirs,
+        "",
+    )

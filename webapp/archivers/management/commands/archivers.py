@@ -47,7 +47,9 @@ class Command(BaseCommand):
     def _list(self) -> None:
         archivers = {a.name: a for a in Archiver.objects.all()}
         for row in backlog():
-            archiver = archivers[row.name]
+            archiver = archivers.get(row.name)
+            if archiver is None:  # made between the two reads: the next list shows it
+                continue
             oldest = f"{row.oldest_pending_s:.0f} s" if row.oldest_pending_s is not None else "-"
             where = archiver.url + (f" exchange {archiver.exchange!r}" if archiver.exchange else "")
             self.stdout.write(
