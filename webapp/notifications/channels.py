@@ -70,25 +70,31 @@ def webhook_post(
 ) -> None:
     """POST `body` to `url`, each step (connect, send, each read) within `timeout_s`
     (default FEDPROBE_NOTIFY_TIMEOUT_S); DeliveryError says why not (permanent: refused by
-    the egress policy, redirected, or a 4xx other than 408 and 429)."""
+    the egress policy, redirected, or a 4xx other than 408 and 429). Only the answer's status
+    is read, never its body: a receiver that drips a long body, each piece within the
+    timeout, would otherwise hold the sender past its pass and its lease."""
     egress = EgressPolicy.allowing(settings.FEDPROBE_EGRESS_ALLOW)
     config = ClientConfig(egress, ssl_context(None), None)
     sent = {**headers, "Content-Type": "application/json", "Idempotency-Key": key}
     try:
-        with config.client() as client:
-            response = client.post(
+        with (
+            config.client() as client,
+            client.stream(
+                "POST",
                 url,
                 content=json.dumps(body).encode(),
                 headers=sent,
                 timeout=timeout_s or settings.FEDPROBE_NOTIFY_TIMEOUT_S,
-            )
+            ) as response,
+        ):
+            status = response.status_code
     except ProbeError as exc:
         raise DeliveryError(exc.message, permanent=exc.error_class == ErrorClass.EGRESS) from None
     except httpx.TimeoutException:
         raise DeliveryError("the receiver did not answer in time") from None
     except httpx.HTTPError as exc:
         raise DeliveryError(f"cannot reach the receiver: {type(exc).__name__}: {exc}") from None
-    _judge(response.status_code)
+    _judge(status)
 
 
 def _judge(status: int) -> None:
