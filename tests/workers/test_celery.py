@@ -25,6 +25,7 @@ from tests.webapp.factories import (
     TestFileFactory,
     VantagePointFactory,
 )
+from webapp.archivers.tasks import ARCHIVE_PUMP
 from webapp.campaigns.dispatch import (
     LAUNCH_DUE_CAMPAIGNS,
     MEASURE_RUN,
@@ -101,10 +102,17 @@ def test_control_tasks_go_to_the_control_queue_on_beat_s_schedule() -> None:
         LAUNCH_DUE_CAMPAIGNS: 60.0,
         RESEND_RUNS: 60.0,
     }
-    # The watch's pass hourly (tests/webapp/watch), notifications on their own queue.
-    assert set(beat) == {*(name for name, _ in control_tasks), "fedprobe.watch", NOTIFY_PUMP}
-    assert app.amqp.router.route({}, NOTIFY_PUMP)["queue"].name == "notify"
-    assert beat[NOTIFY_PUMP] == 15.0
+    # The watch's pass hourly (tests/webapp/watch); notifications and archivers on the
+    # notify queue (GOCDB's downtime refresh only when a feed is set: tests/webapp/sites).
+    assert set(beat) == {
+        *(name for name, _ in control_tasks),
+        "fedprobe.watch",
+        NOTIFY_PUMP,
+        ARCHIVE_PUMP,
+    }
+    for pump in (NOTIFY_PUMP, ARCHIVE_PUMP):
+        assert app.amqp.router.route({}, pump)["queue"].name == "notify"
+        assert beat[pump] == 15.0
 
 
 def test_scheduled_tasks_are_all_registered() -> None:

@@ -13,7 +13,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import parsers, serializers, status
 from rest_framework.decorators import action
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -100,8 +100,9 @@ class CampaignConfigurationActions:
 
     @extend_schema(
         responses={
+            # A YAML mapping (clients, Schemathesis too, parse it as one): an object.
             (200, YAML_TYPE): OpenApiResponse(
-                OpenApiTypes.STR,
+                OpenApiTypes.OBJECT,
                 description="the campaign with its sites, endpoints and vantage points "
                 "(format version 1; no credential)",
             )
@@ -147,8 +148,11 @@ class CampaignConfigurationActions:
         """Create and update campaigns, sites, endpoints, test files and vantage points from a
         configuration file (the body, application/yaml), matched by name; all of it or, at
         the first error anywhere, none of it."""
-        if not isinstance(request.data, str):
-            raise ParseError(f"send the file as the body, Content-Type {YAML_TYPE}")
+        if not isinstance(request.data, str):  # no body, or a form's: 415, as for JSON
+            raise UnsupportedMediaType(
+                request.content_type or "none",
+                detail=f"send the file as the body, Content-Type {YAML_TYPE}",
+            )
         dry_run = request.query_params.get("dry_run", "").lower() in ("1", "true", "yes")
         outcome = configuration_import(text=request.data, as_user=request.user, dry_run=dry_run)
         body = _outcome_json(outcome, dry_run=dry_run)

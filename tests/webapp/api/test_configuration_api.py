@@ -91,3 +91,9 @@ def test_an_invalid_file_answers_400_with_every_error_and_creates_nothing() -> N
         "import.yaml:5: sites[1]: site NEW is also at line 3: objects are matched by name",
     ]
     assert not Site.objects.exists()
+
+
+def test_an_import_without_a_yaml_body_is_415_naming_the_type() -> None:
+    answer = api_for(user("olga")).post("/api/v1/campaigns/import/")
+    assert answer.status_code == 415
+    assert "application/yaml" in answer.json()["detail"]
