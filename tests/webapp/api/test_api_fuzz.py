@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import hypothesis
 import pytest
 import requests
 import schemathesis
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from hypothesis import strategies
 from schemathesis import APIOperation, GenerationMode
 from schemathesis.checks import (
@@ -33,23 +32,15 @@ from schemathesis.checks import (
     response_schema_conformance,
 )
 
-from tests.servers import celery_sends_to
 from tests.webapp.api.test_api import client_for
 from tests.webapp.factories import (
-    CampaignFactory,
-    EndpointFactory,
-    RegressionFactory,
     RunFactory,
-    SiteFactory,
     TestFileFactory,
     VantagePointFactory,
 )
-from webapp.accounts.services import api_token_create, team_create
-from webapp.accounts.throttles import WriteRateThrottle
-from webapp.archivers.models import Archiver
+from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Run
-from webapp.notifications.models import Subscription
-from webapp.sites.models import Downtime, Endpoint, Site, VantagePoint
+from webapp.sites.models import Endpoint, Site, VantagePoint
 
 # Per operation and generation mode: ~1,800 requests in all. bin/test's SQLite stage, which
 # runs this again on the embedded database, draws fewer (FEDPROBE_FUZZ_EXAMPLES): every
@@ -75,59 +66,6 @@ CHECKS = [not_a_server_error, response_schema_conformance, content_type_conforma
 KNOWN_DRIFT: frozenset[str] = frozenset()
 
 
-@pytest.fixture
-def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
-    """An operator and one row of each kind it may edit: the ids per collection."""
-    operator = User.objects.create_user("fuzzer", password="x")
-    # A transactional test before this one may have flushed the groups migrations made.
-    operator.groups.add(Group.objects.get_or_create(name="operator")[0])
-    site = SiteFactory(owner=operator)
-    endpoint = EndpointFactory(site=site, owner=operator, base_url="root://fuzz.invalid:1094/")
-    test_file = TestFileFactory(endpoint=endpoint, adler32="0000abcd")
-    vantage_point = VantagePointFactory(name="fuzz")  # no worker consumes its queue
-    campaign = CampaignFactory(owner=operator, endpoints=[endpoint], vantage_points=[vantage_point])
-    run = RunFactory(
-        campaign=campaign, test_file=test_file, vantage_point=vantage_point,
-        status=Run.Status.SUCCEEDED, throughput_mbps=12.0,
-    )  # fmt: skip
-    regression = RegressionFactory(endpoint=endpoint, vantage_point=vantage_point)
-    downtime = Downtime.objects.create(
-        site=site, start=run.created_at, end=run.created_at + timedelta(hours=2),
-        severity="outage", scheduled=True,
-    )  # fmt: skip
-    ids = {
-        "downtimes": downtime.pk,
-        "sites": site.pk,
-        "endpoints": endpoint.pk,
-        "vantage-points": vantage_point.pk,
-        "campaigns": campaign.pk,
-        "runs": run.pk,
-        "subscriptions": Subscription.objects.create(
-            owner=operator, channel="email", email="fuzzer@example.org"
-        ).pk,
-        "regressions": regression.pk,
-        "teams": team_create(name="fuzz-team", by=operator).pk,
-        # Admins' only: the operator's requests answer 403 (its schema checked).
-        "archivers": Archiver.objects.create(
-            name="fuzz", kind="http", url="http://127.0.0.1:9/", archive_from=run.created_at
-        ).pk,
-    }
-    return operator, ids
-
-
-@pytest.fixture
-def unthrottled(monkeypatch: pytest.MonkeyPatch) -> None:
-    """API writes unthrottled: the fuzzer writes far more than 120 a minute."""
-    rates = {**WriteRateThrottle.THROTTLE_RATES, "writes": "100000/min"}
-    monkeypatch.setattr(WriteRateThrottle, "THROTTLE_RATES", rates)
-
-
-@pytest.fixture
-def no_measurements() -> Iterator[None]:
-    with celery_sends_to("memory://"):
-        yield
-
-
 @pytest.mark.sqlite
 def test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift(
     live_server: Any,
@@ -135,12 +73,25 @@ def test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift(
     unthrottled: None,
     no_measurements: None,
 ) -> None:
+    """The first of the operations' two halves; test_api_fuzz_second_half.py fuzzes the
+    other, so that bin/test's quick stage fuzzes both at once in its two processes."""
+    fuzz_operations(live_server.url, seeded, part=0)
+
+
+# The operations are fuzzed in this many parts, each a test of its own file (bin/test's quick
+# stage runs a file at a time in each of its processes).
+PARTS = 2
+
+
+def fuzz_operations(base_url: str, seeded: tuple[User, dict[str, int]], *, part: int) -> None:
+    """Fuzz every PARTS-th operation (by label) from the `part`-th, deletes last."""
     operator, ids = seeded
     auth = {"Authorization": f"Token {api_token_create(user=operator)}"}
-    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/", headers=auth)
-    operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) > 20
-    assert {operation.label for operation in operations} >= KNOWN_DRIFT
+    schema = schemathesis.openapi.from_url(f"{base_url}/api/schema/", headers=auth)
+    every = sorted((result.ok() for result in schema.get_all_operations()), key=_label)
+    assert len(every) > 20
+    assert {operation.label for operation in every} >= KNOWN_DRIFT
+    operations = every[part::PARTS]
     failures = []
     # One kept-alive connection for every case, as a client of the API keeps one: not a
     # connection, a server thread and a database connection of their own per request.
@@ -152,31 +103,31 @@ def test_fuzzing_every_operation_finds_no_server_error_nor_schema_drift(
             if mode == GenerationMode.NEGATIVE and not _has_inputs(operation):
                 continue  # nothing to break (GET /api/v1/matrix/thresholds/)
             strategy = _cases(operation, mode, ids)
-            failure = _fuzz(
-                strategy, session, base_url=live_server.url, headers=auth, checks=checks
-            )
+            failure = _fuzz(strategy, session, base_url=base_url, headers=auth, checks=checks)
             if failure:
                 failures.append(f"{operation.label} ({mode.value}): {failure}")
         for name, strategy in _valid_cases(operation, ids):
-            failure = _fuzz(
-                strategy, session, base_url=live_server.url, headers=auth, checks=checks
-            )
+            failure = _fuzz(strategy, session, base_url=base_url, headers=auth, checks=checks)
             if failure:
                 failures.append(f"{operation.label} ({name}): {failure}")
         for name, strategy in _huge_integer_cases(operation, ids):
             failure = _fuzz(
                 strategy,
                 session,
-                base_url=live_server.url,
+                base_url=base_url,
                 headers=auth,
                 checks=checks,
                 examples=EXPLICIT_EXAMPLES,
             )
             if failure:
                 failures.append(f"{operation.label} (huge {name}): {failure}")
-        failures += _deep_json_failures(operation, ids, base_url=live_server.url, headers=auth)
+        failures += _deep_json_failures(operation, ids, base_url=base_url, headers=auth)
     session.close()
     assert not failures, "\n\n".join(failures)
+
+
+def _label(operation: APIOperation) -> str:
+    return str(operation.label)
 
 
 def _collection(operation: APIOperation) -> str:
