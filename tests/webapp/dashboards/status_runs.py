@@ -17,9 +17,13 @@ Q = {"method": "copy", "pattern": "sequential", "read_size": 1 << 20, "fraction"
 
 
 def night(days_ago: int, hour: int = 2) -> datetime:
-    """A time on the night `days_ago` days before today (UTC)."""
-    today = timezone.now().replace(hour=hour, minute=0, second=0, microsecond=0)
-    return today - timedelta(days=days_ago)
+    """A time on the night `days_ago` days before today (UTC), never in the future: tonight's
+    `hour` before it has come is a minute ago (or midnight), still today's night. A run made
+    in the future stayed newer than any pass, and the tests failed before 02:00 UTC."""
+    now = timezone.now()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    at = now.replace(hour=hour, minute=0, second=0, microsecond=0) - timedelta(days=days_ago)
+    return min(at, max(midnight, now - timedelta(minutes=1)))
 
 
 class RunMaker:
