@@ -25,7 +25,7 @@ from workers.engine.driver import explained, guarded_by
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.params import Method, RunParams
-from workers.engine.processes import client_context, die_with, main_module_hidden
+from workers.engine.processes import child_answer, client_context, die_with
 
 # Without a timeout of the caller's: a stat, a checksum the server may compute on demand
 # (XRootD reads the whole file the first time), or a local file's bytes.
@@ -81,30 +81,19 @@ def _ask_in_child(
     params: RunParams,
     deadline: Deadline,
 ) -> FileFacts:
-    receiver, sender = ctx.Pipe(duplex=False)
     options = OpenOptions(
         user="fpfacts", streams=1, deadline=deadline, egress=params.egress, access=access
     )
-    process = ctx.Process(
-        target=facts_main,
-        args=(url, options, sender, os.getpid()),
+    answer = child_answer(
+        ctx,
+        facts_main,
+        (url, options),
         name="fedprobe-file-facts",
-        daemon=True,
+        deadline=deadline,
+        late=f"no answer from {url} by the deadline",
+        died="the process asking the server died",
+        grace_s=KILL_GRACE_S,
     )
-    with main_module_hidden():
-        process.start()
-    sender.close()
-    try:
-        if not receiver.poll(max(0.0, deadline.remaining()) + KILL_GRACE_S):
-            raise ProbeError(ErrorClass.TIMEOUT, f"no answer from {url} by the deadline")
-        answer = receiver.recv()
-    except EOFError:
-        raise ProbeError(ErrorClass.SERVER_ERROR, "the process asking the server died") from None
-    finally:
-        receiver.close()
-        if process.is_alive():
-            process.kill()
-        process.join(timeout=5)
     if isinstance(answer, FileFacts):
         return answer
     error_class, message = answer

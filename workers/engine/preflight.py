@@ -24,7 +24,7 @@ from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import PREFLIGHT
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import Method, Pattern, RunParams
-from workers.engine.processes import die_with, main_module_hidden
+from workers.engine.processes import child_answer, die_with
 
 # How long past its deadline a preflight may take to report before it is killed.
 KILL_GRACE_S = 5.0
@@ -59,27 +59,16 @@ def run_preflight(
     ctx: ForkServerContext | SpawnContext, params: RunParams, access: Access, deadline: Deadline
 ) -> Found:
     """The preflight in a child process; raises what it raised (ProbeError, InvalidParams)."""
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(
-        target=preflight_main,
-        args=(params, access, deadline, sender, os.getpid()),
+    answer = child_answer(
+        ctx,
+        preflight_main,
+        (params, access, deadline),
         name="fedprobe-preflight",
-        daemon=True,
+        deadline=deadline,
+        late="the preflight got no answer by its deadline",
+        died="the preflight process died",
+        grace_s=KILL_GRACE_S,
     )
-    with main_module_hidden():
-        process.start()
-    sender.close()
-    try:
-        if not receiver.poll(max(0.0, deadline.remaining()) + KILL_GRACE_S):
-            raise ProbeError(ErrorClass.TIMEOUT, "the preflight got no answer by its deadline")
-        answer = receiver.recv()
-    except EOFError:
-        raise ProbeError(ErrorClass.SERVER_ERROR, "the preflight process died") from None
-    finally:
-        receiver.close()
-        if process.is_alive():
-            process.kill()
-        process.join(timeout=5)
     if isinstance(answer, Found):
         return answer
     kind, name, message = answer

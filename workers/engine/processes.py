@@ -12,9 +12,13 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]  # private, untyped
+from typing import Any
+
+from workers.engine.deadline import Deadline
+from workers.engine.errors import ErrorClass, ProbeError
 
 
 def allow_children_in_pool_process() -> None:
@@ -52,6 +56,39 @@ def client_context() -> ForkServerContext | SpawnContext:
         ctx.set_forkserver_preload(["workers.engine.client", "workers.engine.preflight"])
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def child_answer(
+    ctx: ForkServerContext | SpawnContext,
+    target: Callable[..., None],
+    args: tuple[object, ...],
+    *,
+    name: str,
+    deadline: Deadline,
+    late: str,
+    died: str,
+    grace_s: float,
+) -> Any:
+    """What `target(*args, sender, this pid)` sends, run in a child process of `ctx` (the run's
+    preflight, a file's facts): its one answer, awaited until `deadline` and `grace_s` more.
+    Raises ProbeError `late` (timeout) when none comes by then, `died` when the child ended
+    without one; the child is killed if it lives on."""
+    receiver, sender = ctx.Pipe(duplex=False)
+    process = ctx.Process(target=target, args=(*args, sender, os.getpid()), name=name, daemon=True)
+    with main_module_hidden():
+        process.start()
+    sender.close()
+    try:
+        if not receiver.poll(max(0.0, deadline.remaining()) + grace_s):
+            raise ProbeError(ErrorClass.TIMEOUT, late)
+        return receiver.recv()
+    except EOFError:
+        raise ProbeError(ErrorClass.SERVER_ERROR, died) from None
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+        process.join(timeout=5)
 
 
 def die_with(run_pid: int) -> None:
