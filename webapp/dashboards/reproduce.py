@@ -20,7 +20,7 @@ TOKEN_KINDS = (CredentialKind.TOKEN, CredentialKind.OAUTH_CLIENT)
 # Where the variables the commands read come from, for an admin who never used fedprobe.
 CREDENTIAL_HELP = {
     "token": (
-        "The commands read a bearer token from $BEARER_TOKEN (curl, davix-get) or the file "
+        "The commands read a bearer token from $BEARER_TOKEN (curl) or the file "
         "$BEARER_TOKEN_FILE (xrdcp, the probe): get one with read access to this storage from "
         "your VO's token issuer (for example `oidc-token ACCOUNT` with oidc-agent, or "
         "htgettoken), and never paste it into the ticket."
@@ -145,16 +145,14 @@ def _http(url: str, credential: str, read_size: int) -> list[Command]:
         + curl_auth
         + f" {shlex.quote(https)}"
     )
-    davix_auth = {
-        "token": ' -H "Authorization: Bearer $BEARER_TOKEN"',
-        "x509": ' --cert "$X509_USER_PROXY"',
-        "none": "",
-    }[credential] + capath
+    read = Command("curl", curl, "reads the first block (one range request); exit 0 when it can")
+    if credential == "token":
+        # davix-get sends a header given with -H again to wherever the server redirects it,
+        # a host nobody listed for the token; curl drops Authorization on another host.
+        return [read]
+    davix_auth = {"x509": ' --cert "$X509_USER_PROXY"', "none": ""}[credential] + capath
     davix = f"davix-get{davix_auth} {shlex.quote(url)} /dev/null"
-    return [
-        Command("curl", curl, "reads the first block (one range request); exit 0 when it can"),
-        Command("davix-get", davix, "copies the whole file to nowhere (davix)"),
-    ]
+    return [read, Command("davix-get", davix, "copies the whole file to nowhere (davix)")]
 
 
 def _globus_url_copy(url: str, credential: str) -> Command:

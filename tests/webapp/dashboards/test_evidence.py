@@ -343,9 +343,8 @@ def test_the_archive_never_holds_a_secret_even_one_a_server_echoed(
     curl = command(files, "curl")
     assert '-H "Authorization: Bearer $BEARER_TOKEN"' in curl
     assert curl.endswith(" https://door.example:8443/data/file-16M")
-    assert 'davix-get -H "Authorization: Bearer $BEARER_TOKEN" --capath ' in (
-        command(files, "davix-get")
-    )
+    # davix-get would carry the token's header to wherever the door redirects it.
+    assert "davix-get" not in files["reproduce.sh"]
     assert "TLS:            TLSv1.3 TLS_AES_256_GCM_SHA384" in files["README.txt"]
     assert "Authentication: token" in files["README.txt"]
     page = page_for(user("di", role="viewer")).get(f"/runs/{failed.pk}/evidence/")
