@@ -559,8 +559,11 @@ def _request(
     remaining = deadline.remaining()
     if remaining <= 0:
         raise ProbeError(ErrorClass.TIMEOUT, f"{method} {url}: deadline passed before the request")
-    sent = {**(headers or {}), **({"Range": ranges} if ranges else {})}
-    return client.build_request(method, url, headers=sent or None, timeout=remaining)
+    # A read's request (no other headers) builds one small dict, as before facts asked.
+    sent: Mapping[str, str] | None = {"Range": ranges} if ranges else None
+    if headers:
+        sent = {**headers, **(sent or {})}
+    return client.build_request(method, url, headers=sent, timeout=remaining)
 
 
 def _send(client: httpx.Client, request: httpx.Request, what: str = "") -> httpx.Response:
