@@ -198,7 +198,13 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "webapp.core.csp.ContentSecurityPolicyMiddleware",
+    # A GET on an action's address (a bookmark of /campaigns/1/cancel/): a page, not Django's
+    # empty 405 (webapp/core/errors.py).
+    "webapp.core.errors.MethodNotAllowedPageMiddleware",
 ]
+# A form sent with a stale token (logged in again in another tab): a page of the site that
+# says so and shows back what was typed, secrets left out (webapp/core/errors.py).
+CSRF_FAILURE_VIEW = "webapp.core.errors.csrf_failure"
 
 ROOT_URLCONF = "webapp.urls"
 WSGI_APPLICATION = "webapp.wsgi.application"

@@ -55,3 +55,29 @@ def test_a_campaign_made_with_only_the_basic_fields_previews_saves_and_launches(
     page.get_by_role("button", name="Launch again").wait_for(state="visible", timeout=10_000)
     assert campaign.runs.count() == 2  # asked, not launched
     watch.assert_clean()
+
+
+def test_the_parameter_lists_come_filled_with_the_engine_defaults_and_preview_at_once(
+    browser_page: Callable[..., Any], live_server: Any
+) -> None:
+    endpoint = TestFileFactory(size=16 * 1024 * 1024).endpoint
+    page, watch = browser_page("operator")
+    page.goto(f"{live_server.url}/campaigns/new/")
+    shown = {
+        name: (page.input_value(f"#id_{name}"), page.get_attribute(f"#id_{name}", "placeholder"))
+        for name in ("methods", "patterns", "read_sizes", "fractions", "clients")
+    }
+    assert shown == {
+        "methods": ("direct", "direct"),
+        "patterns": ("sequential", "sequential"),
+        "read_sizes": ("4k", "4k"),
+        "fractions": ("0.1", "0.1"),
+        "clients": ("1", "1"),
+    }
+    page.fill("#id_name", "defaults")
+    page.select_option("#id_endpoints", str(endpoint.pk))
+    page.fill("#id_clients", "")  # emptied: its default again, no browser bubble
+    page.get_by_role("button", name="Preview").click()
+    page.wait_for_selector("#preview")
+    assert page.locator(".preview-runs").inner_text() == "1"
+    watch.assert_clean()

@@ -86,13 +86,20 @@ def _choice(choices: Sequence[str]) -> Callable[[str], str]:
 
 class ValueListField(forms.CharField):
     """Comma-separated values, each parsed (and bounded) by `parse`, shown back by `show`;
-    a value given twice counts once."""
+    a value given twice counts once. Empty or left out: the axis' one default value (the
+    engine's, AXIS_DEFAULTS), which a new form shows filled in and as the placeholder."""
 
     def __init__(
-        self, *, parse: Callable[[str], Any], show: Callable[[Any], str] = str, **kwargs: Any
+        self,
+        *,
+        parse: Callable[[str], Any],
+        show: Callable[[Any], str] = str,
+        default: Any,
+        **kwargs: Any,
     ) -> None:
-        self.parse, self.show = parse, show
-        super().__init__(**kwargs)
+        self.parse, self.show, self.default = parse, show, [default]
+        super().__init__(required=False, initial=self.default, **kwargs)
+        self.widget.attrs["placeholder"] = self.show(default)
 
     def to_python(self, value: Any) -> list[Any]:  # type: ignore[override]
         text = super().to_python(value) or ""
@@ -101,6 +108,11 @@ class ValueListField(forms.CharField):
         if len(items) > MAX_LIST:
             raise forms.ValidationError(f"at most {MAX_LIST} values")
         return distinct(self.parse(item) for item in items)
+
+    def clean(self, value: Any) -> list[Any]:
+        """Empty: the default, unless the field is made required (a configuration file
+        names every axis: an empty list there is an error)."""
+        return super().clean(value) or self.default
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, list):
@@ -167,6 +179,9 @@ def _disabled(endpoint: Endpoint) -> str:
     return "" if endpoint.enabled else " - disabled: not read"
 
 
+# Each axis' value when none is typed: the one a run gets when nobody says otherwise.
+AXIS_DEFAULTS = {p.campaign_field: p.engine_default for p in AXES}
+
 # Fields the page folds away: each has a default, so a campaign needs none of them.
 ADVANCED = CAMPAIGN_PARAMETER_FIELDS[len(AXES) :]
 
@@ -223,21 +238,29 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         help_text=f"None chosen: the {VantagePoint.LOCAL!r} vantage point (this host).",
     )
     methods = ValueListField(
-        parse=_choice(METHODS), help_text=f"Comma-separated: {', '.join(METHODS)}."
+        parse=_choice(METHODS),
+        default=AXIS_DEFAULTS["methods"],
+        help_text=f"Comma-separated: {', '.join(METHODS)}.",
     )
     patterns = ValueListField(
-        parse=_choice(PATTERNS), help_text=f"Comma-separated: {', '.join(PATTERNS)}."
+        parse=_choice(PATTERNS),
+        default=AXIS_DEFAULTS["patterns"],
+        help_text=f"Comma-separated: {', '.join(PATTERNS)}.",
     )
     read_sizes = ValueListField(
         parse=lambda text: _in_bounds("read_sizes", format_size)(_size(text)),
         show=size_text,
+        default=AXIS_DEFAULTS["read_sizes"],
         help_text="Comma-separated, with units: 4k, 64k, 1M (k = 1024 bytes).",
     )
     fractions = ValueListField(
-        parse=_fraction, help_text="Comma-separated, each in (0, 1]: 0.1, 1."
+        parse=_fraction,
+        default=AXIS_DEFAULTS["fractions"],
+        help_text="Comma-separated, each in (0, 1]: 0.1, 1.",
     )
     clients = ValueListField(
         parse=lambda text: _in_bounds("clients")(_whole(text)),
+        default=AXIS_DEFAULTS["clients"],
         help_text="Comma-separated client counts: 1, 4, 16.",
     )
     # The advanced parameters (ADVANCED): folded away on the page, each defaulted as the

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -71,6 +73,14 @@ class RunParameter:
     def int_bounds(self) -> tuple[int, int] | None:
         """(lowest, highest) of a whole-number parameter (of each value, for an axis)."""
         return self.bounds or ENGINE_INT_BOUNDS.get(self.engine_field)
+
+    @property
+    def engine_default(self) -> Any:
+        """The value a run gets when nobody says otherwise (RunParams' default), as a
+        campaign holds it: what the form offers for an axis left empty."""
+        defaults = {f.name: f.default for f in dataclasses.fields(RunParams)}
+        default = defaults[self.engine_field]
+        return default.value if isinstance(default, Enum) else default
 
 
 # A run's parameters, defined once: the Run and Campaign columns (RunParameters and the

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import get_resolver
 
-from tests.webapp.factories import VantagePointFactory
+from tests.webapp.factories import CampaignFactory, VantagePointFactory
 from webapp.accounts.services import user_set_role
 
 
@@ -92,3 +92,43 @@ def test_every_page_links_a_favicon_that_exists(client: Client) -> None:
     html = _login(client, "viewer").get("/").content.decode()
     assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in html
     assert client.get("/favicon.ico")["Location"] == "/static/favicon.svg"
+
+
+@pytest.mark.django_db
+def test_a_form_refused_for_its_csrf_token_is_shown_back_without_its_secrets() -> None:
+    client = _login(Client(enforce_csrf_checks=True), "operator")
+    client.get("/campaigns/new/")  # the form's page: the browser now holds a token
+    typed = {
+        "csrfmiddlewaretoken": "stale" * 10,
+        "name": "night <b>sweep</b>",
+        "read_sizes": "4k, 1M",
+        "credential": "eyJhbGciOi-the-token",
+        "oauth_client_secret": "s3cr3t-value",
+        "url": "https://hook.example/T0/secret-path",
+    }
+    response = client.post(
+        "/campaigns/new/", typed, HTTP_REFERER="http://testserver/campaigns/new/"
+    )
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert 'aria-label="Main"' in html and "css/fedprobe.css" in html
+    assert "DEBUG" not in html and "no longer valid" in html
+    assert "night &lt;b&gt;sweep&lt;/b&gt;</textarea>" in html and "4k, 1M</textarea>" in html
+    assert 'id="back" href="/campaigns/new/"' in html
+    assert "Not shown, as they may hold a secret: credential, oauth_client_secret, url" in html
+    for secret in ("eyJhbGciOi", "s3cr3t", "secret-path", "stale"):
+        assert secret not in html
+
+
+@pytest.mark.django_db
+def test_opening_an_action_address_says_where_its_button_is(client: Client) -> None:
+    campaign = CampaignFactory()
+    response = _login(client, "operator").get(f"/campaigns/{campaign.pk}/cancel/")
+    assert response.status_code == 405
+    assert response["Allow"] == "POST, OPTIONS"
+    html = response.content.decode()
+    assert 'aria-label="Main"' in html and "is an action (cancel), not a page" in html
+    assert f'id="action-page" href="/campaigns/{campaign.pk}/"' in html
+    assert client.get("/api/v1/campaigns/").status_code == 200
+    refused = client.get(f"/api/v1/campaigns/{campaign.pk}/launch/")
+    assert refused.status_code == 405 and refused.json()["detail"]  # the API keeps its JSON

@@ -46,7 +46,7 @@ from webapp.campaigns.configuration.export import (
     vantage_point_document,
 )
 from webapp.campaigns.forms import CampaignForm, ValueListField
-from webapp.campaigns.models import CAMPAIGN_PARAMETER_FIELDS, Campaign
+from webapp.campaigns.models import AXES, CAMPAIGN_PARAMETER_FIELDS, Campaign
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 
@@ -625,6 +625,10 @@ class ImportedCampaignForm(CampaignForm):
     def _offer_endpoints_and_files(self) -> None:
         self.fields["endpoints"].queryset = Endpoint.objects.all()  # type: ignore[attr-defined]
         self.fields["test_files"].queryset = TestFile.objects.all()  # type: ignore[attr-defined]
+        # A file names every axis (documents.PARAMETERS): an empty list is an error there,
+        # not the page's default.
+        for axis in AXES:
+            self.fields[axis.campaign_field].required = True
 
 
 # The campaign form's own fields, with those added below its class (the advanced parameters):
