@@ -77,7 +77,8 @@ def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = Non
 
 
 class AccountView(ViewerRequiredMixin, TemplateView):
-    """The user's role and API token: create, rotate or revoke it.
+    """The user's role, password (a link to change it, or why there is none) and API
+    token: create, rotate or revoke it.
 
     A new token is shown once, in the answer to the POST that made it (never kept in a
     cookie, message or the database, which holds its digest); afterwards only whether one
@@ -92,6 +93,9 @@ class AccountView(ViewerRequiredMixin, TemplateView):
         user = self.request.user
         assert isinstance(user, User)  # ViewerRequiredMixin let only signed-in users here
         context["has_token"] = api_token_exists(user=user)
+        context["has_password"] = user.has_usable_password()
+        context["sso_identity"] = user.sso_identities.exists()
+        context["sso_name"] = settings.FEDPROBE_OIDC_NAME if sso_enabled() else None
         return context
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
