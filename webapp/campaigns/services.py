@@ -54,6 +54,8 @@ class MatrixPreview:
     # Its endpoints' credentials that expire within FEDPROBE_CREDENTIAL_WARN_DAYS, have
     # expired or do not parse: each a sentence ("the token of endpoint X expires in ...").
     credential_warnings: tuple[str, ...] = ()
+    # A saved campaign none of whose endpoints is enabled: why it expands into no runs.
+    endpoints_all_disabled: bool = False
 
     @property
     def too_large(self) -> bool:
@@ -64,6 +66,11 @@ class MatrixPreview:
         """Why this matrix cannot be launched, or None."""
         if self.too_large:
             return f"{self.runs} runs exceed the limit of {self.cap} per launch: use fewer values"
+        if not self.runs and self.endpoints_all_disabled:
+            return (
+                "its endpoints are all disabled (a disabled endpoint is not read): enable "
+                "one, or edit the campaign to choose others"
+            )
         if not self.runs:
             return "the campaign expands into no runs"
         return None
@@ -135,9 +142,22 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
     now = timezone.now()
     expiries = (endpoint_credential_expiry(e, now=now) for e in endpoints.values())
     warnings = tuple(expiry.message for expiry in expiries if expiry is not None)
+    size = campaign.matrix_size(rows)
     return MatrixPreview(
-        campaign.matrix_size(rows), planned, settings.FEDPROBE_MAX_MATRIX, warnings
+        size,
+        planned,
+        settings.FEDPROBE_MAX_MATRIX,
+        warnings,
+        endpoints_all_disabled=not size and _endpoints_all_disabled(campaign),
     )
+
+
+def _endpoints_all_disabled(campaign: Campaign) -> bool:
+    """Whether a saved campaign has endpoints and none of them is enabled."""
+    if campaign.pk is None:
+        return False
+    endpoints = campaign.endpoints.all()
+    return endpoints.exists() and not endpoints.filter(enabled=True).exists()
 
 
 class LaunchWhileActive(Exception):

@@ -106,7 +106,7 @@ def test_the_owner_and_an_admin_cancel_every_run_of_a_campaign(who: str) -> None
     launch(campaign, bob)
     canceller = alice if who == "owner" else user("root", "admin")
     detail = page_for(canceller).get(f"/campaigns/{campaign.pk}/").content.decode()
-    assert f"Cancel 4 {CAMPAIGN_BUTTON}" in detail
+    assert f"Yes, cancel 4 {CAMPAIGN_BUTTON}" in detail
     answer = api_for(canceller).post(f"/api/v1/campaigns/{campaign.pk}/cancel/")
     assert answer.status_code == 202
     assert len(answer.json()["cancelled"]) == 4
@@ -119,7 +119,10 @@ def test_an_operator_who_launched_runs_of_a_campaign_cancels_only_those() -> Non
     alices = launch(campaign, alice)
     bobs = launch(campaign, bob)
     page = page_for(bob)
-    assert f"Cancel 2 {CAMPAIGN_BUTTON}" in page.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert (
+        f"Yes, cancel 2 {CAMPAIGN_BUTTON}"
+        in page.get(f"/campaigns/{campaign.pk}/").content.decode()
+    )
     answer = page.post(f"/campaigns/{campaign.pk}/cancel/", follow=True)
     assert "2 queued runs cancelled" in answer.content.decode()
     assert {r.pk: r.status for r in campaign.runs.all()} == {

@@ -78,7 +78,7 @@ def enable(endpoint: Endpoint) -> None:
     ("break_it", "fix_it", "error"),
     [
         (rotate_key_out, restore_key, "does not decrypt with FEDPROBE_CREDENTIAL_KEY"),
-        (disable, enable, "matrix: the campaign expands into no runs"),
+        (disable, enable, "matrix: its endpoints are all disabled"),
     ],
 )
 def test_a_slot_that_launched_nothing_is_a_tester_fault_until_the_next_slot_launches(
