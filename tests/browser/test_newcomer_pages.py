@@ -82,3 +82,28 @@ def test_reloading_after_test_connection_shows_the_outcome_again(
     assert response.status == 200
     assert "refused" in page.locator("#connection-check").inner_text()
     watch.assert_clean()
+
+
+def test_a_connection_test_from_before_the_credential_changed_is_shown_stale(
+    browser_page: Callable[..., Any], live_server: Any
+) -> None:
+    endpoint = TestFileFactory(endpoint__base_url=f"root://127.0.0.1:{closed_port()}/").endpoint
+    page, watch = browser_page("admin")
+    page.goto(f"{live_server.url}/endpoints/{endpoint.pk}/")
+    page.click("button:has-text('Test connection')")
+    page.wait_for_url(f"{live_server.url}/endpoints/{endpoint.pk}/")
+    assert page.locator(".check-stale").count() == 0
+
+    page.goto(f"{live_server.url}/endpoints/{endpoint.pk}/edit/")
+    page.select_option("#id_credential_kind", "token")
+    page.fill("#id_credential", "an-opaque-token-0123456789")
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(f"{live_server.url}/endpoints/{endpoint.pk}/")
+    check = page.locator("#connection-check")
+    assert "Connection test: failed (stale)" in check.inner_text()
+    assert "address or credential changed since this test" in check.inner_text()
+
+    page.click("button:has-text('Test connection')")
+    page.wait_for_url(f"{live_server.url}/endpoints/{endpoint.pk}/")
+    assert page.locator(".check-stale").count() == 0
+    watch.assert_clean()

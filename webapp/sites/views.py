@@ -12,6 +12,7 @@ the templates for which buttons to show.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from dataclasses import fields as dataclass_fields
 from datetime import datetime
@@ -27,6 +28,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse, reverse_lazy
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.generic import CreateView, ListView, UpdateView, View
@@ -235,7 +237,11 @@ def connection_check_remember(
         for key, value in request.session.get(CHECKS_SESSION_KEY, {}).items()
         if key != str(endpoint.pk)
     }
-    checks[str(endpoint.pk)] = {"check": asdict(check), "at": timezone.now().isoformat()}
+    checks[str(endpoint.pk)] = {
+        "check": asdict(check),
+        "at": timezone.now().isoformat(),
+        "of": connection_fingerprint(endpoint),
+    }
     request.session[CHECKS_SESSION_KEY] = dict(list(checks.items())[-CHECKS_KEPT:])
 
 
@@ -253,7 +259,23 @@ def connection_check_recalled(request: HttpRequest, endpoint: Endpoint) -> dict[
     return {
         "check": ConnectionCheck(**values),
         "checked_at": datetime.fromisoformat(stored["at"]),
+        # Tested before the address or the credential changed: an outcome of another setup.
+        "check_stale": stored.get("of", "") != connection_fingerprint(endpoint),
     }
+
+
+def connection_fingerprint(endpoint: Endpoint) -> str:
+    """What a connection test's outcome depends on (the address, the credential and where it
+    may go), as a keyed digest: the session holds no secret, and a changed credential shows
+    the outcome remembered as stale."""
+    tested = [
+        endpoint.protocol,
+        endpoint.base_url,
+        endpoint.credential_kind,
+        endpoint.credential,
+        endpoint.credential_hosts,
+    ]
+    return salted_hmac("fedprobe.connection-check", json.dumps(tested)).hexdigest()
 
 
 # Vantage points
