@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from workers.engine.egress_guard import GuardLink
 from workers.engine.errors import CREDENTIAL_PHASE, ErrorClass, InvalidParams, ProbeError
@@ -40,6 +41,8 @@ GRID_CA_DIR = "/etc/grid-security/certificates"
 # Debian's system store as a hashed folder (for XrdCl, which takes only a folder).
 SYSTEM_CA_DIR = "/etc/ssl/certs"
 # RFC 6750 b64token: what may appear in a bearer token.
+# The WLCG token profile's audience that every storage service accepts by convention.
+WLCG_ANY_AUDIENCE = "https://wlcg.cern.ch/jwt/v1/any"
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
 _PRIVATE_KEY = re.compile(
     rb"-----BEGIN (?:RSA |EC |ENCRYPTED )?PRIVATE KEY-----.+?-----END (?:RSA |EC |ENCRYPTED )?"
@@ -203,6 +206,32 @@ def _root_issuer(pem: str) -> str:
     from cryptography import x509
 
     return x509.load_pem_x509_certificates(pem.encode())[-1].issuer.rfc4514_string()
+
+
+def refusal_hint(credential: Credential | None, url: str) -> str:
+    """Why a door most likely refused this token for `url`, from its claims (decoded, not
+    verified): scopes that do not cover the file, else its audience (the door checks both
+    when it authorizes; lab-notes: a wrong audience reads as "permission denied" or 403,
+    nothing more). Empty when the token tells nothing (none, opaque, or without scopes)."""
+    if credential is None or credential.kind != CredentialKind.TOKEN:
+        return ""
+    info = credential.info()
+    if not info.scopes:
+        return ""
+    parts = urlsplit(url)
+    path = "/" + parts.path.lstrip("/")
+    if not scope_covers(info.scopes, path):
+        return (
+            f"the token's scopes ({' '.join(info.scopes)}) do not cover reading {path}: it "
+            f"needs storage.read:{path} or a scope above it"
+        )
+    audience = ", ".join(info.audience) or "none"
+    own = f"https://{parts.netloc.rpartition('@')[2]}"
+    return (
+        f"its scopes cover {path}, so the token's audience ({audience}) is likely not one "
+        f"this door accepts, or the door does not trust its issuer {info.issuer}; doors "
+        f"commonly accept their own address ({own}) or {WLCG_ANY_AUDIENCE}"
+    )
 
 
 def token_info(token: str) -> CredentialInfo:

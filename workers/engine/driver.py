@@ -30,13 +30,14 @@ from workers.engine.credentials import (
     AuthMethod,
     Credential,
     describe,
+    refusal_hint,
     remove_stale_run_dirs,
     run_secrets,
 )
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard, client_label
-from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import Method, RunParams
 from workers.engine.preflight import run_preflight
@@ -157,7 +158,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     except ProbeError as exc:
         if guard is not None:
             exc = guard.explain(exc, PREFLIGHT)
-        raise explained(exc, credential, params.ca_dir) from None
+        raise explained(exc, credential, params.ca_dir, params.urls[0]) from None
     sizes, vector_limits = found.sizes, found.vector_limits
     result.file_sizes = sizes
     result.preflight_rtt_s = found.rtt_s
@@ -186,13 +187,20 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
                 shutil.rmtree(spec.scratch, ignore_errors=True)
 
 
-def explained(exc: ProbeError, credential: Credential | None, ca_dir: str | None) -> ProbeError:
-    """A refusal says what was presented; a certificate problem, what it was checked against."""
+def explained(
+    exc: ProbeError, credential: Credential | None, ca_dir: str | None, url: str
+) -> ProbeError:
+    """A refusal says what was presented and, where the token's claims tell, its likely
+    cause; a certificate problem, what it was checked against."""
     if exc.error_class == ErrorClass.AUTH:
+        presented = f"presented {describe(credential)}"
+        hint = "" if exc.phase else refusal_hint(credential, url)
         return ProbeError(
-            exc.error_class, f"{exc.message} (presented {describe(credential)})", phase=exc.phase
+            exc.error_class,
+            f"{exc.message} ({presented}{'; ' + hint if hint else ''})",
+            phase=exc.phase,
         )
-    if exc.error_class == ErrorClass.TLS:
+    if exc.error_class == ErrorClass.TLS and NO_TLS not in exc.message:
         store = f"the CA folder {ca_dir}" if ca_dir else "the system store"
         return ProbeError(exc.error_class, f"{exc.message} (verified against {store})")
     return exc

@@ -27,6 +27,10 @@ class ErrorClass(StrEnum):
     LOST = "lost"
 
 
+# What a TLS error says when the port speaks no TLS at all (roots:// to a plain xrootd port):
+# no certificate is involved, so nothing is said of certificates or CA folders.
+NO_TLS = "does not speak TLS"
+
 # The tester's faults, not the endpoint's: never counted against a site (docs/engine.md).
 # Credential problems found before any request reach the endpoint count too (the watch
 # decides those from the error's phase, not its class alone).

@@ -69,7 +69,7 @@ def file_facts(params: RunParams) -> FileFacts:
             except ProbeError as exc:
                 raise (exc if guard is None else guard.explain(exc, PREFLIGHT)) from None
     except ProbeError as exc:
-        exc = explained(exc, credential, params.ca_dir)
+        exc = explained(exc, credential, params.ca_dir, params.urls[0])
         not_asked = "not asked: the server did not answer the stat"
         return FileFacts(None, f"stat failed: [{exc.error_class}] {exc.message}", None, not_asked)
 

@@ -29,7 +29,7 @@ from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.credential_scope import CredentialScope
 from workers.engine.credentials import AuthMethod
 from workers.engine.deadline import Deadline
-from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.urls import host_of, normalize_server, with_user
 
 # XrdClStatus.hh codes, grouped by the error class they mean for a run.
@@ -37,6 +37,8 @@ _TIMEOUT_CODES = {103, 206}  # errSocketTimeout, errOperationExpired
 _REFUSED_CODES = {101, 102, 104, 107, 108}  # invalid addr, socket error/disconnect, connection
 _AUTH_CODES = {203, 204}  # errLoginFailed, errAuthFailed
 _TLS_CODE = 110  # errTlsError: XrdCl says no more (the reason is only in its debug log)
+# ... except when the server offers no TLS at all: then XrdCl says this (5.5, 5.6).
+_SERVER_WITHOUT_TLS = "not configured to support encryption"
 _ERROR_RESPONSE = 400  # the server answered kXR_error: its errno tells why
 _KXR_NOT_FOUND = 3011
 _KXR_NOT_AUTHORIZED = 3010
@@ -73,6 +75,8 @@ def status_error(status: Any, what: str, *, reading: bool = False) -> ProbeError
     A connection lost while reading an open file is a short read, not a refusal.
     """
     code, errno, message = status.code, status.errno, status.message.strip()
+    if code == _TLS_CODE and _SERVER_WITHOUT_TLS in message:
+        return no_tls_error(what)
     if code == _TLS_CODE:
         return ProbeError(ErrorClass.TLS, f"{what}: {message}: {_TLS_HINT}")
     if code in _TIMEOUT_CODES:
@@ -86,6 +90,16 @@ def status_error(status: Any, what: str, *, reading: bool = False) -> ProbeError
     else:
         error_class = ErrorClass.SERVER_ERROR
     return ProbeError(error_class, f"{what}: {message}")
+
+
+def no_tls_error(what: str) -> ProbeError:
+    """TLS asked of a port that offers none (roots:// to a plain xrootd port, or a token,
+    which goes only over TLS): no certificate is to blame."""
+    return ProbeError(
+        ErrorClass.TLS,
+        f"{what}: the port {NO_TLS}: try root:// (without a token), or a port of the server "
+        "that speaks TLS",
+    )
 
 
 class XRootDFile(RemoteFile):
@@ -244,8 +258,14 @@ class XRootDBackend(Backend):
         status, info = fs.stat(_path_of(client_url), timeout=options.deadline.timeout_s())
         if status.ok:
             return int(info.size)
-        if status.code == _TLS_CODE and _wants_tls(url, options):
-            _negotiate_tls(url, options)  # raises with OpenSSL's reason, which XrdCl hides
+        # _negotiate_tls raises with OpenSSL's reason, which XrdCl hides; None: the port
+        # offers no TLS at all.
+        if (
+            status.code == _TLS_CODE
+            and _wants_tls(url, options)
+            and _negotiate_tls(url, options) is None
+        ):
+            raise no_tls_error(f"stat {url}")
         raise status_error(status, f"stat {url}")
 
     def file_facts(self, url: str, options: OpenOptions) -> FileFacts:
