@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse_lazy
 
+from webapp.accounts.access import ViewerRequiredMixin
 from webapp.accounts.oidc import sso_enabled
 from webapp.accounts.throttles import LoginRateThrottle
 
@@ -26,9 +27,10 @@ def _sso_name() -> str | None:
     return settings.FEDPROBE_OIDC_NAME if sso_enabled() else None
 
 
-class PasswordChangeView(auth_views.PasswordChangeView):
+class PasswordChangeView(ViewerRequiredMixin, auth_views.PasswordChangeView):
     """The signed-in user's password, given the current one; none to change for a user
-    without a password (single sign-on, or made with --no-password): the page says why."""
+    without a password (single sign-on, or made with --no-password): the page says why.
+    A role is needed, as for the account page that links it."""
 
     template_name = "accounts/password_change.html"
     success_url = reverse_lazy("account")
@@ -36,7 +38,7 @@ class PasswordChangeView(auth_views.PasswordChangeView):
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         user = self.request.user
-        assert isinstance(user, User)  # the view's login_required let only users here
+        assert isinstance(user, User)  # ViewerRequiredMixin let only signed-in users here
         context["has_password"] = user.has_usable_password()
         context["sso_identity"] = user.sso_identities.exists()
         context["sso_name"] = _sso_name()

@@ -14,12 +14,14 @@ pytestmark = pytest.mark.django_db
 
 # Pages outside our own apps: Django's admin has its own login, the API its own auth; the
 # icon is for everyone; single sign-on is how anonymous users log in (tests/webapp/accounts);
-# /metrics is for scrapers, with a token or from allowed networks (tests/webapp/api).
+# /metrics is for scrapers, with a token or from allowed networks (tests/webapp/api); a
+# forgotten password is reset without a login (tests/webapp/accounts/test_password_pages.py).
 NOT_PAGES = (
     "admin/",
     "api/",
     "accounts/login/",
     "accounts/logout/",
+    "accounts/password/reset/",
     "accounts/oidc/",
     "healthz",
     "favicon.ico",
