@@ -178,6 +178,7 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.sites",
     "webapp.campaigns",
+    "webapp.advice",
     "webapp.watch",
     "webapp.notifications",
     "webapp.archivers",
