@@ -17,7 +17,7 @@ from webapp.advice.answers import Context
 from webapp.advice.evidence import Sample, samples, succeeded_runs
 from webapp.advice.link import estimate_link
 from webapp.advice.statements import TOO_THIN, Statement
-from webapp.advice.suggestions import READAHEAD, suggestion
+from webapp.advice.suggestions import readahead_to_measure, suggestion
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.units import format_size
@@ -169,9 +169,7 @@ def too_thin(
     ctx: Context,
 ) -> Statement:
     """Not enough runs to answer `question`: what is missing, and the campaign to collect it."""
-    readahead = 0
-    if question == "read-ahead" and not any(s.readahead for s in found):
-        readahead = READAHEAD
+    readahead = readahead_to_measure(question, endpoint, vantage_point)
     suggested = suggestion(question, endpoint, vantage_point, readahead=readahead)
     text = (
         f"Too few runs to answer this on {endpoint.name} from {vantage_point.name}: it needs "

@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from webapp.advice.evidence import succeeded_runs
 from webapp.campaigns.estimates import campaign_duration, campaign_planned_runs
 from webapp.campaigns.models import Campaign, MatrixRows
 from webapp.campaigns.services import campaign_save
@@ -144,6 +145,20 @@ def _draft(
     return campaign, MatrixRows(files, [vantage_point])
 
 
+def readahead_to_measure(question: str, endpoint: Endpoint, vantage_point: VantagePoint) -> int:
+    """The read-ahead the suggestion for `question` measures: for the read-ahead question,
+    READAHEAD unless runs with read-ahead already exist (then the runs without it are
+    missing); 0 for every other question."""
+    if question != "read-ahead":
+        return 0
+    if vantage_point.pk is None:
+        return READAHEAD
+    with_it = succeeded_runs().filter(
+        endpoint=endpoint, vantage_point=vantage_point, readahead__gt=0
+    )
+    return 0 if with_it.exists() else READAHEAD
+
+
 @transaction.atomic
 def create_suggested_campaign(
     *,
@@ -151,7 +166,6 @@ def create_suggested_campaign(
     endpoint: Endpoint,
     vantage_point: VantagePoint,
     owner: User,
-    readahead: int = 0,
 ) -> Campaign:
     """Create (not launch) the campaign the advice suggests for `question`, owned by
     `owner`. Raises ValidationError naming the field when it cannot be made."""
@@ -159,6 +173,7 @@ def create_suggested_campaign(
         raise ValidationError(
             {"question": f"unknown question {question!r}: one of {', '.join(PLANS)}"}
         )
+    readahead = readahead_to_measure(question, endpoint, vantage_point)
     campaign, rows = _draft(question, endpoint, vantage_point, readahead=readahead)
     if not rows.test_files:
         raise ValidationError({"endpoint": f"no test file known on {endpoint.name}"})
