@@ -13,11 +13,14 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils import timezone
 from django.views.generic import DetailView
 
 from webapp.accounts.access import ViewerRequiredMixin
+from webapp.advice.selectors import endpoint_advice
 from webapp.campaigns.selectors import run_list
+from webapp.dashboards.advice_pages import advice_context
 from webapp.sites.credentials import credential_summary
 from webapp.sites.downtime_pages import page_context as downtime_page_context
 from webapp.sites.forms import TestFileForm
@@ -29,8 +32,8 @@ RECENT_RUNS = 20
 
 
 class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
-    """The endpoint, its test files and recent runs, and this session's latest connection test
-    of it."""
+    """The endpoint, its advice per vantage point, its test files and recent runs, and this
+    session's latest connection test of it."""
 
     template_name = "sites/endpoint_detail.html"
     context_object_name = "endpoint"
@@ -46,6 +49,9 @@ class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-
         for key, value in connection_check_recalled(self.request, endpoint).items():
             context.setdefault(key, value)
         context.update(downtime_page_context(self.request, endpoint=endpoint))
+        advice = endpoint_advice(endpoint)
+        api_url = reverse("endpoint-advice-api", args=[endpoint.pk])
+        context.update(advice_context(self.request, advice, by_protocol=False, api_url=api_url))
         if context["can_edit"] and "file_form" not in context:
             context["file_form"] = TestFileForm(endpoint=endpoint)
         return context

@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from webapp.dashboards import endpoint_pages, evidence_views, regressions, views
+from webapp.dashboards import advice_pages, endpoint_pages, evidence_views, regressions, views
 
 app_name = "dashboards"
 
@@ -22,6 +22,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="regression-evidence",
     ),
     path("runs/<int:pk>/evidence/", evidence_views.RunEvidenceView.as_view(), name="run-evidence"),
+    path(
+        "endpoints/<int:pk>/advice/campaign/",
+        advice_pages.SuggestedCampaignCreateView.as_view(),
+        name="suggested-campaign-create",
+    ),
     path(
         "campaigns/<int:pk>/results/",
         views.CampaignResultsPageView.as_view(),
