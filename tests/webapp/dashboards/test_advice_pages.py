@@ -23,6 +23,7 @@ from webapp.advice import model
 from webapp.advice.model import Link
 from webapp.advice.selectors import endpoint_advice
 from webapp.campaigns.models import Campaign, Run
+from webapp.dashboards.templatetags.advice_format import advice_value
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 
 pytestmark = pytest.mark.django_db
@@ -204,3 +205,21 @@ def test_the_site_page_gives_a_verdict_per_protocol_and_vantage_point() -> None:
     ]
     assert html.count("Copy the file first when reading more than") == 2
     assert 'href="/endpoints/' in statement_item(html, "crossover")
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "written"),
+    [
+        (0.008, "fraction", "0.8%"),
+        (0.25, "fraction", "25%"),
+        (16, "clients", "16 clients"),
+        (4.0, "x", "4\N{MULTIPLICATION SIGN}"),
+        (0.85, "time ratio", "85% of the time"),
+        (0.05, "s", "50.0 ms"),
+        (None, "s", "—"),
+    ],
+)
+def test_a_statements_value_is_written_in_its_unit(
+    value: float | None, unit: str, written: str
+) -> None:
+    assert advice_value(value, unit) == written

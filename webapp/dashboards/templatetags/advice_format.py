@@ -17,7 +17,8 @@ MISSING = "—"
 @register.filter
 def advice_value(value: float | None, unit: str) -> str:
     """A fraction as a percentage, bytes and seconds as the other pages write them, a rate
-    in MB/s, anything else as three significant digits and its unit."""
+    in MB/s, a speed-up with a multiplication sign, a time ratio as "85% of the time",
+    anything else (clients) as three significant digits and its unit."""
     if value is None:
         return MISSING
     if unit == "fraction":
@@ -28,6 +29,10 @@ def advice_value(value: float | None, unit: str) -> str:
         return format_duration_s(value)
     if unit == "MB/s":
         return format_rate(value)
+    if unit == "x":  # a speed-up
+        return f"{value:.3g}\N{MULTIPLICATION SIGN}"
+    if unit == "time ratio":
+        return f"{value:.0%} of the time"
     return f"{value:.3g} {unit}".strip()
 
 
