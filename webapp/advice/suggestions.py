@@ -98,8 +98,9 @@ def suggestion(
     campaign, rows = _draft(question, endpoint, vantage_point, readahead=readahead)
     if not rows.test_files:
         return None
-    duration = campaign_duration(campaign=campaign, rows=rows)
-    planned = sum(p.planned_bytes for p in campaign_planned_runs(campaign=campaign, rows=rows))
+    plans = campaign_planned_runs(campaign=campaign, rows=rows)
+    duration = campaign_duration(campaign=campaign, rows=rows, plans=plans)
+    planned = sum(p.planned_bytes for p in plans)
     return {
         "question": question,
         "name": campaign.name,

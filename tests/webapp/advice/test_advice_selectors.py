@@ -19,7 +19,7 @@ from tests.webapp.factories import (
 from webapp.advice import model
 from webapp.advice.answers import choice_at
 from webapp.advice.model import Link
-from webapp.advice.selectors import endpoint_advice, site_advice
+from webapp.advice.selectors import campaign_advice, endpoint_advice, site_advice
 from webapp.advice.suggestions import create_suggested_campaign
 from webapp.campaigns.models import Campaign, ClientAttempt, Run
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
@@ -300,3 +300,19 @@ def test_a_site_has_advice_per_endpoint() -> None:
     assert {s.vantage_point_id for s in statements} == {None}
     assert not VantagePoint.objects.exists()
     assert not Campaign.objects.exists()
+
+
+def test_a_campaigns_advice_rests_on_its_own_runs_only() -> None:
+    test_file = TestFileFactory(size=MIB)
+    local = VantagePointFactory()
+    modelled_runs(test_file, local, read_size=1024)
+    mine = Run.objects.first()
+    assert mine is not None
+    statements = campaign_advice(mine.campaign, now=NOW)
+    [crossover] = [s for s in statements if s.question == "crossover"]
+    # One run of its own: too thin for the campaign, though the endpoint has enough.
+    assert crossover.verdict == "too-thin"
+    assert {s.endpoint_id for s in statements} == {test_file.endpoint.pk}
+    Run.objects.update(campaign=mine.campaign)
+    [crossover] = [s for s in campaign_advice(mine.campaign, now=NOW) if s.question == "crossover"]
+    assert crossover.verdict == "crossover"
