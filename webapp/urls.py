@@ -12,9 +12,13 @@ from webapp.core.views import (
     permission_denied,
     server_error,
 )
-from webapp.dashboards.urls import site_page
+from webapp.dashboards.urls import site_pages
 from webapp.dashboards.views import HomeView
 from webapp.sites import urls as sites_urls
+
+# The sites namespace also holds a page that shows campaign data (campaigns/site_pages.py)
+# and the site and endpoint pages, dashboards: apps import downward only (docs/architecture.md).
+sites_namespace = [*sites_urls.urlpatterns, *sites_pages, *site_pages]
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", HomeView.as_view(), name="home"),
@@ -22,9 +26,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("favicon.ico", favicon),
     # For Prometheus, with a scrape token or from allowed networks (docs/monitoring.md).
     path("metrics", metrics_view, name="metrics"),
-    # The sites namespace also holds pages that show campaign data (campaigns/site_pages.py)
-    # and the site page, a dashboard: apps import downward only (docs/architecture.md).
-    path("", include(([*sites_urls.urlpatterns, *sites_pages, site_page], sites_urls.app_name))),
+    path("", include((sites_namespace, sites_urls.app_name))),
     path("", include("webapp.campaigns.urls")),
     path("", include("webapp.dashboards.urls")),
     path("", include("webapp.notifications.urls")),

@@ -28,6 +28,7 @@ ACTIONS = {
     "campaigns:campaign-cancel": "cancelling a campaign's runs",
     "campaigns:campaign-clone": "cloning campaigns",
     "campaigns:run-cancel": "cancelling runs",
+    "dashboards:suggested-campaign-create": "creating campaigns",
     "sites:site-create": "creating sites",
     "sites:site-edit": "editing sites",
     "sites:endpoint-create": "adding endpoints",

@@ -305,10 +305,16 @@ class CampaignDuration:
 
 
 def campaign_duration(
-    *, campaign: Campaign, rows: MatrixRows | None = None, now: datetime | None = None
+    *,
+    campaign: Campaign,
+    rows: MatrixRows | None = None,
+    now: datetime | None = None,
+    plans: list[PlannedRun] | None = None,
 ) -> CampaignDuration:
-    """How long launching the campaign would take (of `rows` for a campaign not saved)."""
-    plans = campaign_planned_runs(campaign=campaign, rows=rows)
+    """How long launching the campaign would take (of `rows` for a campaign not saved;
+    `plans`: its campaign_planned_runs, when the caller has them already)."""
+    if plans is None:
+        plans = campaign_planned_runs(campaign=campaign, rows=rows)
     estimates = runs_estimate(plans, now=now)
     limits = _parallel_limits(plan.vantage_point_id for plan in plans)
     sources = [e.source for e in estimates]

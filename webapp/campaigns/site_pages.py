@@ -1,10 +1,10 @@
-"""The sites app's pages that show campaign data: an endpoint's page (its recent runs; adding
-a test file re-renders it with the form's errors) and the vantage point list (each one's
-worker health and queued runs).
+"""The sites app's page that shows campaign data: the vantage point list (each one's worker
+health and queued runs).
 
-They live here, above sites, so that sites imports nothing of campaigns; they keep their
-names in the sites namespace (sites:endpoint-detail, sites:endpoint-file-add,
-sites:vantage-point-list): webapp/urls.py routes them with the sites app's pages.
+It lives here, above sites, so that sites imports nothing of campaigns; it keeps its name in
+the sites namespace (sites:vantage-point-list): webapp/urls.py routes it with the sites app's
+pages. The endpoint page, which shows advice too, is a dashboard
+(webapp/dashboards/endpoint_pages.py).
 """
 
 from __future__ import annotations
@@ -12,68 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
-from django.utils import timezone
-from django.views.generic import DetailView, ListView
+from django.views.generic import ListView
 
 from webapp.accounts.access import ViewerRequiredMixin
 from webapp.campaigns.health import vantage_points_health
-from webapp.campaigns.selectors import run_list
-from webapp.sites.credentials import credential_summary
-from webapp.sites.downtime_pages import page_context as downtime_page_context
-from webapp.sites.forms import TestFileForm
-from webapp.sites.models import Endpoint, VantagePoint
-from webapp.sites.services import endpoint_file_add
-from webapp.sites.views import EndpointActionView, connection_check_recalled, endpoint_url
-
-RECENT_RUNS = 20
-
-
-class EndpointDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
-    """The endpoint, its test files and recent runs, and this session's latest connection test
-    of it."""
-
-    template_name = "sites/endpoint_detail.html"
-    context_object_name = "endpoint"
-    queryset = Endpoint.objects.select_related("site__owner", "owner")
-
-    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        endpoint = self.object
-        context["files"] = endpoint.files.order_by("path")
-        context["runs"] = run_list().filter(endpoint=endpoint)[:RECENT_RUNS]
-        context["can_edit"] = endpoint.editable_by(self.request.user)
-        context["credential"] = credential_summary(endpoint.credential_info(), now=timezone.now())
-        for key, value in connection_check_recalled(self.request, endpoint).items():
-            context.setdefault(key, value)
-        context.update(downtime_page_context(self.request, endpoint=endpoint))
-        if context["can_edit"] and "file_form" not in context:
-            context["file_form"] = TestFileForm(endpoint=endpoint)
-        return context
-
-
-class EndpointFileAddView(EndpointActionView):
-    """Add a test file; a bad one re-renders the endpoint page with the form's errors."""
-
-    def post(self, request: HttpRequest, pk: int) -> HttpResponse:
-        endpoint = self.endpoint(pk)
-        form = TestFileForm(request.POST, endpoint=endpoint)
-        if not form.is_valid():
-            return endpoint_page(request, endpoint, file_form=form)
-        test_file = endpoint_file_add(endpoint=endpoint, **form.cleaned_data)
-        found = f": {form.fill.summary()}" if form.fill is not None else ""
-        messages.success(request, f"Test file {test_file.path} was added{found}.")
-        return redirect(endpoint_url(endpoint))
-
-
-def endpoint_page(request: HttpRequest, endpoint: Endpoint, **extra: Any) -> HttpResponse:
-    """The endpoint page as the answer to a POST, with what the POST found."""
-    view = EndpointDetailView()
-    view.setup(request, pk=endpoint.pk)
-    view.object = endpoint
-    return view.render_to_response(view.get_context_data(**extra))
+from webapp.sites.models import VantagePoint
 
 
 class VantagePointListView(ViewerRequiredMixin, ListView):  # type: ignore[type-arg]

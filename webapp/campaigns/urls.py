@@ -28,14 +28,8 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
 ]
 
-# Pages of the sites app that show campaign data (site_pages.py) keep their names in the sites
-# namespace: webapp/urls.py routes them with the sites app's pages.
+# The sites app's page that shows campaign data (site_pages.py) keeps its name in the sites
+# namespace: webapp/urls.py routes it with the sites app's pages.
 sites_pages = [
-    path("endpoints/<int:pk>/", site_pages.EndpointDetailView.as_view(), name="endpoint-detail"),
-    path(
-        "endpoints/<int:pk>/files/",
-        site_pages.EndpointFileAddView.as_view(),
-        name="endpoint-file-add",
-    ),
     path("vantage-points/", site_pages.VantagePointListView.as_view(), name="vantage-point-list"),
 ]

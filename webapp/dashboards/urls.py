@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, URLResolver, path
 
-from webapp.dashboards import evidence_views, regressions, views
+from webapp.dashboards import advice_pages, endpoint_pages, evidence_views, regressions, views
 
 app_name = "dashboards"
 
@@ -23,12 +23,30 @@ urlpatterns: list[URLPattern | URLResolver] = [
     ),
     path("runs/<int:pk>/evidence/", evidence_views.RunEvidenceView.as_view(), name="run-evidence"),
     path(
+        "endpoints/<int:pk>/advice/campaign/",
+        advice_pages.SuggestedCampaignCreateView.as_view(),
+        name="suggested-campaign-create",
+    ),
+    path(
         "campaigns/<int:pk>/results/",
         views.CampaignResultsPageView.as_view(),
         name="campaign-results",
     ),
 ]
 
-# The site page (its summary, then its endpoints) keeps its name in the sites namespace
-# (sites:site-detail): webapp/urls.py routes it with the sites app's pages.
-site_page = path("sites/<int:pk>/", views.SiteDetailView.as_view(), name="site-detail")
+# The site page (its summary, its advice, then its endpoints) and the endpoint page (with its
+# advice) keep their names in the sites namespace (sites:site-detail, sites:endpoint-detail,
+# sites:endpoint-file-add): webapp/urls.py routes them with the sites app's pages.
+site_pages = [
+    path("sites/<int:pk>/", views.SiteDetailView.as_view(), name="site-detail"),
+    path(
+        "endpoints/<int:pk>/",
+        endpoint_pages.EndpointDetailView.as_view(),
+        name="endpoint-detail",
+    ),
+    path(
+        "endpoints/<int:pk>/files/",
+        endpoint_pages.EndpointFileAddView.as_view(),
+        name="endpoint-file-add",
+    ),
+]

@@ -16,8 +16,10 @@ from django.views.generic import DetailView, TemplateView
 
 from webapp.accounts.access import ViewerRequiredMixin
 from webapp.accounts.roles import can_operate, user_role
+from webapp.advice.selectors import site_advice
 from webapp.campaigns.estimates import site_schedule_cost
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign
+from webapp.dashboards.advice_pages import advice_context
 from webapp.dashboards.forms import (
     AlertsForm,
     CompareForm,
@@ -225,7 +227,8 @@ class CampaignResultsPageView(ViewerRequiredMixin, View):
 
 
 class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
-    """The site's page: its summary (selectors.site_summary), then its endpoints."""
+    """The site's page: its summary (selectors.site_summary), its advice per protocol and
+    vantage point (advice_pages.py), then its endpoints."""
 
     template_name = "sites/site_detail.html"
     context_object_name = "site"
@@ -241,4 +244,7 @@ class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]
         context["schedule_cost"] = site_schedule_cost(site_id=self.object.pk)
         context["availability"] = site_availability(site=self.object, now=timezone.now())
         context.update(downtime_page_context(self.request, site=self.object))
+        advice = site_advice(self.object)
+        api_url = reverse("site-advice-api", args=[self.object.pk])
+        context.update(advice_context(self.request, advice, by_protocol=True, api_url=api_url))
         return context

@@ -17,8 +17,9 @@ urlpatterns = [
     # sites/<int:pk>/ (site-detail), the site's page, is a dashboard: webapp/dashboards/urls.py
     path("sites/<int:pk>/edit/", views.SiteUpdateView.as_view(), name="site-edit"),
     path("endpoints/new/", views.EndpointCreateView.as_view(), name="endpoint-create"),
-    # endpoints/<int:pk>/ (endpoint-detail) and its files/ (endpoint-file-add), and
-    # vantage-points/ (vantage-point-list) show campaign data: webapp/campaigns/site_pages.py
+    # endpoints/<int:pk>/ (endpoint-detail) and its files/ (endpoint-file-add) are a dashboard
+    # (webapp/dashboards/endpoint_pages.py); vantage-points/ (vantage-point-list) shows
+    # campaign data: webapp/campaigns/site_pages.py
     path("endpoints/<int:pk>/edit/", views.EndpointUpdateView.as_view(), name="endpoint-edit"),
     path(
         "endpoints/<int:pk>/disable/", views.EndpointDisableView.as_view(), name="endpoint-disable"

@@ -1,8 +1,8 @@
 """Pages for sites, endpoints, their test files and vantage points.
 
-The pages that show campaign data - an endpoint's page (its recent runs, and the test file
-form's errors) and the vantage point list (queued runs) - are the campaigns app's
-(webapp/campaigns/site_pages.py), routed in this app's namespace by webapp/urls.py.
+The pages that show data of higher apps - the site and endpoint pages (summary, recent runs,
+advice, the test file form's errors: webapp/dashboards/) and the vantage point list (queued
+runs: webapp/campaigns/site_pages.py) - are routed in this app's namespace by webapp/urls.py.
 
 Viewers read; operators create sites (and own them); a site and its endpoints are changed,
 and endpoints added to it, by its owner or an admin (Site.editable_by, Endpoint.editable_by);
