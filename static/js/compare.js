@@ -370,8 +370,20 @@
     }
   }
 
+  /** The read size choices: the sizes these endpoints measured, written as sizes ("4 KiB",
+      as the server writes them); values stay bytes, as the address and the API have them. */
+  function fillReadSizes() {
+    const select = form.elements.read_size;
+    const sizes = new Set(data.parameter_sets.map((s) => s.read_size));
+    if (data.parameter_set) sizes.add(data.parameter_set.read_size);
+    const options = [...sizes].sort((a, b) => a - b)
+      .map((size) => new Option(fedprobeUnits.size(size), String(size)));
+    select.replaceChildren(new Option(select.options[0].textContent, ""), ...options);
+  }
+
   function syncForm() {
     if (!data) return;
+    fillReadSizes();
     for (const name of PARAMETERS) {
       const value = data.parameter_set ? data.parameter_set[name] : "";
       form.elements[name].value = value === null ? "" : String(value);
