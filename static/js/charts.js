@@ -56,12 +56,17 @@ const fedprobe = (() => {
     return `${Number(seconds.toPrecision(3))} s`;
   }
 
-  /** Ticks for a log axis of seconds spanning `values`: each labelled in full (Plotly's own
-      label minor ticks with one digit, so 0.2 s and 2 s look alike). 1, 2 and 5 of each
-      decade for up to three decades; every decade for up to six; else every other one; 1, 2,
-      3, 5 and 7 when the values lie within one decade. */
-  function secondsTicks(values) {
-    const positive = values.filter((v) => v > 0);
+  /** A number in full, to three significant digits: 200 -> "200", 0.035 -> "0.035". */
+  function formatNumber(value) {
+    return Number(value.toPrecision(3)).toLocaleString("en-US", { maximumFractionDigits: 6 });
+  }
+
+  /** Ticks for a log axis spanning `values`, each labelled in full by `format` (Plotly's own
+      label minor ticks with one digit, so 200 reads "2" and 0.2 s and 2 s look alike). 1, 2
+      and 5 of each decade for up to three decades; every decade for up to six; else every
+      other one; 1, 2, 3, 5 and 7 when the values lie within one decade. */
+  function logTicks(values, format = formatNumber) {
+    const positive = values.filter((v) => v > 0 && Number.isFinite(v));
     if (!positive.length) return {};
     const low = Math.floor(Math.log10(Math.min(...positive)));
     const high = Math.ceil(Math.log10(Math.max(...positive)));
@@ -72,7 +77,12 @@ const fedprobe = (() => {
     for (let power = low; power <= high; power += every) {
       for (const step of steps) tickvals.push(Number((step * 10 ** power).toPrecision(3)));
     }
-    return { tickvals, ticktext: tickvals.map(formatSeconds), tickmode: "array" };
+    return { tickvals, ticktext: tickvals.map(format), tickmode: "array" };
+  }
+
+  /** Ticks for a log axis of seconds: logTicks labelled "20 ms", "2 s". */
+  function secondsTicks(values) {
+    return logTicks(values, formatSeconds);
   }
 
   function colour(index) {
@@ -157,7 +167,7 @@ const fedprobe = (() => {
   }
 
   return {
-    palette, colours, data, text, formatSeconds, secondsTicks, colour, rgba, config, layout,
+    palette, colours, data, text, formatSeconds, formatNumber, logTicks, secondsTicks, colour, rgba, config, layout,
     showMessage, toCsv, downloads, permalink,
   };
 })();

@@ -188,16 +188,27 @@
     return [`${data.since}`, until.toISOString().slice(0, 10)];
   }
 
+  /** Every value the metric chart draws: medians, their quartiles and the runs. */
+  function drawnValues() {
+    const values = data.series.flatMap((s) => [...s.q1, ...s.median, ...s.q3]);
+    if (data.runs_shown) values.push(...data.runs.map((r) => r.value));
+    return values.filter((v) => v !== null);
+  }
+
   // Sites an order of magnitude apart read better on a log scale (a display choice: the
-  // data and the API do not change).
+  // data and the API do not change). Its ticks are labelled in full, as the results page's
+  // (fedprobe.logTicks): Plotly's own read 200 as "2" and 30 to 90 MB/s as "3" to "9".
   function yAxis() {
     const log = form.elements.scale.checked;
-    return {
+    const axis = {
       title: { text: fedprobe.text(`${data.label} (${data.unit})`) },
       type: log ? "log" : "linear",
       rangemode: log ? "normal" : "tozero",
       autorange: true,
     };
+    if (!log) return { ...axis, tickmode: "auto", tickvals: null, ticktext: null };
+    const format = data.unit === "B" ? fedprobeUnits.size : fedprobe.formatNumber;
+    return { ...axis, ...fedprobe.logTicks(drawnValues(), format) };
   }
 
   function drawMetric() {
@@ -359,8 +370,20 @@
     }
   }
 
+  /** The read size choices: the sizes these endpoints measured, written as sizes ("4 KiB",
+      as the server writes them); values stay bytes, as the address and the API have them. */
+  function fillReadSizes() {
+    const select = form.elements.read_size;
+    const sizes = new Set(data.parameter_sets.map((s) => s.read_size));
+    if (data.parameter_set) sizes.add(data.parameter_set.read_size);
+    const options = [...sizes].sort((a, b) => a - b)
+      .map((size) => new Option(fedprobeUnits.size(size), String(size)));
+    select.replaceChildren(new Option(select.options[0].textContent, ""), ...options);
+  }
+
   function syncForm() {
     if (!data) return;
+    fillReadSizes();
     for (const name of PARAMETERS) {
       const value = data.parameter_set ? data.parameter_set[name] : "";
       form.elements[name].value = value === null ? "" : String(value);

@@ -288,6 +288,20 @@
     return { x, y, custom };
   }
 
+  /** "1 operation", "12 operations". */
+  function operations(count) {
+    return `${count} operation${count === 1 ? "" : "s"}`;
+  }
+
+  /** Counts are whole: a linear axis steps by at least 1 (a one-operation histogram had
+      ticks at 0.2, 0.4 ...); a log axis takes logTicks, whole from 1 up. */
+  function countAxis(hist, logCounts) {
+    const counts = hist.buckets.map((b) => b.count);
+    if (logCounts) return { type: "log", ...fedprobe.logTicks(counts) };
+    const most = Math.max(...counts);
+    return { type: "linear", rangemode: "tozero", tickformat: ",d", ...(most < 10 ? { dtick: 1 } : {}) };
+  }
+
   function latencyLayout(kind, hist, logCounts) {
     const shapes = [];
     const annotations = [];
@@ -295,28 +309,29 @@
       const value = hist[name];
       if (!(value > 0)) return;
       shapes.push({
-        type: "line", xref: "x", yref: "paper", x0: value, x1: value, y0: 0, y1: 1,
+        type: "line", xref: "x", yref: "paper", x0: value / 1000, x1: value / 1000, y0: 0, y1: 1,
         line: { color: colours.black, width: 1, dash: ["dot", "dash", "longdash"][i] },
       });
       annotations.push({
         // On a log axis an annotation is placed in log units (a shape in data units).
-        x: Math.log10(value), xref: "x", yref: "paper", y: 1 - 0.09 * i, yanchor: "top",
+        x: Math.log10(value / 1000), xref: "x", yref: "paper", y: 1 - 0.09 * i, yanchor: "top",
         text: `${name} ${fedprobeUnits.latencyUs(value)}`,
         showarrow: false, xanchor: "left", font: { size: 11 },
         bgcolor: fedprobe.rgba(colours.background, 0.8),
       });
     });
     return fedprobe.layout({
-      title: { text: `${fedprobe.text(kind)}: ${hist.count} operations`, font: { size: 14 } },
+      title: { text: `${fedprobe.text(kind)}: ${operations(hist.count)}`, font: { size: 14 } },
       height: LATENCY_HEIGHT,
       showlegend: false,
       margin: { t: 40, r: 20, b: 55, l: 60 },
-      xaxis: { type: "log", title: { text: "latency (µs)" } },
-      yaxis: {
-        type: logCounts ? "log" : "linear",
-        title: { text: "operations" },
-        rangemode: "tozero",
+      // In ms, as the rest of the page (the buckets' edges stay µs in the downloads).
+      xaxis: {
+        type: "log",
+        title: { text: "latency (ms)" },
+        ...fedprobe.logTicks(hist.buckets.flatMap((b) => [b.lower_us / 1000, b.upper_us / 1000])),
       },
+      yaxis: { title: { text: "operations" }, ...countAxis(hist, logCounts) },
       shapes,
       annotations,
       uirevision: kind,
@@ -356,14 +371,13 @@
         type: "scatter",
         mode: "lines",
         name: fedprobe.text(kind),
-        x: step.x,
+        x: step.x.map((us) => us / 1000),
         y: step.y,
         line: { shape: "hv", color: fedprobe.colour(i), width: 1.5 },
         fill: logCounts ? "none" : "tozeroy",
         customdata: step.custom.map(([lower, upper, count]) =>
-          [fedprobeUnits.latencyUs(lower), fedprobeUnits.latencyUs(upper), count]),
-        hovertemplate:
-          "%{customdata[0]} to %{customdata[1]}: %{customdata[2]} operations<extra></extra>",
+          [fedprobeUnits.latencyUs(lower), fedprobeUnits.latencyUs(upper), operations(count)]),
+        hovertemplate: "%{customdata[0]} to %{customdata[1]}: %{customdata[2]}<extra></extra>",
       };
       for (const bucket of hist.buckets) latencyDrawn.push({ kind, series: "bucket", ...bucket });
       for (const name of PERCENTILES) {

@@ -30,6 +30,7 @@ SET_QUERY = (
     f"method={METHOD}&pattern={PATTERN}&read_size={READ_SIZE}&fraction={FRACTION}&clients={CLIENTS}"
 )
 NIGHTS = 60
+CHART = "document.getElementById('compare-chart')"
 MEDIAN_TRACES = "t => t.legendgroup && t.name !== 'q1' && t.name !== 'q3' && t.mode !== 'markers'"
 
 
@@ -201,6 +202,14 @@ def test_months_of_history_read_at_a_glance_and_zoom_together(
     )
     assert parse_qs(urlsplit(page.url).query)["scale"] == ["log"]
     assert medians(page) == drawn
+    # Each tick says its value in full: Plotly's own labels read 200 as "2" and 30 MB/s as
+    # "3", values outside the axis.
+    low, high = (10**end for end in page.evaluate(f"{CHART}.layout.yaxis.range"))
+    ticks = page.evaluate(
+        "Array.from(document.querySelectorAll('#compare-chart .ytick text'), t => t.textContent)"
+    )
+    assert len(ticks) >= 3
+    assert all(low <= float(tick.replace(",", "")) <= high for tick in ticks), (ticks, low, high)
     screenshot(page, "compare")
 
     # The range selector's "1 m" shows the last month in both charts.

@@ -96,7 +96,7 @@ def test_home_shows_what_fails_got_slower_and_runs(
     (slower,) = rows(page, "slower")
     assert slower[0].startswith("slow-root")
     assert (slower[3], slower[5], slower[6], slower[7]) == (
-        "throughput_mbps (MB/s)", "40.0", "100.0 (7 runs)", "-60%",
+        "Throughput (MB/s)", "40.0", "100.0 (7 runs)", "-60%",
     )  # fmt: skip
     (running,) = rows(page, "running")
     assert running[0] == str(runs["running"].pk) and running[1] == "running"

@@ -136,7 +136,7 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     assert query(page)["metric"] == ["wall_s"]
     value = cell(page, "local-root", "local").locator(".value").inner_text()
     assert value == format_duration_s(local_root.wall_s)  # "10.2 ms": the pages' units
-    assert page.locator("h2#matrix-title").inner_text().startswith("Latest wall_s (s)")
+    assert page.locator("h2#matrix-title").inner_text().startswith("Wall time (s): latest")
 
     # Boundaries colour the cells (lower is better for wall time) and stay in the URL.
     page.fill("#id_good", "1")

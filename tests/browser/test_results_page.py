@@ -142,6 +142,9 @@ def test_results_page_draws_the_lab_campaign(
     assert {t["name"] for t in traces(page, "fraction")} == {"direct", "copy"}
     assert all(t["x"] == FRACTIONS for t in traces(page, "fraction"))
     assert drawn_points(page, "fraction") == expected_points(campaign, near, clients=1)
+    # Copies have no open time of the endpoint (their tool opens it out of sight): no line
+    # at 0 s beside direct's.
+    assert [t["name"] for t in traces(page, "open") if t["x"]] == ["direct"]
 
     # The crossover sentence is the selector's, names and all, as text.
     (crossover,) = [

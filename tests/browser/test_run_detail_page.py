@@ -249,6 +249,37 @@ def test_hostile_names_and_error_messages_stay_text(
     watch.assert_clean()
 
 
+def test_histograms_are_in_ms_with_whole_counts_of_operations(
+    live_server: Any, browser_page: Callable[..., Any]
+) -> None:
+    """One client: its open is a histogram of one operation (14 ms), its reads 100 (100 to
+    397 µs: 0.1 to 0.4 ms)."""
+    run = RunFactory(clients=1)
+    run_claim(run_id=run.pk, worker="w")
+    records = [engine_record(0, "ok.example:1094", None)]
+    run_ingest(run_id=run.pk, run_json={"status": "succeeded", "clients": records, "errors": []})
+
+    page, watch = browser_page("viewer")
+    page.goto(f"{live_server.url}/runs/{run.pk}/")
+    page.wait_for_selector("#latency-charts [data-kind=open] .main-svg")
+    page.wait_for_selector("#latency-charts [data-kind=read] .main-svg")
+    open_chart = "#latency-charts [data-kind=open]"
+    assert page.eval_on_selector(open_chart, "c => c.layout.title.text") == "open: 1 operation"
+    counts = page.eval_on_selector_all(
+        f"{open_chart} .ytick text", "ts => ts.map(t => t.textContent)"
+    )
+    assert counts and all(count.isdigit() for count in counts), counts
+    read_chart = "#latency-charts [data-kind=read]"
+    assert page.eval_on_selector(read_chart, "c => c.layout.xaxis.title.text") == "latency (ms)"
+    (read,) = chart_data(page, read_chart)
+    assert min(read["x"]) >= 0.09 and max(read["x"]) <= 0.42
+    latencies = page.eval_on_selector_all(
+        f"{read_chart} .xtick text", "ts => ts.map(t => t.textContent)"
+    )
+    assert {"0.1", "0.2"} <= set(latencies), latencies
+    watch.assert_clean()
+
+
 # -- a run that has not ended -------------------------------------------------------------------
 
 FILE_4M = "/fedprobe/file-4M"

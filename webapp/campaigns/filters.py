@@ -81,21 +81,35 @@ def with_first_error(runs: QuerySet[Run]) -> QuerySet[Run]:
 
 
 class RunFilter(django_filters.FilterSet):
-    created_after = UTCDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = UTCDateTimeFilter(field_name="created_at", lookup_expr="lt")
-    vantage_point = django_filters.CharFilter(field_name="vantage_point__name")
+    """The run list's filters. Each filter that is not plainly a Run column has its label
+    here: django-filter makes one from the lookup ("Created at is greater than or equal
+    to") or, for a filter with a method, writes "[invalid name]"."""
+
+    created_after = UTCDateTimeFilter(
+        field_name="created_at", lookup_expr="gte", label="Created from (UTC)"
+    )
+    created_before = UTCDateTimeFilter(
+        field_name="created_at", lookup_expr="lt", label="Created before (UTC)"
+    )
+    vantage_point = django_filters.CharFilter(
+        field_name="vantage_point__name", label="Vantage point"
+    )
     # distinct=False: a run has one status, and DISTINCT would sort every matching row.
     status = django_filters.MultipleChoiceFilter(choices=Run.Status.choices, distinct=False)
     server_version = django_filters.CharFilter(
-        lookup_expr="icontains", help_text="runs whose server reported this (part of a) version"
+        lookup_expr="icontains",
+        label="Server version",
+        help_text="runs whose server reported this (part of a) version",
     )
     error_class = django_filters.ChoiceFilter(
         choices=[(c.value, c.value) for c in ErrorClass],
         method="filter_error_class",
+        label="First error",
         help_text="runs whose first error is of this class",
     )
     ordering = RunOrderingFilter(
         fields=[(name, name) for name in RUN_ORDERING],
+        label="Sort by",
         help_text=f"sort by {', '.join(RUN_ORDERING)}; -NAME sorts descending",
     )
 
@@ -115,6 +129,12 @@ class RunFilter(django_filters.FilterSet):
             "server_version",
             "error_class",
         ]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Model fields whose verbose name does not say what to type.
+        self.filters["read_size"].label = "Read size (bytes)"
+        self.filters["auth"].label = "Authentication"
 
     def filter_error_class(self, queryset: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
         # Only these statuses carry errors (a run succeeds without any): the status index

@@ -47,6 +47,20 @@ class RunMetric:
             value = value.get(key) if isinstance(value, Mapping) else None
         return cast(float | None, value)
 
+    @property
+    def display_unit(self) -> str:
+        """The unit as pages write it: "µs" where the API's ASCII name says "us"."""
+        return "µs" if self.unit == "us" else self.unit
+
+    @property
+    def title(self) -> str:
+        """What pages call the metric, with its unit: "Read latency p50 (µs)". Forms,
+        tables and headings write this, never the column name (latency_p50_us). A label
+        that ends in a parenthesis takes the unit inside it: "Open time (p50 over clients, s)"."""
+        if self.label.endswith(")"):
+            return f"{self.label[:-1]}, {self.display_unit})"
+        return f"{self.label} ({self.display_unit})"
+
     def format(self, value: float) -> str:
         """The value as the tables write it: sizes binary, times and latencies with their
         unit (ms from 1 ms); a rate bare to 0.1 (its unit is in the column or the title)."""

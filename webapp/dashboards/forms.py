@@ -79,9 +79,7 @@ class IdsField(forms.Field):
 class MatrixForm(forms.Form):
     """The matrix's controls; the page and the API read the same query parameters."""
 
-    metric = forms.ChoiceField(
-        choices=[(m.name, f"{m.name} ({m.unit})") for m in RUN_METRICS], required=False
-    )
+    metric = forms.ChoiceField(choices=[(m.name, m.title) for m in RUN_METRICS], required=False)
     good = forms.FloatField(help_text=OVERRIDE_HELP)
     bad = forms.FloatField(help_text=OVERRIDE_HELP)
     view = forms.ChoiceField(choices=VIEWS, required=False)
@@ -186,8 +184,9 @@ class AlertsForm(forms.Form):
         min_value=1, max_value=365, help_text="runs of the last N days (slower: at most 31)"
     )
     metric = forms.MultipleChoiceField(
-        choices=[(m, f"{m} ({METRICS[m].unit})") for m in SPEED_METRICS],
-        help_text="checked for slowdowns; none chosen: " + ", ".join(DEFAULT_SLOWER_METRICS),
+        choices=[(m, METRICS[m].title) for m in SPEED_METRICS],
+        help_text="checked for slowdowns; none chosen: "
+        + ", ".join(METRICS[m].label for m in DEFAULT_SLOWER_METRICS),
     )
     drop_pct = forms.FloatField(
         min_value=1, max_value=100, help_text="slower: throughput down by this %"
@@ -224,7 +223,7 @@ class CompareForm(forms.Form):
         help_text="keep the endpoints of these protocols",
     )
     metric = forms.ChoiceField(
-        choices=[(m.name, f"{m.label} ({m.unit})") for m in RUN_METRICS],
+        choices=[(m.name, m.title) for m in RUN_METRICS],
         required=False,
     )
     method = forms.ChoiceField(

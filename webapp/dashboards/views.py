@@ -21,6 +21,7 @@ from webapp.campaigns.estimates import site_schedule_cost
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign
 from webapp.dashboards.advice_pages import advice_context
 from webapp.dashboards.forms import (
+    MOST_MEASURED,
     AlertsForm,
     CompareForm,
     MatrixForm,
@@ -53,6 +54,7 @@ from webapp.sites.downtime_pages import page_context as downtime_page_context
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from webapp.watch.availability import site_availability
 from webapp.watch.credentials import credentials_expiring
+from workers.engine.units import format_size
 
 
 class MatrixView(ViewerRequiredMixin, View):
@@ -131,18 +133,32 @@ class ComparePageView(ViewerRequiredMixin, View):
         picked = "endpoint" in request.GET or "site" in request.GET
         form = CompareForm(request.GET if picked else None)
         data = compare_data(**form.query()) if picked and form.is_valid() else None
+        chosen = _chosen(form, data)
         context = {
             "form": form,
             "data": data,
             "failures": failure_counts(data["failures"]) if data else {},
             "sites": _sites_with_endpoints(),
             "vantage_points": VantagePoint.objects.order_by("name").values_list("name", flat=True),
-            "chosen": _chosen(form, data),
+            "chosen": chosen,
+            "read_sizes": _read_sizes(data, chosen),
+            "most_measured": MOST_MEASURED,
             "runs_max_days": RUNS_MAX_DAYS,
             "max_endpoints": MAX_ENDPOINTS,
         }
         status = 400 if picked and form.errors else 200
         return render(request, self.template_name, context, status=status)
+
+
+def _read_sizes(data: CompareData | None, chosen: dict[str, Any]) -> list[tuple[str, str]]:
+    """The read size field's choices: the sizes these endpoints measured and the one asked,
+    written as sizes ("4 KiB", as the parameter sets are); the address keeps bytes."""
+    sizes = {str(s["read_size"]) for s in data["parameter_sets"]} if data else set()
+    asked = str(chosen.get("read_size") or "")
+    if asked:
+        sizes.add(asked)
+    ordered = sorted(sizes, key=lambda v: (not v.isdigit(), int(v) if v.isdigit() else 0, v))
+    return [(v, format_size(int(v)) if v.isdigit() else v) for v in ordered]
 
 
 def _sites_with_endpoints() -> list[Site]:

@@ -35,9 +35,9 @@ _T = TypeVar("_T")
 @dataclass
 class Found:
     """What the preflight found: file sizes, readv limits, what the server said of itself,
-    and the endpoint's round-trip time as the fastest of its opens and stats (never below
-    the real one: only calls that always ask the endpoint are timed, not readv limits or
-    closes a backend may answer itself)."""
+    and the endpoint's round-trip time: the fastest of its opens, its stats and the
+    backend's round_trip_s (never below the real one: only calls that always ask the
+    endpoint are timed, not readv limits or closes a backend may answer itself)."""
 
     sizes: dict[str, int] = field(default_factory=dict)
     vector_limits: tuple[int, int] | None = None
@@ -98,8 +98,9 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
     """Check every URL against the egress policy, then stat every file (and ask the readv
     limits) before the clients start; untimed.
 
-    A direct run stats its first file once more: its first request paid for connecting and
-    logging in, the repeat on the same connection (XrdCl keeps it) is one round trip.
+    Then the backend times a round trip to the first file's server on a connection it has
+    opened already (its first request paid for connecting, TLS and logging in): XrdCl keeps
+    its connection for one more stat; HTTP times HEADs on one kept-alive connection.
     """
     options = OpenOptions(
         user="fpplan", streams=1, deadline=deadline, egress=params.egress, access=access
@@ -120,7 +121,6 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
         if found.sizes[url] >= 0:
             params.check_file_size(url, found.sizes[url])
     first = params.urls[0]
-    if params.method == Method.DIRECT:
-        found.timed(partial(backend.stat_size, first, options))
+    found.rtt_s = min(found.rtt_s, backend.round_trip_s(first, options))
     found.negotiated = backend.describe(first, options)
     return found

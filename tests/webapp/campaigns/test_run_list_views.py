@@ -150,3 +150,21 @@ def test_long_campaign_and_endpoint_names_are_clipped_with_the_whole_name_in_a_t
     assert 'css/runs.css"' in html
     detail = viewer.get(f"/campaigns/{campaign.pk}/").content.decode()
     assert re.search(rf'class="clip run-campaign" href="[^"]+" title="{re.escape(name)}">', detail)
+
+
+def test_the_filters_are_labelled_in_words(viewer: Client) -> None:
+    """django-filter's own labels were "[invalid name]" for the error class and "Created at
+    is greater than or equal to" for the range."""
+    labels = [
+        unescape(re.sub(r"<[^>]+>", "", label)).strip()
+        for label in re.findall(r"<label[^>]*>(.*?)</label>", page(viewer), re.S)
+    ]
+    for label in (
+        "First error:",
+        "Created from (UTC):",
+        "Created before (UTC):",
+        "Vantage point:",
+        "Read size (bytes):",
+    ):
+        assert label in labels
+    assert not [label for label in labels if "invalid" in label or " is " in label]

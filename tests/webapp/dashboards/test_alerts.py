@@ -324,3 +324,16 @@ def test_the_page_lists_the_first_rows_and_all_of_them_when_asked(
     assert f'href="/runs/{failing["broken_3"].pk}/"' in every
     assert 'id="failing-all"' not in every
     assert client.get("/api/v1/alerts/?days=7").json()["failing_total"] == 2
+
+
+def test_home_and_alerts_name_metrics_in_words_with_their_units(
+    client: Client, nightly: dict[str, Any]
+) -> None:
+    """The slower lists and the alerts' metric choices said "latency_p50_us (us)"."""
+    watch_pass()
+    login(client, "viewer")
+    for path in ("/", "/alerts/"):
+        html = client.get(path).content.decode()
+        assert "<td>Read latency p50 (µs)</td>" in html and "<td>Throughput (MB/s)</td>" in html
+        assert "latency_p50_us (us)" not in html and "throughput_mbps (MB/s)" not in html
+    assert '<option value="open_s">Open time (p50 over clients, s)</option>' in html

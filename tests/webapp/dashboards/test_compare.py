@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -417,3 +418,28 @@ def test_page_without_endpoints_says_what_to_do() -> None:
     assert page.status_code == 200
     assert b"Pick endpoints or whole sites above" in page.content
     assert b"<b>site</b>" not in page.content
+
+
+def test_the_read_size_is_chosen_among_the_measured_ones_written_as_sizes() -> None:
+    """The field was a number of bytes ("1048576")."""
+    endpoint = EndpointFactory()
+    run(endpoint, DAY, throughput_mbps=5.0)
+    run(endpoint, DAY, throughput_mbps=6.0, **OTHER)
+    query = f"endpoint={endpoint.pk}&since={DAY - timedelta(days=3)}&until={DAY}&read_size=4096"
+    html = page_client("viewer").get(f"/compare/?{query}").content.decode()
+    field = html[
+        html.index('<select name="read_size"') : html.index(
+            "</select>", html.index('name="read_size"')
+        )
+    ]
+    options = [
+        (value, selected, label.strip())
+        for value, selected, label in re.findall(
+            r'<option value="(\d*)"( selected)?>([^<]*)<', field
+        )
+    ]
+    assert options == [
+        ("", "", "most measured"),
+        ("4096", " selected", "4 KiB"),
+        ("1048576", "", "1 MiB"),
+    ]

@@ -21,6 +21,13 @@ def metric_value(value: float | None, name: str) -> str:
 
 
 @register.filter
+def metric_title(name: str) -> str:
+    """A run metric's name in words with its unit (RunMetric.title): "latency_p50_us" ->
+    "Read latency p50 (µs)"."""
+    return metric(name).title
+
+
+@register.filter
 def age(seconds: float | None) -> str:
     """How long ago, roughly: "45 s", "12 min", "5 h", "3 d"."""
     if seconds is None:

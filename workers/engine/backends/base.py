@@ -8,6 +8,7 @@ short data silently.
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,6 +129,15 @@ class Backend(abc.ABC):
     def describe(self, url: str, options: OpenOptions) -> Negotiated:
         """Ask the server what it runs and how the connection is protected (untimed)."""
         return Negotiated()
+
+    def round_trip_s(self, url: str, options: OpenOptions) -> float:
+        """The network's round-trip time to the endpoint, for the preflight (never in a
+        timed phase): the time of one more stat. After the preflight's first stat, XrdCl asks
+        on the connection it keeps, so this is one round trip and the server's own time; a
+        protocol that connects per request measures on a connection it keeps (HttpBackend)."""
+        started = time.perf_counter()
+        self.stat_size(url, options)
+        return time.perf_counter() - started
 
     def client_version(self, *, copies: bool) -> str | None:
         """The client library or tool a run's clients use here, and its version, for reads

@@ -6,6 +6,7 @@ the engine's parameter check turns such runs away before they reach this module.
 
 from __future__ import annotations
 
+import math
 import re
 import tempfile
 from pathlib import Path
@@ -40,6 +41,12 @@ class GridFtpBackend(Backend):
 
     def client_version(self, *, copies: bool) -> str | None:
         return tool_version(TOOL, "-version")
+
+    def round_trip_s(self, url: str, options: OpenOptions) -> float:
+        """None better than the preflight's stats: globus-url-copy connects and logs in
+        again for every call, so one more would cost a process and a login, not one round
+        trip (infinity leaves the fastest stat as the preflight's figure)."""
+        return math.inf
 
     def stat_size(self, url: str, options: OpenOptions) -> int:
         """The size from the server's MLST, asked without moving data.
