@@ -128,6 +128,9 @@ def test_large_reads_are_read_directly() -> None:
     assert crossover.verdict == "read-directly"
     assert choice_at(crossover, 0.1) == "read-directly"
     assert crossover.interval is None
+    # The model's crossover lies beyond the measured 10%: it agrees.
+    assert crossover.model_prediction is not None and crossover.model_prediction > 0.1
+    assert "agrees with the runs" in crossover.model_text
 
 
 def test_the_clients_times_are_what_the_bootstrap_resamples() -> None:
