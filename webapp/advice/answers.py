@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -51,6 +51,9 @@ class Context:
     ) -> Statement:
         runs = list(evidence)
         measured = max((s.finished_at for s in runs if s.finished_at), default=None)
+        if runs and self.link is not None:
+            # The link the model was given, so that a reader can redo its prediction.
+            fields["scope"] = {**fields.get("scope", {}), "model_link": asdict(self.link)}
         return Statement(
             question=question,
             verdict=verdict,
