@@ -93,6 +93,9 @@ def test_small_reads_cross_over_to_copying_first_where_the_model_says() -> None:
     assert crossover.measured_at == NOW - timedelta(days=1)
     assert not crossover.stale
     assert "Copy the file first when reading more than" in crossover.text
+    link = crossover.scope["model_link"]
+    assert link["rtt_s"] == pytest.approx(0.026)  # the preflight round trip
+    assert link["overhead_s"] == pytest.approx(0.0, abs=1e-4)  # latency p50 = one round trip
 
 
 def test_the_interval_is_the_same_for_the_same_runs_and_widens_with_their_spread() -> None:
@@ -128,6 +131,9 @@ def test_large_reads_are_read_directly() -> None:
     assert crossover.verdict == "read-directly"
     assert choice_at(crossover, 0.1) == "read-directly"
     assert crossover.interval is None
+    # The model's crossover lies beyond the measured 10%: it agrees.
+    assert crossover.model_prediction is not None and crossover.model_prediction > 0.1
+    assert "agrees with the runs" in crossover.model_text
 
 
 def test_the_clients_times_are_what_the_bootstrap_resamples() -> None:
