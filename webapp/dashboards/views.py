@@ -44,6 +44,7 @@ from webapp.dashboards.selectors.home import (
 from webapp.dashboards.selectors.matrix import DEFAULT_METRIC, matrix_data, matrix_grid
 from webapp.dashboards.selectors.parameter_sets import parameter_sets_recent
 from webapp.dashboards.selectors.results import ResultsFilter, campaign_results
+from webapp.dashboards.selectors.results_guidance import charts_not_drawn
 from webapp.dashboards.selectors.site_summary import site_summary
 from webapp.dashboards.selectors.thresholds import SAVE_REFUSAL
 from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_save
@@ -216,6 +217,7 @@ class CampaignResultsPageView(ViewerRequiredMixin, View):
                 "api_url": reverse("campaign-results-api", args=[campaign.pk]),
                 "runs_url": f"{reverse('campaigns:run-list')}?campaign={campaign.pk}",
             },
+            "not_drawn": charts_not_drawn(results.not_asked),
             "query_errors": [(name, " ".join(messages)) for name, messages in errors.items()],
             "since": chosen.since.isoformat() if chosen.since else "",
             "until": chosen.until.isoformat() if chosen.until else "",
