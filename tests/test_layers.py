@@ -1,7 +1,7 @@
-"""The apps import downward only (accounts < core < sites < campaigns < watch < notifications <
-archivers < dashboards < api < demo) and the engine and the lab import nothing of Django,
-Celery or the web application: import-linter's contracts in pyproject.toml, checked here so
-that bin/test catches a break."""
+"""The apps import downward only (accounts < core < sites < campaigns < advice < watch <
+notifications < archivers < dashboards < api < demo) and the engine and the lab import nothing
+of Django, Celery or the web application: import-linter's contracts in pyproject.toml, checked
+here so that bin/test catches a break."""
 
 from __future__ import annotations
 

@@ -178,6 +178,7 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.sites",
     "webapp.campaigns",
+    "webapp.advice",
     "webapp.watch",
     "webapp.notifications",
     "webapp.archivers",
@@ -502,6 +503,9 @@ FEDPROBE_MAX_MATRIX = env_int("FEDPROBE_MAX_MATRIX", 1000)
 # A credential of a scheduled campaign's endpoint that expires within this many days is
 # warned about (campaign preview, home, the watch): webapp/watch/credentials.py.
 FEDPROBE_CREDENTIAL_WARN_DAYS = env_int("FEDPROBE_CREDENTIAL_WARN_DAYS", 7)
+# Advice (webapp/advice; docs/advice.md) resting on runs older than this many days says it is
+# stale.
+FEDPROBE_ADVICE_MAX_AGE_DAYS = env_int("FEDPROBE_ADVICE_MAX_AGE_DAYS", 14)
 # Schedules (webapp/campaigns/schedules.py; docs/workers.md): a slot missed by up to this
 # many seconds (beat was down) is still launched, once; older slots are skipped.
 FEDPROBE_SCHEDULE_CATCHUP_S = env_int("FEDPROBE_SCHEDULE_CATCHUP_S", 6 * 3600)

@@ -2,6 +2,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from webapp.api import agents, views
+from webapp.api.advice import EndpointAdviceAPIView, SiteAdviceAPIView, SuggestedCampaignAPIView
 from webapp.api.archivers import ArchiverViewSet
 from webapp.api.availability import AvailabilityAPIView
 from webapp.api.downtimes import DowntimeViewSet
@@ -48,6 +49,13 @@ urlpatterns = [
         name="campaign-results-api",
     ),
     path("sites/<int:pk>/summary/", SiteSummaryAPIView.as_view(), name="site-summary-api"),
+    path("sites/<int:pk>/advice/", SiteAdviceAPIView.as_view(), name="site-advice-api"),
+    path("endpoints/<int:pk>/advice/", EndpointAdviceAPIView.as_view(), name="endpoint-advice-api"),
+    path(
+        "endpoints/<int:pk>/advice/campaign/",
+        SuggestedCampaignAPIView.as_view(),
+        name="advice-campaign-api",
+    ),
     path("agent/enrol/", agents.EnrolView.as_view(), name="agent-enrol"),
     path("agent/heartbeat/", agents.HeartbeatView.as_view(), name="agent-heartbeat"),
     path("agent/runs/<int:pk>/claim/", agents.ClaimView.as_view(), name="agent-claim"),

@@ -200,9 +200,9 @@ def _status_text(lab: Lab, endpoints: Sequence[LabEndpoint]) -> str:
         f"token issuer: {state['issuer']} (audience {LAB_AUDIENCE})",
         "",
         *_table(
-            ("endpoint", "site", "role", "RTT", "auth", "URL"),
+            ("endpoint", "site", "role", "RTT", "link", "auth", "URL"),
             [
-                (e.name, e.site, e.role, f"{e.rtt_ms:g} ms", _auth_label(e), e.url)
+                (e.name, e.site, e.role, f"{e.rtt_ms:g} ms", _link_label(e), _auth_label(e), e.url)
                 for e in endpoints
             ],
         ),
@@ -210,6 +210,11 @@ def _status_text(lab: Lab, endpoints: Sequence[LabEndpoint]) -> str:
         *_table(("file", "size", "adler32", "served by"), _file_rows(endpoints)),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _link_label(endpoint: LabEndpoint) -> str:
+    """The site link's cap, shared by all the site's endpoints ("-": unlimited)."""
+    return "-" if endpoint.bandwidth_mbps is None else f"{endpoint.bandwidth_mbps:g} MB/s"
 
 
 def _auth_label(endpoint: LabEndpoint) -> str:

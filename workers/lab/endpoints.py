@@ -32,6 +32,8 @@ class LabEndpoint:
     `auth` is what a client must present: nothing, a bearer token (WLCG profile, from the
     lab's issuer) or an X.509 proxy of the lab's CA. `tls` says whether the connection is
     encrypted; `ca_dir` is the lab's CA dir (X509_CERT_DIR), the same for every endpoint.
+    `bandwidth_mbps` is the rate of the site's link in MB/s, shared by every connection to
+    any of the site's endpoints (None: unlimited).
     """
 
     name: str
@@ -44,6 +46,7 @@ class LabEndpoint:
     tls: bool = False
     auth: Auth = "none"
     ca_dir: str = ""
+    bandwidth_mbps: float | None = None
 
     def file_url(self, path: str) -> str:
         return self.url + "/" + path.lstrip("/")
@@ -60,6 +63,7 @@ class LabEndpoint:
             "tls": self.tls,
             "auth": self.auth,
             "ca_dir": self.ca_dir,
+            "bandwidth_mbps": self.bandwidth_mbps,
         }
 
     @classmethod
@@ -77,7 +81,16 @@ class LabEndpoint:
             tls=data.get("tls") is True,
             auth=_auth(data.get("auth", "none")),
             ca_dir=str(data.get("ca_dir", "")),
+            bandwidth_mbps=_bandwidth(data.get("bandwidth_mbps")),
         )
+
+
+def _bandwidth(value: object) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise ValueError(f"bandwidth_mbps must be a number or null, got {value!r}")
+    return float(value)
 
 
 def _auth(value: object) -> Auth:
@@ -99,7 +112,18 @@ def build_endpoints(
     """Every endpoint; `own` holds the files only fed-a or fed-b has (listed first there)."""
     endpoints = _anonymous_endpoints(layout, profile, paths, shared, own)
     endpoints += _authenticated_endpoints(layout, profile, tuple(shared))
-    return [replace(endpoint, ca_dir=str(ca_dir)) for endpoint in endpoints]
+    return [
+        replace(endpoint, ca_dir=str(ca_dir), bandwidth_mbps=_link_rate(profile, endpoint))
+        for endpoint in endpoints
+    ]
+
+
+def _link_rate(profile: Profile, endpoint: LabEndpoint) -> float | None:
+    """The cap of the site's link for its relayed endpoints; the others are unlimited (file
+    and GridFTP are not relayed, the federation and the cache have no link of their own)."""
+    if endpoint.site in RELAYED_SITES and endpoint.protocol not in ("file", "ftp"):
+        return profile.bandwidth(endpoint.site)
+    return None
 
 
 def _anonymous_endpoints(

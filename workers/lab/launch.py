@@ -57,7 +57,8 @@ class Readiness:
 
 
 def relay_specs(layout: PortLayout, profile: Profile) -> list[RelaySpec]:
-    """A relay in front of each public port of each site with an RTT; none for 0 ms."""
+    """A relay in front of each public port of each site with an RTT or a cap; none for an
+    uncapped 0 ms site. A site's relays share its link (and its cap): one WAN link per site."""
     return [
         RelaySpec(
             name=f"{site}-{service}",
@@ -65,9 +66,11 @@ def relay_specs(layout: PortLayout, profile: Profile) -> list[RelaySpec]:
             target_host=readiness.LOOPBACK,
             target_port=layout.port(f"{site}-{service}-backend"),
             rtt_ms=rtt,
+            bandwidth_mbps=profile.bandwidth(site),
+            link=site,
         )
         for site, rtt in profile.rtt_ms.items()
-        if rtt > 0
+        if profile.relayed(site)
         for service in SITE_SERVICES
     ]
 
@@ -211,7 +214,7 @@ class Launcher:
 
     def backend(self, site: str, service: str) -> int:
         """Where a site's server listens: behind its relay, or on the public port."""
-        suffix = "-backend" if self.profile.rtt_ms[site] > 0 else ""
+        suffix = "-backend" if self.profile.relayed(site) else ""
         return self.port(f"{site}-{service}{suffix}")
 
     def initialized(self, instance: str) -> Probe:
@@ -228,7 +231,7 @@ class Launcher:
         ]
         for site in SITES:
             root, http = self.site_ports(site)
-            relayed = ("relays",) if self.profile.rtt_ms[site] > 0 else ()
+            relayed = ("relays",) if self.profile.relayed(site) else ()
             checks.append(
                 Readiness(
                     (f"xrootd-{site}", *relayed),
@@ -334,7 +337,7 @@ class Launcher:
         )
 
     def site_servers(self, site: str, service: str) -> tuple[str, ...]:
-        relayed = ("relays",) if self.profile.rtt_ms[site] > 0 else ()
+        relayed = ("relays",) if self.profile.relayed(site) else ()
         return (f"xrootd-{site}-{service}", *relayed)
 
     def listens(self, site: str, service: str) -> tuple[Probe, Probe]:

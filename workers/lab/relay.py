@@ -4,8 +4,10 @@ The lab's kernel has no netem, so latency is emulated in user space: every chunk
 one side is written to the other side rtt/2 later, in order, without waiting for earlier
 chunks to be acknowledged, so a stream pipelines as it would over a long fat link. At most
 `window_bytes` per direction and connection are held (reading pauses above it), which plays
-the part of the TCP window. For fault tests a relay can be told to hang (forward nothing)
-or to cut every connection after N more bytes towards the clients.
+the part of the TCP window. The bandwidth cap is a link's, shared by all its connections:
+relays whose specs name the same `link` (a site's ports) share one rate in each direction
+(`workers.lab.relay_link.Link`). For fault tests a relay can be told to hang (forward
+nothing) or to cut every connection after N more bytes towards the clients.
 
 Delays run on loop timers with sub-millisecond resolution (see `new_event_loop`): on the
 lab VM a ping-pong through a 0.5 ms relay takes ~0.8 ms, through a 26 ms relay 26.6-26.8
@@ -34,7 +36,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TypeVar, cast
 
-from workers.lab.relay_link import BlackHole, ClientSide, Connection, Refused, reset
+from workers.lab.relay_link import BlackHole, ClientSide, Connection, Link, Refused, reset
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,11 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class RelaySpec:
-    """One relayed port: where it listens, where it forwards, and the link it emulates."""
+    """One relayed port: where it listens, where it forwards, and the link it emulates.
+
+    `bandwidth_mbps` (MB/s, 1e6 bytes/s; None = unlimited) is the rate of `link` (default:
+    the relay's own name), shared by every connection of every relay naming that link.
+    """
 
     name: str
     listen_port: int
@@ -59,6 +65,11 @@ class RelaySpec:
     rtt_ms: float = 0.0
     bandwidth_mbps: float | None = None
     window_bytes: int = 32 * 1024 * 1024
+    link: str = ""
+
+    @property
+    def link_name(self) -> str:
+        return self.link or self.name
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -96,11 +107,12 @@ class RelaySpec:
             rtt_ms=_json_float(data, "rtt_ms", 0.0),
             bandwidth_mbps=None if bandwidth is None else _json_float(data, "bandwidth_mbps", 0),
             window_bytes=_json_int(data, "window_bytes", 32 * 1024 * 1024),
+            link=_json_str(data, "link", ""),
         )
 
 
-def _json_str(data: Mapping[str, object], key: str) -> str:
-    value = data.get(key)
+def _json_str(data: Mapping[str, object], key: str, default: str | None = None) -> str:
+    value = data.get(key, default)
     if not isinstance(value, str):
         raise ValueError(f"relay spec: {key!r} must be a string, got {value!r}")
     return value
@@ -151,11 +163,15 @@ class Relay:
     once `cut_after` more bytes have been delivered to clients (0 or None: at once), every
     connection is reset and new ones are reset on accept, until the mode is set again.
     Counters count bytes handed to the other side's socket. Methods are not thread-safe;
-    use RelayHost from other threads.
+    use RelayHost from other threads. `link` is the capped link this relay shares with
+    others (RelayHost passes it); without one, a capped spec gets a link of its own.
     """
 
-    def __init__(self, spec: RelaySpec) -> None:
+    def __init__(self, spec: RelaySpec, link: Link | None = None) -> None:
+        if link is None and spec.bandwidth_mbps is not None:
+            link = Link(spec.link_name, spec.bandwidth_mbps)
         self.spec = spec
+        self.link = link
         self.mode = "normal"
         self.cut_after: int | None = None
         self.hang = False
@@ -281,13 +297,14 @@ class RelayHost:
     def __init__(self, specs: Sequence[RelaySpec], control_socket: Path | None = None) -> None:
         self._relays: dict[str, Relay] = {}
         ports: set[int] = set()
+        links = _links(specs)
         for spec in specs:
             if spec.name in self._relays:
                 raise ValueError(f"duplicate relay name {spec.name!r}")
             if spec.listen_port and spec.listen_port in ports:
                 raise ValueError(f"relay {spec.name!r}: listen_port {spec.listen_port} used twice")
             ports.add(spec.listen_port)
-            self._relays[spec.name] = Relay(spec)
+            self._relays[spec.name] = Relay(spec, links.get(spec.link_name))
         self._control_path = control_socket
         self._control_server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -309,7 +326,7 @@ class RelayHost:
             spec = relay.spec
             bandwidth = f"{spec.bandwidth_mbps:g} MB/s" if spec.bandwidth_mbps else "unlimited"
             log.info(
-                "relay %s: %s:%d -> %s:%d rtt %g ms bandwidth %s",
+                "relay %s: %s:%d -> %s:%d rtt %g ms bandwidth %s (link %s)",
                 spec.name,
                 LISTEN_HOST,
                 relay.port,
@@ -317,6 +334,7 @@ class RelayHost:
                 spec.target_port,
                 spec.rtt_ms,
                 bandwidth,
+                spec.link_name,
             )
 
     def stop(self) -> None:
@@ -466,6 +484,24 @@ class RelayHost:
         except ValueError as exc:
             return _failure(str(exc))
         return {"ok": True}
+
+
+def _links(specs: Sequence[RelaySpec]) -> dict[str, Link]:
+    """One shared Link per capped link name; relays naming one link must agree on its rate."""
+    links: dict[str, Link] = {}
+    for spec in specs:
+        name, bandwidth = spec.link_name, spec.bandwidth_mbps
+        known = links.get(name)
+        if known is None and bandwidth is not None:
+            if any(s.link_name == name and s.bandwidth_mbps is None for s in specs):
+                raise ValueError(f"relay {spec.name!r}: link {name!r} is capped in some relays")
+            links[name] = Link(name, bandwidth)
+        elif known is not None and bandwidth != known.bandwidth_mbps:
+            raise ValueError(
+                f"relay {spec.name!r}: link {name!r} has bandwidth_mbps {known.bandwidth_mbps:g}"
+                f" in another relay, not {bandwidth}"
+            )
+    return links
 
 
 def _failure(message: str) -> dict[str, object]:

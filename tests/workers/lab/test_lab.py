@@ -25,7 +25,9 @@ from XRootD import client as xrd
 from workers.lab import PROFILES, Lab, LabError, parse_size, servers
 from workers.lab.errors import PortTaken
 from workers.lab.files import MiB, ensure_files, lab_file_path
-from workers.lab.ports import free_base_port, port_is_free
+from workers.lab.launch import relay_specs
+from workers.lab.ports import PortLayout, free_base_port, port_is_free
+from workers.lab.profiles import Profile
 
 pytestmark = pytest.mark.lab
 
@@ -212,7 +214,8 @@ def test_every_endpoint_is_listed_with_the_contract_fields(lab: Lab) -> None:
     assert {n: (e.site, e.protocol, e.role) for n, e in listed.items()} == ENDPOINTS
     for endpoint in listed.values():
         assert set(endpoint.to_json()) == {
-            "name", "site", "protocol", "role", "url", "rtt_ms", "files", "tls", "auth", "ca_dir"
+            "name", "site", "protocol", "role", "url", "rtt_ms", "files", "tls", "auth", "ca_dir",
+            "bandwidth_mbps",
         }  # fmt: skip
         assert FILE in {f.path for f in endpoint.files}
         assert endpoint.ca_dir == str(lab.ca_dir())
@@ -226,6 +229,29 @@ def test_rtts_are_the_profiles(lab: Lab) -> None:
     rtt = PROFILES["test"].rtt_ms
     for endpoint in lab.endpoints():
         assert endpoint.rtt_ms == rtt.get(endpoint.site, 0.0)
+        assert endpoint.bandwidth_mbps is None  # the test profile's links are unlimited
+
+
+def test_a_capped_site_gets_relays_sharing_one_link_even_at_0_ms() -> None:
+    capped = Profile("capped", "", {"local": 0.0, "near": 2.0, "far": 0.0}, {"local": 50.0})
+    layout = PortLayout(23000)
+    specs = {spec.name: spec for spec in relay_specs(layout, capped)}
+    assert {name.split("-")[0] for name in specs} == {"local", "near"}  # not far: 0 ms, no cap
+    local = [spec for spec in specs.values() if spec.name.startswith("local-")]
+    assert len(local) == 4
+    assert {(spec.link, spec.bandwidth_mbps, spec.rtt_ms) for spec in local} == {
+        ("local", 50.0, 0.0)
+    }
+    assert specs["local-root"].listen_port == layout.port("local-root")
+    assert specs["local-root"].target_port == layout.port("local-root-backend")
+    assert {spec.bandwidth_mbps for spec in specs.values() if spec.link == "near"} == {None}
+
+
+def test_the_paper_profile_caps_every_site_link() -> None:
+    paper = PROFILES["paper"]
+    assert dict(paper.bandwidth_mbps) == {"local": 100.0, "near": 8.0, "far": 5.0}
+    specs = relay_specs(PortLayout(23000), paper)
+    assert {spec.link: spec.bandwidth_mbps for spec in specs} == dict(paper.bandwidth_mbps)
 
 
 def test_file_checksums_match_the_bytes_on_disk(lab: Lab) -> None:
@@ -413,6 +439,7 @@ def test_status_table_shows_each_url_with_its_rtt(lab: Lab) -> None:
         (line,) = [x for x in lines if x.startswith(f"{endpoint.name} ")]
         assert endpoint.url in line
         assert f"{endpoint.rtt_ms:g} ms" in line
+        assert " - " in line  # the link column: unlimited in the test profile
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,7 +113,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def spec(target_port: int, name: str = "r", **link: float) -> RelaySpec:
+def spec(target_port: int, name: str = "r", **link: Any) -> RelaySpec:
     return RelaySpec(name, 0, "127.0.0.1", target_port, **link)
 
 
@@ -292,6 +293,69 @@ def test_bandwidth_cap_holds_the_transfer_to_the_configured_rate(streamer, relay
     assert elapsed_s >= 0.9 * 1_000_000 / 5e6
 
 
+def timed_stream(host: RelayHost, name: str, n: int, took: dict[str, float]) -> None:
+    with connect(host, name) as sock:
+        started = time.monotonic()
+        request_stream(sock, n)
+        data, _ = recv_until_closed(sock)
+        took[f"{name}-{threading.get_ident()}"] = time.monotonic() - started
+    assert data == expected_stream(n)
+
+
+@pytest.mark.parametrize("relay_names", [("r", "r"), ("r", "s")], ids=["one-relay", "two-relays"])
+def test_bandwidth_cap_is_shared_by_every_connection_on_the_link(
+    streamer, relays, relay_names
+) -> None:
+    # A WAN link's rate is shared: two connections at once each get about half of it, also
+    # through two relays of one site. Capped per connection, each would take 0.2 s; shared,
+    # each waits for the other's slices and ends after ~0.4 s (a lower bound: load on the
+    # machine only makes it longer).
+    host = relays(
+        spec(streamer.port, name="r", bandwidth_mbps=5.0, link="site"),
+        spec(streamer.port, name="s", bandwidth_mbps=5.0, link="site"),
+    )
+    took: dict[str, float] = {}
+    threads = [
+        threading.Thread(target=timed_stream, args=(host, name, 1_000_000, took))
+        for name in relay_names
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(took) == 2
+    assert min(took.values()) >= 0.8 * 2_000_000 / 5e6
+
+
+def test_a_capped_link_with_a_delay_delivers_a_long_stream_intact(streamer, relays) -> None:
+    # Chunks falling due while the link releases others once made it spin forever on a
+    # stale clock (about one such stream in three stalled).
+    host = relays(spec(streamer.port, rtt_ms=1.0, bandwidth_mbps=100.0))
+    with connect(host) as sock:
+        sock.settimeout(10)
+        request_stream(sock, 20_000_000)
+        data, how = recv_until_closed(sock)
+    assert (len(data), how) == (20_000_000, "eof")
+    assert data == expected_stream(20_000_000)
+
+
+def test_relays_sharing_a_link_must_agree_on_its_bandwidth(streamer) -> None:
+    with pytest.raises(ValueError, match="link 'site' has bandwidth_mbps 5 in another relay"):
+        RelayHost(
+            [
+                spec(streamer.port, name="r", bandwidth_mbps=5.0, link="site"),
+                spec(streamer.port, name="s", bandwidth_mbps=8.0, link="site"),
+            ]
+        )
+    with pytest.raises(ValueError, match="link 'site' is capped in some relays"):
+        RelayHost(
+            [
+                spec(streamer.port, name="r", bandwidth_mbps=5.0, link="site"),
+                spec(streamer.port, name="s", link="site"),
+            ]
+        )
+
+
 def test_window_stops_reading_from_the_target_while_the_client_does_not_read(
     streamer, relays
 ) -> None:
@@ -430,7 +494,9 @@ def test_host_start_fails_clearly_when_a_port_is_taken(servers) -> None:
 
 
 def test_spec_round_trips_through_json_and_rejects_bad_fields() -> None:
-    original = RelaySpec("site", 9000, "127.0.0.1", 1094, rtt_ms=26, bandwidth_mbps=12.5)
+    original = RelaySpec(
+        "site", 9000, "127.0.0.1", 1094, rtt_ms=26, bandwidth_mbps=12.5, link="near"
+    )
     assert RelaySpec.from_json(json.loads(json.dumps(original.to_json()))) == original
     with pytest.raises(ValueError, match="unknown keys: rtt"):
         RelaySpec.from_json({**original.to_json(), "rtt": 3})

@@ -17,7 +17,6 @@ endpoints the campaign reads).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,8 @@ from django.db.models import Case, Count, F, FloatField, Q, QuerySet, Value, Whe
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
+from webapp.advice.crossings import crossings as find_crossings
+from webapp.advice.crossings import percent as _percent
 from webapp.campaigns.models import (
     PARAMETER_SET_FIELDS,
     RUN_PARAMETERS,
@@ -445,7 +446,7 @@ def crossover(
         text = _too_few_fractions(where, sorted(set(asked_fractions)), active_runs)
         return {"fraction": None, "kind": "too-few-fractions", "text": text}
     gaps = [direct[f] - copy[f] for f in fractions]  # > 0: copying first is faster
-    crossings = _crossings(fractions, gaps)
+    crossings = find_crossings(fractions, gaps)
     span = f"{_percent(fractions[0])}-{_percent(fractions[-1])}"
     upward = [x for x, rising in crossings if rising]
     if upward:
@@ -507,30 +508,3 @@ def _too_few_fractions(where: str, asked: list[float], active_runs: int) -> str:
         f"{said}, though the campaign asks for {fractions}: the other runs failed, timed out "
         "or were cancelled (see Errors). Launch the campaign again to find the crossover."
     )
-
-
-def _crossings(fractions: list[float], gaps: list[float]) -> list[tuple[float, bool]]:
-    """Where the time difference changes sign: (fraction, whether copying becomes faster).
-    Between neighbours the zero is interpolated; over measured ties, it is the first tie."""
-    found = []
-    last = None  # the index of the last gap that was not a tie
-    for i, gap in enumerate(gaps):
-        if gap == 0:
-            continue
-        if last is not None and (gap > 0) != (gaps[last] > 0):
-            if i == last + 1:
-                low, high = gaps[last], gap
-                x = fractions[last] + (fractions[i] - fractions[last]) * -low / (high - low)
-            else:
-                x = fractions[last + 1]
-            found.append((x, gap > 0))
-        last = i
-    return found
-
-
-def _percent(fraction: float) -> str:
-    """Whole percents rounded half up (as the page's script marks the crossover)."""
-    percent = fraction * 100
-    if percent >= 1 or percent == 0:
-        return f"{math.floor(percent + 0.5)}%"
-    return f"{math.floor(percent * 10 + 0.5) / 10}%"

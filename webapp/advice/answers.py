@@ -1,0 +1,577 @@
+"""Each question's answer from the samples of one endpoint and vantage point (docs/advice.md).
+
+Each function returns the statements it can make from the samples, and none when they are
+too thin: the selectors (selectors.py) then say so and suggest the campaign that would
+collect what is missing. The model's prediction stands beside each measurement; where they
+disagree by more than TOLERANCE, the statement says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from webapp.advice import bootstrap, model
+from webapp.advice.crossings import crossings, percent
+from webapp.advice.evidence import Sample
+from webapp.advice.link import SYNC_PATTERNS, busy_s, moved_bytes
+from webapp.advice.model import Link
+from webapp.advice.statements import Statement
+from workers.engine.params import Method, Pattern
+from workers.engine.units import format_size
+
+# How far a measurement may be from the model's prediction before the statement says they
+# disagree (the issue's 25%: the lab reproduces the papers within it).
+TOLERANCE = 0.25
+# A ratio of times (latency hiding, read-ahead) within this of 1 is no difference.
+SAME = 0.1
+# Reading more than this many times the bytes asked for is "moving bytes nobody needs".
+WASTE = 1.5
+# The knee: the first client count whose aggregate rate reaches this share of the highest.
+PLATEAU = 0.85
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where the statements are about and when they are read."""
+
+    endpoint_id: int
+    vantage_point_id: int | None  # None: the local one, not made yet
+    protocol: str
+    now: datetime
+    max_age: timedelta
+    link: Link | None
+
+    def statement(
+        self, question: str, verdict: str, text: str, evidence: Iterable[Sample], **fields: Any
+    ) -> Statement:
+        runs = list(evidence)
+        measured = max((s.finished_at for s in runs if s.finished_at), default=None)
+        return Statement(
+            question=question,
+            verdict=verdict,
+            text=text,
+            endpoint_id=self.endpoint_id,
+            vantage_point_id=self.vantage_point_id,
+            protocol=self.protocol,
+            evidence=sorted(s.run_id for s in runs),
+            measured_at=measured,
+            stale=measured is not None and self.now - measured > self.max_age,
+            **fields,
+        )
+
+
+def grouped(
+    samples: Iterable[Sample], key: Callable[[Sample], Hashable]
+) -> dict[Any, list[Sample]]:
+    groups: dict[Any, list[Sample]] = defaultdict(list)
+    for sample in samples:
+        groups[key(sample)].append(sample)
+    return groups
+
+
+def times(samples: Iterable[Sample]) -> list[float]:
+    """Every client's time of the samples: the unit the bootstrap resamples."""
+    return [t for s in samples for t in s.times]
+
+
+def disagreement_text(measured: float, predicted: float | None, what: str, why: str) -> str:
+    """The model's side of a statement: agreement, or a disagreement and what it suggests."""
+    if predicted is None:
+        return f"The model predicts no {what} here."
+    gap = model.disagreement(measured, predicted)
+    if gap <= TOLERANCE:
+        return f"The model predicts {_number(predicted)}: within {TOLERANCE:.0%} of the runs."
+    return (
+        f"The model predicts {_number(predicted)}, {gap:.0%} away from the runs (more than "
+        f"{TOLERANCE:.0%}): that disagreement is itself a finding about the site: {why}"
+    )
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}"
+
+
+# -- crossover -------------------------------------------------------------------------------
+
+
+def crossover(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
+    """Per pattern, read size and file size measured with both direct and copy at two
+    fractions or more: where copying first becomes faster."""
+    usable = [s for s in samples if s.method in (Method.DIRECT, Method.COPY) and not s.readahead]
+    statements = []
+    scopes = grouped(usable, lambda s: (s.pattern, s.read_size, s.file_size, s.clients))
+    for (pattern, read_size, file_size, clients), group in sorted(scopes.items()):
+        by = grouped(group, lambda s: (s.method, s.fraction))
+        fractions = sorted(
+            {f for m, f in by if m == Method.DIRECT} & {f for m, f in by if m == Method.COPY}
+        )
+        if len(fractions) < 2:
+            continue
+        scope = {
+            "pattern": pattern,
+            "read_size": read_size,
+            "file_size": file_size,
+            "clients": clients,
+            "fractions": fractions,
+        }
+        direct = [times(by[Method.DIRECT, f]) for f in fractions]
+        copy = [times(by[Method.COPY, f]) for f in fractions]
+        evidence = [s for f in fractions for m in (Method.DIRECT, Method.COPY) for s in by[m, f]]
+        statements.append(_crossover_statement(ctx, scope, direct, copy, evidence))
+    return statements
+
+
+def _crossover_statement(
+    ctx: Context,
+    scope: dict[str, Any],
+    direct: list[list[float]],
+    copy: list[list[float]],
+    evidence: list[Sample],
+) -> Statement:
+    fractions: list[float] = scope["fractions"]
+    n = len(fractions)
+
+    def found(means: Sequence[float]) -> float | None:
+        return _crossover_of(fractions, means[:n], means[n:])
+
+    value = found([bootstrap.mean(t) for t in direct + copy])
+    gaps = [bootstrap.mean(d) - bootstrap.mean(c) for d, c in zip(direct, copy, strict=True)]
+    reads = f"{format_size(scope['read_size'])} {scope['pattern']} reads"
+    predicted = None
+    if ctx.link is not None:
+        predicted = model.crossover_fraction(
+            ctx.link, file_size=scope["file_size"], read_size=scope["read_size"]
+        )
+    verdict, text, direction = _crossover_words(fractions, gaps, value, reads)
+    scope["copy_above"] = direction
+    interval = bootstrap.interval(direct + copy, found) if verdict == "crossover" else None
+    model_text = disagreement_text(
+        value if value is not None else fractions[-1 if gaps[-1] < 0 else 0],
+        predicted,
+        "crossover up to the whole file (reading directly stays faster)",
+        "reads cost more (or less) than a round trip each, or a copy more (or less) than "
+        "the link rate says: a per-request overhead, a cache or read-ahead in between.",
+    )
+    return ctx.statement(
+        "crossover",
+        verdict,
+        text,
+        evidence,
+        scope=scope,
+        value=value,
+        unit="fraction",
+        interval=interval,
+        model_prediction=predicted,
+        model_text=model_text,
+    )
+
+
+def _crossover_of(
+    fractions: Sequence[float], direct: Sequence[float], copy: Sequence[float]
+) -> float | None:
+    """The first fraction where copying first and reading directly swap; at the measured
+    range's edge when one of them is faster throughout (so that a resample without a
+    crossing still counts, at the bound it says the crossover lies beyond)."""
+    gaps = [d - c for d, c in zip(direct, copy, strict=True)]
+    found = crossings(fractions, gaps)
+    if found:
+        return found[0][0]
+    untied = [g for g in gaps if g]
+    if not untied:
+        return None
+    return fractions[0] if untied[0] > 0 else fractions[-1]
+
+
+def _crossover_words(
+    fractions: list[float], gaps: list[float], value: float | None, reads: str
+) -> tuple[str, str, bool | None]:
+    """(verdict, the sentence, whether copying first is faster above the crossover)."""
+    span = f"{percent(fractions[0])}-{percent(fractions[-1])}"
+    found = crossings(fractions, gaps)
+    if found:
+        x, rising = found[0]
+        if rising:
+            text = (
+                f"Copy the file first when reading more than {percent(x)} of it in {reads}; "
+                "below that, read it directly."
+            )
+        else:
+            text = (
+                f"Read the file directly when reading more than {percent(x)} of it in {reads}; "
+                "below that, copy it first."
+            )
+        return "crossover", text, rising
+    untied = [g for g in gaps if g]
+    if not untied:
+        return "no-difference", f"Reading directly and copying first take as long ({span}).", None
+    if untied[0] > 0:
+        text = f"Copy the file first for {reads}: faster at every measured fraction ({span})."
+        return "copy-first", text, True
+    text = f"Read the file directly in {reads}: faster at every measured fraction ({span})."
+    return "read-directly", text, False
+
+
+def choice_at(statement: Statement, fraction: float) -> str | None:
+    """What a crossover statement advises at `fraction` of the file: "copy-first" or
+    "read-directly" (None for another question or no difference)."""
+    if statement.question != "crossover" or not statement.enough_data:
+        return None
+    if statement.verdict in ("copy-first", "read-directly"):
+        return statement.verdict
+    above = statement.scope.get("copy_above")
+    if statement.value is None or above is None:
+        return None
+    copy = (fraction > statement.value) == above
+    return "copy-first" if copy else "read-directly"
+
+
+# -- knee ------------------------------------------------------------------------------------
+
+
+def knee(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
+    """Per method, pattern, read size and fraction measured at three client counts or more:
+    where the aggregate rate stops growing."""
+    statements = []
+    scopes = grouped(
+        [s for s in samples if not s.readahead],
+        lambda s: (s.method, s.pattern, s.read_size, s.fraction, s.file_size),
+    )
+    for (method, pattern, read_size, fraction, file_size), group in sorted(scopes.items()):
+        by = grouped(group, lambda s: s.clients)
+        counts = sorted(by)
+        if len(counts) < 3:
+            continue
+        rates = [[moved_bytes(s) / s.wall_s for s in by[n]] for n in counts]
+        scope = {
+            "method": method,
+            "pattern": pattern,
+            "read_size": read_size,
+            "fraction": fraction,
+            "file_size": file_size,
+            "clients": counts,
+        }
+        statements.append(_knee_statement(ctx, scope, counts, rates, group))
+    return statements
+
+
+def _knee_of(counts: Sequence[int], means: Sequence[float]) -> float:
+    """The first client count whose aggregate rate reaches PLATEAU of the highest."""
+    top = max(means)
+    return float(next(n for n, rate in zip(counts, means, strict=True) if rate >= PLATEAU * top))
+
+
+def _knee_statement(
+    ctx: Context,
+    scope: dict[str, Any],
+    counts: list[int],
+    rates: list[list[float]],
+    evidence: list[Sample],
+) -> Statement:
+    means = [bootstrap.mean(r) for r in rates]
+    at = _knee_of(counts, means)
+    index = counts.index(int(at))
+    per_client = means[index] / at
+    aggregate = means[index]
+    scope["per_client_bps"] = per_client
+    scope["aggregate_bps"] = aggregate
+    scope["rates_bps"] = means
+    interval = bootstrap.interval(rates, lambda m: _knee_of(counts, m))
+    rate = f"{aggregate * 8 / 1e6:.3g} Mbit/s"
+    each = f"{per_client * 8 / 1e6:.3g} Mbit/s"
+    if index == len(counts) - 1:
+        verdict = "scales"
+        text = f"The aggregate rate still grows at {counts[-1]} clients ({rate}): no knee yet."
+    elif index == 0:
+        verdict = "flat"
+        text = (
+            f"One client already gets the whole rate ({rate}): more clients share it, "
+            f"{counts[-1]} clients get {means[-1] / counts[-1] * 8 / 1e6:.3g} Mbit/s each."
+        )
+    else:
+        verdict = "knee"
+        text = (
+            f"The aggregate rate stops growing at {int(at)} clients ({rate}, {each} per "
+            "client): more clients only share it."
+        )
+    predicted = None
+    if ctx.link is not None:
+        # One client's rate, its session's round trips left out as the link's bandwidth is.
+        fewest = [s for s in evidence if s.clients == counts[0]]
+        busy = [
+            moved_bytes(s) / t / s.clients for s in fewest if (t := busy_s(s, ctx.link.rtt_s)) > 0
+        ]
+        if busy:
+            predicted = model.knee(ctx.link, per_client_bps=bootstrap.mean(busy))
+    model_text = disagreement_text(
+        at,
+        predicted,
+        "knee (the link is not the limit)",
+        "the storage (disks, a server's threads) or the client host stops scaling before "
+        "the link does, or each client gets less than alone.",
+    )
+    return ctx.statement(
+        "knee",
+        verdict,
+        text,
+        evidence,
+        scope=scope,
+        value=at,
+        unit="clients",
+        interval=interval,
+        model_prediction=predicted,
+        model_text=model_text,
+    )
+
+
+# -- latency hiding --------------------------------------------------------------------------
+
+
+def latency_hiding(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
+    """Per read size and fraction measured synchronously and with async or vector reads:
+    how much faster the latter are at this round-trip time."""
+    direct = [s for s in samples if s.method == Method.DIRECT and not s.readahead]
+    scopes = grouped(direct, lambda s: (s.read_size, s.fraction, s.file_size, s.clients))
+    statements = []
+    for (read_size, fraction, file_size, clients), group in sorted(scopes.items()):
+        sync = [s for s in group if s.pattern in SYNC_PATTERNS]
+        for mode in (Pattern.ASYNC, Pattern.VECTOR):
+            hidden = [s for s in group if s.pattern == mode]
+            if not sync or not hidden:
+                continue
+            scope = {
+                "mode": str(mode),
+                "read_size": read_size,
+                "fraction": fraction,
+                "file_size": file_size,
+                "clients": clients,
+                "depth": hidden[-1].depth,
+                "vector_size": hidden[-1].vector_size,
+            }
+            statements.append(_hiding_statement(ctx, scope, sync, hidden))
+    return statements
+
+
+def _hiding_statement(
+    ctx: Context, scope: dict[str, Any], sync: list[Sample], hidden: list[Sample]
+) -> Statement:
+    groups = [times(sync), times(hidden)]
+    speedup = bootstrap.mean(groups[0]) / bootstrap.mean(groups[1])
+    interval = bootstrap.interval(groups, lambda m: m[0] / m[1])
+    mode = scope["mode"]
+    reads = f"{format_size(scope['read_size'])} reads"
+    if speedup >= 1 + SAME:
+        verdict = "pays-off"
+        text = f"{mode.capitalize()} {reads} are {speedup:.3g}x as fast as one at a time here."
+    else:
+        verdict = "no-gain"
+        text = f"{mode.capitalize()} {reads} gain nothing over one at a time here ({speedup:.2g}x)."
+    predicted = _predicted_speedup(ctx.link, scope)
+    model_text = disagreement_text(
+        speedup,
+        predicted,
+        "speed-up",
+        "the server answers requests in flight one by one (a per-request cost the round "
+        "trip does not hide), or the link is fuller than the runs' rate suggests.",
+    )
+    return ctx.statement(
+        "latency-hiding",
+        verdict,
+        text,
+        sync + hidden,
+        scope=scope,
+        value=speedup,
+        unit="x",
+        interval=interval,
+        model_prediction=predicted,
+        model_text=model_text,
+    )
+
+
+def _predicted_speedup(link: Link | None, scope: dict[str, Any]) -> float | None:
+    if link is None:
+        return None
+    size, read_size = scope["file_size"], scope["read_size"]
+    reads = model.reads_needed(file_size=size, read_size=read_size, fraction=scope["fraction"])
+    session = model.SESSION_RTTS * link.rtt_s
+    sync = session + reads / model.sync_rate(link, read_size=read_size)
+    if scope["mode"] == Pattern.ASYNC:
+        rate = model.async_rate(link, read_size=read_size, depth=scope["depth"])
+    else:
+        rate = model.vector_rate(link, read_size=read_size, chunks=scope["vector_size"])
+    return sync / (session + reads / rate)
+
+
+# -- read-ahead ------------------------------------------------------------------------------
+
+
+def read_ahead(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
+    """Per pattern, read size and fraction read with and without read-ahead: whether it
+    makes reading faster, or only moves more bytes."""
+    direct = [s for s in samples if s.method == Method.DIRECT and s.pattern in SYNC_PATTERNS]
+    scopes = grouped(direct, lambda s: (s.pattern, s.read_size, s.fraction, s.file_size))
+    statements = []
+    for (pattern, read_size, fraction, file_size), group in sorted(scopes.items()):
+        plain = [s for s in group if not s.readahead]
+        ahead = [s for s in group if s.readahead]
+        if not plain or not ahead:
+            continue
+        scope = {
+            "pattern": pattern,
+            "read_size": read_size,
+            "fraction": fraction,
+            "file_size": file_size,
+            "readahead": ahead[-1].readahead,
+        }
+        statements.append(_readahead_statement(ctx, scope, plain, ahead))
+    return statements
+
+
+def _readahead_statement(
+    ctx: Context, scope: dict[str, Any], plain: list[Sample], ahead: list[Sample]
+) -> Statement:
+    groups = [times(ahead), times(plain)]
+    ratio = bootstrap.mean(groups[0]) / bootstrap.mean(groups[1])
+    interval = bootstrap.interval(groups, lambda m: m[0] / m[1])
+    asked = sum(s.bytes_requested for s in ahead)
+    moved = sum(s.bytes_wire for s in ahead)
+    waste = moved / asked if asked else 1.0
+    scope["bytes_wire_per_requested"] = waste
+    what = f"read-ahead of {format_size(scope['readahead'])} on {scope['pattern']} reads"
+    if ratio <= 1 - SAME:
+        verdict = "helps"
+        text = f"Use {what}: it takes {ratio:.0%} of the time."
+    elif waste >= WASTE:
+        verdict = "only-moves-bytes"
+        text = (
+            f"Turn off {what}: it is no faster ({ratio:.0%} of the time) and moves "
+            f"{waste:.3g}x the bytes asked for."
+        )
+    else:
+        verdict = "no-difference"
+        text = f"{what.capitalize()} makes no difference ({ratio:.0%} of the time)."
+    return ctx.statement(
+        "read-ahead",
+        verdict,
+        text,
+        plain + ahead,
+        scope=scope,
+        value=ratio,
+        unit="time ratio",
+        interval=interval,
+        model_text="The model does not predict read-ahead: it depends on the pattern; the "
+        "bytes it moved are measured (bytes_wire against bytes_requested).",
+    )
+
+
+# -- cache -----------------------------------------------------------------------------------
+
+
+def cache(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
+    """For a cache: the first run of each test file found it cold, the later ones warm
+    (as far as fedprobe knows: a cache emptied in between is cold again). Per parameter set
+    with both: what a miss costs."""
+    first: dict[tuple[int, int], int] = {}
+    for sample in samples:  # oldest first
+        first.setdefault((sample.test_file_id, sample.vantage_point_id), sample.run_id)
+    cold_ids = set(first.values())
+    scopes = grouped(samples, lambda s: (s.method, s.pattern, s.read_size, s.fraction, s.file_size))
+    statements = []
+    for (method, pattern, read_size, fraction, file_size), group in sorted(scopes.items()):
+        cold = [s for s in group if s.run_id in cold_ids]
+        warm = [s for s in group if s.run_id not in cold_ids]
+        if not cold or not warm:
+            continue
+        groups = [times(cold), times(warm)]
+        cost = bootstrap.mean(groups[0]) - bootstrap.mean(groups[1])
+        interval = bootstrap.interval(groups, lambda m: m[0] - m[1])
+        warm_s = bootstrap.mean(groups[1])
+        helps = cost > SAME * warm_s
+        text = (
+            f"A miss costs {cost:.3g} s ({bootstrap.mean(groups[0]):.3g} s cold, "
+            f"{warm_s:.3g} s warm) for {format_size(read_size)} {pattern} reads of "
+            f"{percent(fraction)}."
+        )
+        if not helps:
+            text += " Warm reads are no faster: the cache does not help here."
+        scope = {
+            "method": method,
+            "pattern": pattern,
+            "read_size": read_size,
+            "fraction": fraction,
+            "file_size": file_size,
+            "cold_s": bootstrap.mean(groups[0]),
+            "warm_s": warm_s,
+        }
+        statements.append(
+            ctx.statement(
+                "cache",
+                "helps" if helps else "no-gain",
+                text,
+                group,
+                scope=scope,
+                value=cost,
+                unit="s",
+                interval=interval,
+                model_text="The model's miss costs a session with the origin and the bytes "
+                "over its link; fedprobe does not know the cache's origin link, so it does "
+                "not predict it.",
+            )
+        )
+    return statements
+
+
+# -- redirector ------------------------------------------------------------------------------
+
+
+def redirector(
+    samples: Sequence[Sample], servers: dict[int, list[Sample]], ctx: Context
+) -> list[Statement]:
+    """For a redirector: its open time against the data servers' it sent the runs to
+    (`servers`: their samples from the same vantage point, by endpoint)."""
+    opened = [s for s in samples if s.open_s is not None and s.method == Method.DIRECT]
+    direct = [s for group in servers.values() for s in group if s.open_s is not None]
+    direct = [s for s in direct if s.method == Method.DIRECT]
+    if not opened or not direct:
+        return []
+    groups = [[s.open_s for s in opened if s.open_s], [s.open_s for s in direct if s.open_s]]
+    if not groups[0] or not groups[1]:
+        return []
+    cost = bootstrap.mean(groups[0]) - bootstrap.mean(groups[1])
+    interval = bootstrap.interval(groups, lambda m: m[0] - m[1])
+    wall = statistics.median(s.wall_s for s in opened)
+    costly = cost > SAME * wall
+    text = (
+        f"The redirection adds {cost * 1000:.3g} ms to each open "
+        f"({bootstrap.mean(groups[0]) * 1000:.3g} ms against "
+        f"{bootstrap.mean(groups[1]) * 1000:.3g} ms at the data servers)"
+    )
+    text += (
+        ": a large share of a run, go to the data server directly where you can." if costly else "."
+    )
+    predicted = model.redirection_s(ctx.link) if ctx.link is not None else None
+    model_text = disagreement_text(
+        cost,
+        predicted,
+        "redirection cost",
+        "the redirector takes its time to locate the file (asks its servers), or keeps "
+        "sessions open so that a redirection costs less than a new session.",
+    )
+    return [
+        ctx.statement(
+            "redirector",
+            "costly" if costly else "cheap",
+            text,
+            opened + direct,
+            scope={"data_servers": sorted(servers)},
+            value=cost,
+            unit="s",
+            interval=interval,
+            model_prediction=predicted,
+            model_text=model_text,
+        )
+    ]
