@@ -30,6 +30,17 @@ ANSWERING = {
     "Lab example: XCache cold and warm, and the redirector": {"doors"},
     "Lab example: what TLS and each authentication cost per door": {"doors"},
 }
+# The questions each example's answer (at the top of its results page) answers: the advice's,
+# and "doors" (the open time of each door).
+ANSWERS = {
+    "Lab example: read directly or copy first, near site": {"crossover"},
+    "Lab example: how many clients the near site serves": {"knee"},
+    "Lab example: sync, async and vector reads, near and far": {"latency-hiding", "doors"},
+    # Without read-ahead, the same reads are the sync, async and vector example's.
+    "Lab example: what read-ahead moves, near site": {"read-ahead"},
+    "Lab example: XCache cold and warm, and the redirector": {"cache", "redirector", "doors"},
+    "Lab example: what TLS and each authentication cost per door": {"doors"},
+}
 # Every run of every example, on the test profile: generous, they take seconds.
 RUNS_TIMEOUT_S = 240
 
@@ -101,6 +112,13 @@ def test_each_example_campaign_answers_its_question_on_the_lab(
 
     for campaign in campaigns:
         page.goto(f"{live_server.url}/campaigns/{campaign.pk}/results/")
+        lines = page.locator("#answer .answer-line")
+        answered = lines.evaluate_all(
+            "items => items.map(i => [i.dataset.question, i.dataset.verdict, i.innerText])"
+        )
+        print(campaign.name, *answered, sep="\n  ")  # pytest -s shows the answers
+        assert {question for question, _, _ in answered} == ANSWERS[campaign.name]
+        assert all(verdict != "too-thin" for _, verdict, _ in answered), answered
         drawn = charts_on(page)
         assert drawn == ANSWERING[campaign.name] | {"errors"}, campaign.name
         for chart in drawn - {"errors"}:

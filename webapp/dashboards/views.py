@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -44,6 +45,7 @@ from webapp.dashboards.selectors.home import (
 from webapp.dashboards.selectors.matrix import DEFAULT_METRIC, matrix_data, matrix_grid
 from webapp.dashboards.selectors.parameter_sets import parameter_sets_recent
 from webapp.dashboards.selectors.results import ResultsFilter, campaign_results
+from webapp.dashboards.selectors.results_answer import results_answer
 from webapp.dashboards.selectors.results_guidance import charts_not_drawn
 from webapp.dashboards.selectors.site_summary import site_summary
 from webapp.dashboards.selectors.thresholds import SAVE_REFUSAL
@@ -218,6 +220,8 @@ class CampaignResultsPageView(ViewerRequiredMixin, View):
                 "runs_url": f"{reverse('campaigns:run-list')}?campaign={campaign.pk}",
             },
             "not_drawn": charts_not_drawn(results.not_asked),
+            "answer": results_answer(campaign=campaign, cells=results.cells),
+            "advice_max_age_days": settings.FEDPROBE_ADVICE_MAX_AGE_DAYS,
             "query_errors": [(name, " ".join(messages)) for name, messages in errors.items()],
             "since": chosen.since.isoformat() if chosen.since else "",
             "until": chosen.until.isoformat() if chosen.until else "",

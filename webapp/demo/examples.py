@@ -113,14 +113,15 @@ EXAMPLES: tuple[Example, ...] = (
     ),
     Example(
         name="Lab example: XCache cold and warm, and the redirector",
-        endpoints=("xcache-root", "redirector-root", "fed-a-root"),
+        # The redirector sends each open to fed-a or fed-b: both are measured directly too.
+        endpoints=("xcache-root", "redirector-root", "fed-a-root", "fed-b-root"),
         file_size=1 * MiB,
         description=(
             "Answers Balcas et al.'s question (paper 004): does a cache or a redirector help or "
             "cost? The same 64 KiB random reads of a quarter of a 1 MiB file through the "
             "XCache in front of the far site, twice (the first read is cold unless an earlier "
             "launch warmed the cache, the second warm), and through the redirector and from "
-            "one of the data servers it federates: 6 runs."
+            "the two data servers it federates, twice each too: 8 runs."
         ),
         fields={
             "methods": ["direct"],
