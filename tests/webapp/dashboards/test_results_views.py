@@ -178,8 +178,10 @@ def test_the_page_carries_the_selectors_data_as_json(
     campaign: Campaign, django_assert_max_num_queries: Any
 ) -> None:
     client = page_client("viewer")
-    # One more than before issue 19: the selector counts the campaign's endpoints.
-    with django_assert_max_num_queries(9):
+    # The selector's 4 queries and the page's 5, then the answer's: the advice of each of the
+    # campaign's endpoints (webapp/advice: about 20 queries for this one endpoint, most of
+    # them for the questions it does not ask, which the page leaves out).
+    with django_assert_max_num_queries(30):
         page = client.get(results_url(campaign))
     assert page.status_code == 200
     html = page.content.decode()
