@@ -4,7 +4,9 @@ enough to answer it on the lab's test profile in seconds (`manage.py bootstrap` 
 Every example reads a file both lab configurations hold (`lab up`'s 1 MiB and 16 MiB files,
 also in the test suite's lab), never an endpoint's default file (the largest: 256 MiB on
 `./bin/run`'s lab, minutes of small reads). Each description says what the campaign answers,
-which paper asked it, and how many runs it takes.
+which paper asked it, how many runs it takes and how long on the lab's test profile (one
+worker on a loaded 2-core machine: tests/browser/test_example_campaigns.py prints them; the
+campaign page's estimate knows better once the lab has history).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ EXAMPLES: tuple[Example, ...] = (
             "Answers de Witt & Lahiff's question (paper 000): from which fraction of a file on "
             "is copying it first faster than reading it in place, and does the answer change "
             "with the read size? Direct reads and copies of a 1 MiB file at the near site, "
-            "random 1 KiB and 64 KiB reads of 2%, 10% and 30% of it: 12 runs. The fraction "
-            "chart marks the crossover."
+            "random 1 KiB and 64 KiB reads of 2%, 10% and 30% of it: 12 runs, about 12 s on "
+            "the test profile. The fraction chart marks the crossover."
         ),
         fields={
             "methods": ["direct", "copy"],
@@ -62,7 +64,7 @@ EXAMPLES: tuple[Example, ...] = (
             "Answers Cowan, Stewart & Elwell's question (paper 003): at how many clients does "
             "the aggregate rate stop growing, and what does each client get there? 1, 2, 4 "
             "and 8 clients each reading a quarter of a 16 MiB file in 1 MiB reads at the near "
-            "site: 4 runs."
+            "site: 4 runs, about 5 s on the test profile."
         ),
         fields={
             "methods": ["direct"],
@@ -80,7 +82,8 @@ EXAMPLES: tuple[Example, ...] = (
             "Answers Furano & Hanushevsky's question (paper 002): do asynchronous and vectored "
             "reads pay off at this round-trip time, and by how much? The same 4 KiB reads of "
             "a quarter of a 1 MiB file, one at a time (in order and at random), 64 "
-            "outstanding, and 256 per vectored request, at the near and the far site: 8 runs."
+            "outstanding, and 256 per vectored request, at the near and the far site: 8 runs, "
+            "about 8 s on the test profile."
         ),
         fields={
             "methods": ["direct"],
@@ -98,7 +101,8 @@ EXAMPLES: tuple[Example, ...] = (
             "Answers Baak & Schott's question (paper 001) for a 64 KiB client read-ahead: "
             "does it serve the reads that follow, or only move bytes nobody asked for? "
             "4 KiB reads of a quarter of a 1 MiB file at the near site, in order, skipping "
-            "three blocks after each, and at random: 3 runs. A campaign holds one read-ahead: "
+            "three blocks after each, and at random: 3 runs, about 3 s on the test profile. A "
+            "campaign holds one read-ahead: "
             "the same sequential and random reads without it are runs of the sync, async and "
             "vector example."
         ),
@@ -121,7 +125,8 @@ EXAMPLES: tuple[Example, ...] = (
             "cost? The same 64 KiB random reads of a quarter of a 1 MiB file through the "
             "XCache in front of the far site, twice (the first read is cold unless an earlier "
             "launch warmed the cache, the second warm), and through the redirector and from "
-            "the two data servers it federates, twice each too: 8 runs."
+            "the two data servers it federates, twice each too: 8 runs, about 5 s on the test "
+            "profile."
         ),
         fields={
             "methods": ["direct"],
@@ -149,7 +154,8 @@ EXAMPLES: tuple[Example, ...] = (
             "What does each door of the near site cost before the first byte: plain xroot "
             "and HTTP, a WLCG token over TLS (roots, https), an X.509 proxy (gsi, https with "
             "a client certificate)? A few 4 KiB random reads of a 1 MiB file through each: "
-            "6 runs. The open time per door chart sets them side by side."
+            "6 runs, about 10 s on the test profile. The open time per door chart sets them side "
+            "by side."
         ),
         fields={
             "methods": ["direct"],
