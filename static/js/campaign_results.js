@@ -797,6 +797,29 @@
     }
   }
 
+  // -- the answer in words ----------------------------------------------------------------
+
+  /** The advice reads every run of the campaign (seconds for thousands): fetched after the
+      charts are wired, from the server's fragment (escaped by its template). */
+  function loadAnswer() {
+    const section = document.getElementById("answer");
+    const loading = document.getElementById("answer-loading");
+    fetch(section.dataset.url, { credentials: "same-origin" })
+      .then((response) => {
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        return response.text();
+      })
+      .then((html) => {
+        loading.remove();
+        section.insertAdjacentHTML("beforeend", html);
+        section.dataset.loaded = "answer";
+      })
+      .catch((error) => {
+        loading.textContent = `The advice could not be read (${error.message}): reload the page.`;
+        section.dataset.loaded = "error";
+      });
+  }
+
   // -- wiring -----------------------------------------------------------------------------
 
   performance.mark("results:script");
@@ -804,4 +827,5 @@
   drawAll();
   watchScreen();
   wireDownloads();
+  loadAnswer();
 })();

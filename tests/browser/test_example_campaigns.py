@@ -112,6 +112,7 @@ def test_each_example_campaign_answers_its_question_on_the_lab(
 
     for campaign in campaigns:
         page.goto(f"{live_server.url}/campaigns/{campaign.pk}/results/")
+        page.wait_for_selector("#answer[data-loaded=answer]")
         lines = page.locator("#answer .answer-line")
         answered = lines.evaluate_all(
             "items => items.map(i => [i.dataset.question, i.dataset.verdict, i.innerText])"

@@ -27,6 +27,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         views.CampaignResultsPageView.as_view(),
         name="campaign-results",
     ),
+    path(
+        "campaigns/<int:pk>/results/answer/",
+        views.CampaignResultsAnswerView.as_view(),
+        name="campaign-results-answer",
+    ),
 ]
 
 # The site page (its summary, then its endpoints) keeps its name in the sites namespace

@@ -56,6 +56,10 @@ def test_the_doors_answer_says_each_doors_open_time_cheapest_first() -> None:
 def test_a_campaign_asking_no_question_says_so_above_its_charts() -> None:
     campaign = CampaignFactory(methods=["direct"], clients=[1])
     RunFactory(campaign=campaign, status=Run.Status.SUCCEEDED, wall_s=1.0, open_s=0.01)
-    html = page_client("viewer").get(results_url(campaign)).content.decode()
+    client = page_client("viewer")
+    page = client.get(results_url(campaign)).content.decode()
+    answer_url = f"{results_url(campaign)}answer/"
+    assert f'data-url="{answer_url}"' in page  # the page's script fetches its answer
+    html = client.get(answer_url).content.decode()
     assert "This campaign asks none of the papers' questions" in html
     assert 'class="answer-line' not in html

@@ -37,6 +37,9 @@ ASKS: dict[str, Callable[[Campaign, Sequence[Endpoint]], bool]] = {
     "cache": lambda _, e: any(x.role == Endpoint.Role.CACHE for x in e),
     "redirector": lambda _, e: any(x.role == Endpoint.Role.REDIRECTOR for x in e),
 }
+# The most statements the page lists (a campaign of many parameter sets has hundreds: the
+# advice API and the endpoint's page have them all).
+ANSWER_LINES = 12
 # How the doors answer names a credential kind.
 CREDENTIALS = {
     "none": "anonymous",
@@ -73,7 +76,8 @@ def campaign_questions(campaign: Campaign, endpoints: Sequence[Endpoint]) -> lis
 def results_answer(
     *, campaign: Campaign, cells: Sequence[dict[str, Any]], now: datetime | None = None
 ) -> list[AnswerLine]:
-    """The page's answer: the advice to the questions the campaign asks, then the doors."""
+    """The page's answer: the doors' open times, then the advice to the questions the
+    campaign asks."""
     endpoints = {e.pk: e for e in campaign.endpoints.all()}
     asked = campaign_questions(campaign, list(endpoints.values()))
     points = {v.pk: v for v in campaign.vantage_points.all()}
@@ -82,7 +86,7 @@ def results_answer(
     for statement, from_all in _with_fallback(chosen, endpoints, points, now):
         lines.append(_line(statement, endpoints, points, campaign, from_all=from_all))
     door = doors_answer(cells=cells, endpoints=endpoints, campaign=campaign)
-    return lines + ([door] if door else [])
+    return ([door] if door else []) + lines
 
 
 def _with_fallback(
