@@ -150,25 +150,29 @@ def test_copy_first_for_small_reads_and_read_directly_for_large_ones(paper_lab: 
 
 
 def test_the_knee_of_a_capped_client_sweep(paper_lab: Lab) -> None:
-    # 256 kB sequential reads of 1 MiB: 4 reads of a round trip each and a session, so one
-    # client gets about a third of the near link's 8 MB/s and four clients fill it.
+    # 4 MiB files read whole in 1 MiB reads: a session, then four reads of a round trip and
+    # 0.13 s of link each (and TCP's slow start on a new connection), so one client gets
+    # about two thirds of the near link's 8 MB/s and two or four clients fill it.
     measure(
         paper_lab,
-        size=MiB,
+        size=4 * MiB,
         repetitions=2,
         methods=["direct"],
         patterns=["sequential"],
-        read_sizes=[256 * 1024],
+        read_sizes=[MiB],
         fractions=[1.0],
         clients=[1, 2, 4, 8],
     )
     endpoint = Endpoint.objects.get(name=NEAR)
     [knee] = [s for s in endpoint_advice(endpoint, VantagePoint.local()) if s.question == "knee"]
-    assert knee.verdict == "knee", knee
+    assert knee.verdict == "knee", knee.scope
     assert knee.value is not None and 1 < knee.value < 8
     assert knee.interval is not None
     rates = knee.scope["rates_bps"]
-    # It flattens: past the knee, more clients add little to the aggregate rate.
+    # It flattens at the cap: past the knee, more clients add little to the aggregate rate,
+    # which stays under the link's 8 MB/s (the relay's pacer holds every connection of the
+    # site to it; 5% for the bytes counted before the pacer's first slice).
     assert rates[-1] < 1.3 * knee.scope["aggregate_bps"]
+    assert max(rates) < 8e6 * 1.05
     assert knee.scope["per_client_bps"] == pytest.approx(knee.scope["aggregate_bps"] / knee.value)
     assert knee.model_prediction is not None
