@@ -224,7 +224,7 @@ def _processes_of(tmp_path: Path) -> list[int]:
     return found
 
 
-AUTH_EXAMPLE = "Lab example: what TLS and authentication cost at the near site"
+AUTH_EXAMPLE = "Lab example: what TLS and each authentication cost per door"
 
 
 def _token(run: BinRun) -> str:

@@ -347,6 +347,13 @@
       }),
     },
     {
+      id: "doors",
+      across: ["endpoint"],
+      metrics: ["open_s", "wall_s"],
+      needs: () => null,
+      figure: doorsFigure,
+    },
+    {
       id: "bytes",
       across: dimensionNames().filter((n) => n !== "endpoint" && n !== "vantage_point"),
       metrics: ["bytes_requested", "bytes_wire", "bytes_read"],
@@ -374,6 +381,68 @@
       figure: errorsFigure,
     },
   ];
+
+  // Only the charts the page has a card for: the server leaves out those whose question the
+  // campaign does not ask (data.charts_not_asked, listed under "Not drawn").
+  const DRAWN = CHARTS.filter((chart) => document.getElementById(`card-${chart.id}`));
+
+  // -- open time and time to read per door ------------------------------------------------
+
+  const CREDENTIALS = {
+    none: "anonymous",
+    token: "token",
+    "oauth-client": "token",
+    "x509-proxy": "X.509 proxy",
+  };
+
+  /** An endpoint as a door: its name, protocol and how it is passed. */
+  function doorLabel(id) {
+    const endpoint = endpoints.get(id);
+    if (!endpoint) return `endpoint ${id}`;
+    const how = CREDENTIALS[endpoint.credential_kind] || endpoint.credential_kind;
+    return `${endpoint.name} (${endpoint.protocol}, ${how})`;
+  }
+
+  function doorsFigure(rows) {
+    const order = [...rows].sort(
+      (a, b) => (a.open_s ?? Infinity) - (b.open_s ?? Infinity) || a.endpoint - b.endpoint,
+    );
+    const category = (r) => fedprobe.text(doorLabel(r.endpoint));
+    const bars = [
+      ["open_s", "open (median client)", colours.blue],
+      ["wall_s", "whole run", colours.orange],
+    ];
+    const traces = bars.map(([metric, name, colour]) => {
+      const drawn = order.filter((r) => r[metric] !== null);
+      return {
+        type: "bar",
+        name,
+        x: drawn.map(category),
+        y: drawn.map((r) => r[metric]),
+        text: drawn.map((r) => `${describeCell(r)}<br>${name}`),
+        textposition: "none",
+        hovertemplate: "%{text}: %{y:.4g} s<extra></extra>",
+        marker: { color: colour },
+      };
+    });
+    return {
+      traces,
+      layout: {
+        barmode: "group",
+        xaxis: {
+          title: { text: "Door (in order of open time)" },
+          type: "category",
+          categoryorder: "array",
+          categoryarray: order.map(category),
+        },
+        yaxis: {
+          title: { text: "Time (log)" },
+          type: "log",
+          ...fedprobe.secondsTicks(rows.flatMap((r) => [r.open_s, r.wall_s])),
+        },
+      },
+    };
+  }
 
   // -- bytes needed against bytes moved ---------------------------------------------------
 
@@ -677,9 +746,9 @@
 
   // Plotly draws a chart when it comes near the screen, one chart per task, so the page
   // answers while the rest are drawn; a chart off screen is redrawn when it comes back.
-  const stale = new Set(CHARTS.map((c) => c.id));
+  const stale = new Set(DRAWN.map((c) => c.id));
   const onScreen = new Set();
-  const byId = new Map(CHARTS.map((c) => [c.id, c]));
+  const byId = new Map(DRAWN.map((c) => [c.id, c]));
 
   function drawSoon(id) {
     setTimeout(() => {
@@ -704,7 +773,7 @@
       },
       { rootMargin: "300px 0px" },
     );
-    for (const chart of CHARTS) {
+    for (const chart of DRAWN) {
       const card = document.getElementById(`card-${chart.id}`);
       card.dataset.chart = chart.id;
       observer.observe(card);
@@ -712,7 +781,7 @@
   }
 
   function drawAll() {
-    for (const chart of CHARTS) {
+    for (const chart of DRAWN) {
       describe(chart);
       stale.add(chart.id);
     }
@@ -720,12 +789,35 @@
   }
 
   function wireDownloads() {
-    for (const chart of CHARTS) {
+    for (const chart of DRAWN) {
       const columns = chart.columns || [...PARAMETER_COLUMNS, ...chart.metrics];
       const card = document.getElementById(`card-${chart.id}`);
       const basename = `campaign-${data.campaign.id}-${chart.id}`;
       fedprobe.downloads(card, basename, () => downloadRows(chart), columns);
     }
+  }
+
+  // -- the answer in words ----------------------------------------------------------------
+
+  /** The advice reads every run of the campaign (seconds for thousands): fetched after the
+      charts are wired, from the server's fragment (escaped by its template). */
+  function loadAnswer() {
+    const section = document.getElementById("answer");
+    const loading = document.getElementById("answer-loading");
+    fetch(section.dataset.url, { credentials: "same-origin" })
+      .then((response) => {
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        return response.text();
+      })
+      .then((html) => {
+        loading.remove();
+        section.insertAdjacentHTML("beforeend", html);
+        section.dataset.loaded = "answer";
+      })
+      .catch((error) => {
+        loading.textContent = `The advice could not be read (${error.message}): reload the page.`;
+        section.dataset.loaded = "error";
+      });
   }
 
   // -- wiring -----------------------------------------------------------------------------
@@ -735,4 +827,5 @@
   drawAll();
   watchScreen();
   wireDownloads();
+  loadAnswer();
 })();

@@ -120,9 +120,11 @@ def test_results_page_axes_order_and_captions(
         "de Witt & Lahiff (2015)",
         "Baak & Schott (2009)",
         "Furano & Hanushevsky (2008)",
-        "Cowan, Stewart & Elwell (2007)",
     ):
         assert cited in captions
+    # Cowan et al.'s charts (against client counts) are not drawn: one client count here.
+    assert page.locator("#card-throughput, #card-open").count() == 0
+    assert page.locator("#not-asked li[data-chart=throughput]").count() == 1
 
     # The crossover mark sits below the chart's title (its subtitle included), whatever the
     # title's width and wherever the crossover falls: inside the plot.

@@ -74,6 +74,9 @@ class ResultsEndpoint(serializers.Serializer[Any]):
     site = serializers.CharField()
     protocol = serializers.CharField()
     role = serializers.CharField()
+    credential_kind = serializers.CharField(
+        help_text="how its door is passed: none, token, oauth-client, x509-proxy"
+    )
 
 
 class ResultsParameterSet(serializers.Serializer[Any]):
@@ -171,6 +174,11 @@ class CampaignResultsSerializer(serializers.Serializer[Any]):
     active_runs = serializers.IntegerField(help_text="runs still queued or running")
     guidance = ResultsGuidance()
     latency_order = ResultsLatencyOrder(many=True)
+    charts_not_asked = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="per chart of the page whose question the campaign does not ask (fraction, "
+        "read-size, throughput, open, bytes, latency, doors): why the page does not draw it",
+    )
 
 
 class CellSerializer(serializers.Serializer[Any]):

@@ -32,6 +32,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         views.CampaignResultsPageView.as_view(),
         name="campaign-results",
     ),
+    path(
+        "campaigns/<int:pk>/results/answer/",
+        views.CampaignResultsAnswerView.as_view(),
+        name="campaign-results-answer",
+    ),
 ]
 
 # The site page (its summary, its advice, then its endpoints) and the endpoint page (with its

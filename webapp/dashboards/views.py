@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -18,7 +19,7 @@ from webapp.accounts.access import ViewerRequiredMixin
 from webapp.accounts.roles import can_operate, user_role
 from webapp.advice.selectors import site_advice
 from webapp.campaigns.estimates import site_schedule_cost
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign, Run
 from webapp.dashboards.advice_pages import advice_context
 from webapp.dashboards.forms import (
     MOST_MEASURED,
@@ -46,7 +47,9 @@ from webapp.dashboards.selectors.home import (
 )
 from webapp.dashboards.selectors.matrix import DEFAULT_METRIC, matrix_data, matrix_grid
 from webapp.dashboards.selectors.parameter_sets import parameter_sets_recent
-from webapp.dashboards.selectors.results import ResultsFilter, campaign_results
+from webapp.dashboards.selectors.results import ResultsFilter, campaign_results, results_cells
+from webapp.dashboards.selectors.results_answer import ANSWER_LINES, results_answer
+from webapp.dashboards.selectors.results_guidance import charts_not_drawn
 from webapp.dashboards.selectors.site_summary import site_summary
 from webapp.dashboards.selectors.thresholds import SAVE_REFUSAL
 from webapp.dashboards.services import matrix_threshold_reset, matrix_threshold_save
@@ -234,12 +237,31 @@ class CampaignResultsPageView(ViewerRequiredMixin, View):
                 "api_url": reverse("campaign-results-api", args=[campaign.pk]),
                 "runs_url": f"{reverse('campaigns:run-list')}?campaign={campaign.pk}",
             },
+            "not_drawn": charts_not_drawn(results.not_asked),
+            "answer_url": reverse("dashboards:campaign-results-answer", args=[campaign.pk]),
             "query_errors": [(name, " ".join(messages)) for name, messages in errors.items()],
             "since": chosen.since.isoformat() if chosen.since else "",
             "until": chosen.until.isoformat() if chosen.until else "",
         }
         status = 400 if errors else 200
         return render(request, "dashboards/campaign_results.html", context, status=status)
+
+
+class CampaignResultsAnswerView(ViewerRequiredMixin, View):
+    """The results page's answer in words (a fragment its script fetches): the advice reads
+    every run of the campaign, seconds for thousands, so the charts do not wait for it."""
+
+    def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        campaign = get_object_or_404(Campaign, pk=pk)
+        lines = results_answer(
+            campaign=campaign, cells=results_cells(runs=Run.objects.filter(campaign=campaign))
+        )
+        context = {
+            "answer": lines[:ANSWER_LINES],
+            "more": len(lines) - ANSWER_LINES,
+            "advice_max_age_days": settings.FEDPROBE_ADVICE_MAX_AGE_DAYS,
+        }
+        return render(request, "dashboards/results_answer.html", context)
 
 
 class SiteDetailView(ViewerRequiredMixin, DetailView):  # type: ignore[type-arg]

@@ -9,9 +9,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from tests.webapp.factories import CampaignFactory, RunFactory
 from webapp.campaigns.models import Campaign
-from webapp.demo.management.commands.bootstrap import AUTH_EXAMPLE, EXAMPLE
+from webapp.demo.examples import EXAMPLES, FORMER_EXAMPLES
 from webapp.sites.models import Endpoint, VantagePoint
+from workers.lab.files import MiB
 
 pytestmark = pytest.mark.django_db
 
@@ -28,9 +30,16 @@ def test_bootstrap_registers_the_lab_an_admin_and_the_example_campaigns(
     assert (tmp_path / "admin-password").stat().st_mode & 0o077 == 0
     assert User.objects.get(username="admin").check_password(password)
     examples = {c.name: c for c in Campaign.objects.all()}
-    assert set(examples) == {EXAMPLE, AUTH_EXAMPLE}
+    assert set(examples) == {example.name for example in EXAMPLES}
     assert all(campaign.matrix_size() > 0 for campaign in examples.values())
-    doors = examples[AUTH_EXAMPLE].endpoints.all()
+    # Each says what it answers and how many runs it takes, not a placeholder.
+    for campaign in examples.values():
+        assert f"{campaign.matrix_size()} runs" in campaign.description, campaign.name
+        assert "question on the lab: ..." not in campaign.description
+        # A small file both labs hold, never the endpoint's default (256 MiB on bin/run's).
+        assert {f.size for f in campaign.test_files.all()} <= {1 * MiB, 16 * MiB}
+        assert campaign.test_files.count() == campaign.endpoints.count()
+    doors = examples[EXAMPLES[-1].name].endpoints.all()
     assert {(e.protocol, e.credential_kind) for e in doors} == {
         ("root", "none"),
         ("http", "none"),
@@ -46,4 +55,21 @@ def test_bootstrap_registers_the_lab_an_admin_and_the_example_campaigns(
     call_command("bootstrap", stdout=again)
     assert password not in again.getvalue()
     assert User.objects.get(username="admin").check_password(password)
-    assert Campaign.objects.count() == 2
+    assert Campaign.objects.count() == len(EXAMPLES)
+
+
+def test_bootstrap_replaces_former_examples_never_launched_and_keeps_launched_ones(
+    lab: Any, settings: Any, tmp_path: Any
+) -> None:
+    """An installation from before issue 19 has the two former examples: one nobody launched
+    goes (the new examples answer its question), one with runs stays with its results."""
+    settings.FEDPROBE_LAB_DIR = lab.state_dir
+    settings.VAR_DIR = tmp_path
+    unlaunched, launched = (CampaignFactory(name=name) for name in FORMER_EXAMPLES)
+    RunFactory(campaign=launched)
+    out = io.StringIO()
+    call_command("bootstrap", stdout=out)
+    names = set(Campaign.objects.values_list("name", flat=True))
+    assert names == {launched.name, *(example.name for example in EXAMPLES)}
+    assert f"removed the former example campaign {unlaunched.name!r}" in out.getvalue()
+    assert launched.runs.count() == 1

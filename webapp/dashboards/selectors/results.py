@@ -8,9 +8,11 @@ Every chart of the results page (and /api/v1/campaigns/{id}/results/) draws from
 - `crossovers`: per parameter set without method and fraction, where copying the file first
   becomes faster than reading it directly (interpolated between the measured fractions);
 - `failures`: final runs that did not fully succeed, per endpoint, vantage point, method,
-  status and the class of their first error (cancelled runs count here, and only here).
+  status and the class of their first error (cancelled runs count here, and only here);
+- `not_asked`: the charts whose question the campaign does not ask (results_guidance).
 
-Three queries whatever the number of runs.
+Four queries whatever the number of runs (cells, failures, endpoint names, and how many
+endpoints the campaign reads).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from webapp.campaigns.selectors import Percentile, percentile
 from webapp.core import sql
 from webapp.dashboards.selectors.results_guidance import (
     CROSSOVER_METHODS,
+    charts_not_asked,
     latency_order,
     results_guidance,
     still_to_come,
@@ -100,6 +103,7 @@ class EndpointLabel(TypedDict):
     site: str
     protocol: str
     role: str
+    credential_kind: str  # how its door is passed: none, token, oauth-client, x509-proxy
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,7 @@ class CampaignResults:
     dimensions: dict[str, list[Any]] = field(default_factory=dict)
     guidance: dict[str, str | None] = field(default_factory=dict)
     latency_order: list[dict[str, Any]] = field(default_factory=list)
+    not_asked: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -182,6 +187,7 @@ class CampaignResults:
             "active_runs": self.active_runs,
             "guidance": self.guidance,
             "latency_order": self.latency_order,
+            "charts_not_asked": self.not_asked,
         }
 
 
@@ -212,6 +218,9 @@ def campaign_results(
         dimensions=_dimensions(cells, failures, endpoints),
         guidance=results_guidance(campaign=campaign, cells=cells, active_runs=active),
         latency_order=latency_order(cells=cells, endpoint_names=names),
+        not_asked=charts_not_asked(
+            campaign=campaign, cells=cells, endpoints=campaign.endpoints.count()
+        ),
     )
 
 
@@ -360,7 +369,14 @@ def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> FailureJSON:
 def _endpoint_labels(ids: Iterable[int]) -> list[EndpointLabel]:
     endpoints = Endpoint.objects.filter(pk__in=list(ids)).select_related("site").order_by("name")
     return [
-        {"id": e.pk, "name": e.name, "site": e.site.name, "protocol": e.protocol, "role": e.role}
+        {
+            "id": e.pk,
+            "name": e.name,
+            "site": e.site.name,
+            "protocol": e.protocol,
+            "role": e.role,
+            "credential_kind": e.credential_kind,
+        }
         for e in endpoints
     ]
 

@@ -221,3 +221,65 @@ def _order(
         "order them by."
     )
     return {"by": "name", "endpoints": order, "text": text}
+
+
+# The results page's charts that answer one question each, by id, with their titles (the
+# errors chart is always drawn).
+CHART_TITLES = {
+    "fraction": "Time to read vs fraction of the file read",
+    "read-size": "Time to read vs read size",
+    "throughput": "Throughput vs clients",
+    "open": "Open time vs clients",
+    "doors": "Open time and time to read per door",
+    "bytes": "Bytes transferred vs bytes needed",
+    "latency": "Latency hiding: sync, async, vector, read-ahead per endpoint",
+}
+# The methods that move more bytes than their readers ask for (the bytes chart's question).
+MOVING_METHODS = (Method.COPY, Method.STAGE)
+
+
+def charts_not_asked(
+    *, campaign: Campaign, cells: Sequence[dict[str, Any]], endpoints: int
+) -> dict[str, str]:
+    """Per chart of the results page whose question this campaign does not ask: the one line
+    that says why it is not drawn. A chart is asked a question when the campaign asks for what
+    it needs (two values of its parameter, copies or read-ahead, two patterns, two endpoints)
+    or its runs measured it (a campaign edited since); an asked chart is drawn, or says why
+    its runs do not answer it yet. `endpoints`: how many the campaign reads."""
+    measured = {name: {c[name] for c in cells} for name in ("fraction", "read_size", "clients")}
+    reasons: dict[str, str] = {}
+    for name, charts in (
+        ("fraction", ("fraction",)),
+        ("read_size", ("read-size",)),
+        ("clients", ("throughput", "open")),
+    ):
+        field, _, one, add = NEEDS[name]
+        if len(set(getattr(campaign, field) or [])) < 2 and len(measured[name]) < 2:
+            verb = "runs" if name == "clients" else "reads"
+            reasons.update({chart: f"this campaign {verb} {one}: {add}." for chart in charts})
+    moving = set(MOVING_METHODS) & ({c["method"] for c in cells} | set(campaign.methods or []))
+    if not moving and not campaign.readahead and not any(c["readahead"] for c in cells):
+        reasons["bytes"] = (
+            "this campaign only reads directly, without read-ahead: its reads move what they "
+            "ask for. Add method copy or stage, or a read-ahead, to see what they move more."
+        )
+    if len(set(campaign.patterns or [])) < 2 and len({variant(c) for c in cells}) < 2:
+        reasons["latency"] = (
+            "this campaign reads with one access pattern: add patterns random, async and vector "
+            f"(the synchronous, asynchronous and vectored reads of {FURANO_HANUSHEVSKY}) to "
+            "compare them."
+        )
+    if endpoints < 2 and len({c["endpoint"] for c in cells}) < 2:
+        reasons["doors"] = (
+            "this campaign reads one endpoint: add the site's other doors (protocols, TLS, "
+            "credentials) to set their open times side by side."
+        )
+    return {chart: reasons[chart] for chart in CHART_TITLES if chart in reasons}
+
+
+def charts_not_drawn(not_asked: dict[str, str]) -> list[dict[str, str]]:
+    """The page's list of the charts it leaves out: id, title and why, in the page's order."""
+    return [
+        {"id": chart, "title": CHART_TITLES[chart], "reason": reason}
+        for chart, reason in not_asked.items()
+    ]

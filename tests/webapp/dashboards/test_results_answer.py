@@ -1,0 +1,65 @@
+"""The answer at the top of the results page: which questions a campaign asks, and the open
+time of each door in words (the advice's statements are tested in tests/webapp/advice and,
+on the lab, by tests/browser/test_example_campaigns.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.webapp.dashboards.test_results_views import page_client, results_url
+from tests.webapp.factories import CampaignFactory, EndpointFactory, RunFactory
+from webapp.campaigns.models import Campaign, Run
+from webapp.dashboards.selectors.results_answer import campaign_questions, doors_answer
+from webapp.sites.models import Endpoint
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_campaign_asks_the_questions_of_what_it_measures() -> None:
+    data, cache = Endpoint(role="data"), Endpoint(role="cache")
+    plain = Campaign(methods=["direct"], patterns=["random"], clients=[1], readahead=0)
+    assert campaign_questions(plain, [data]) == []
+    assert campaign_questions(plain, [data, cache]) == ["cache"]
+    every = Campaign(
+        methods=["direct", "copy"], patterns=["random", "vector"], clients=[1, 8], readahead=65536
+    )
+    assert campaign_questions(every, [Endpoint(role="redirector")]) == [
+        "crossover",
+        "knee",
+        "latency-hiding",
+        "read-ahead",
+        "redirector",
+    ]
+
+
+def cell(endpoint: Endpoint, open_s: float | None, runs: int = 1) -> dict[str, Any]:
+    return {"endpoint": endpoint.pk, "open_s": open_s, "runs": runs}
+
+
+def test_the_doors_answer_says_each_doors_open_time_cheapest_first() -> None:
+    plain = EndpointFactory(name="near-root", protocol="root")
+    token = EndpointFactory(name="near-roots", protocol="roots", credential_kind="oauth-client")
+    doors = {e.pk: e for e in (plain, token)}
+    campaign = CampaignFactory(endpoints=[plain, token])
+    cells = [cell(token, 0.030), cell(token, 0.050, runs=2), cell(plain, 0.004), cell(plain, None)]
+    line = doors_answer(cells=cells, endpoints=doors, campaign=campaign)
+    assert line is not None and line.runs == 4  # the runs of the cells with an open time
+    assert line.text == (
+        "Opening a file costs 4 ms at near-root and 40 ms at near-roots, 36 ms more. Per door: "
+        "near-root (root, anonymous) 4 ms, near-roots (roots, a token) 40 ms."
+    )
+    assert doors_answer(cells=cells[:2], endpoints=doors, campaign=campaign) is None
+
+
+def test_a_campaign_asking_no_question_says_so_above_its_charts() -> None:
+    campaign = CampaignFactory(methods=["direct"], clients=[1])
+    RunFactory(campaign=campaign, status=Run.Status.SUCCEEDED, wall_s=1.0, open_s=0.01)
+    client = page_client("viewer")
+    page = client.get(results_url(campaign)).content.decode()
+    answer_url = f"{results_url(campaign)}answer/"
+    assert f'data-url="{answer_url}"' in page  # the page's script fetches its answer
+    html = client.get(answer_url).content.decode()
+    assert "This campaign asks none of the papers' questions" in html
+    assert 'class="answer-line' not in html
