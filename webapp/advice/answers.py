@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -51,6 +51,9 @@ class Context:
     ) -> Statement:
         runs = list(evidence)
         measured = max((s.finished_at for s in runs if s.finished_at), default=None)
+        if runs and self.link is not None:
+            # The link the model was given, so that a reader can redo its prediction.
+            fields["scope"] = {**fields.get("scope", {}), "model_link": asdict(self.link)}
         return Statement(
             question=question,
             verdict=verdict,
@@ -150,13 +153,7 @@ def _crossover_statement(
     verdict, text, direction = _crossover_words(fractions, gaps, value, reads)
     scope["copy_above"] = direction
     interval = bootstrap.interval(direct + copy, found) if verdict == "crossover" else None
-    model_text = disagreement_text(
-        value if value is not None else fractions[-1 if gaps[-1] < 0 else 0],
-        predicted,
-        "crossover up to the whole file (reading directly stays faster)",
-        "reads cost more (or less) than a round trip each, or a copy more (or less) than "
-        "the link rate says: a per-request overhead, a cache or read-ahead in between.",
-    )
+    model_text = _crossover_model_text(verdict, value, predicted, fractions)
     return ctx.statement(
         "crossover",
         verdict,
@@ -168,6 +165,32 @@ def _crossover_statement(
         interval=interval,
         model_prediction=predicted,
         model_text=model_text,
+    )
+
+
+WHY_CROSSOVER = (
+    "reads cost more (or less) than a round trip each, or a copy more (or less) than the link "
+    "rate says: a per-request overhead, a cache or read-ahead in between."
+)
+
+
+def _crossover_model_text(
+    verdict: str, value: float | None, predicted: float | None, fractions: list[float]
+) -> str:
+    """The model beside the runs: a crossover against the predicted one; one method faster
+    throughout agrees with a prediction beyond the measured range on its side."""
+    if verdict == "crossover" and value is not None:
+        return disagreement_text(value, predicted, "crossover up to the whole file", WHY_CROSSOVER)
+    beyond = {
+        "read-directly": predicted is None or predicted > fractions[-1],
+        "copy-first": predicted is not None and predicted < fractions[0],
+    }
+    said = "no crossover" if predicted is None else f"a crossover at {percent(predicted)}"
+    if beyond.get(verdict, True):
+        return f"The model predicts {said}: it agrees with the runs."
+    return (
+        f"The model predicts {said}, inside the measured range where the runs find none: "
+        f"that disagreement is itself a finding about the site: {WHY_CROSSOVER}"
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from webapp.advice.answers import Context
 from webapp.advice.evidence import Sample, samples, succeeded_runs
 from webapp.advice.link import estimate_link
 from webapp.advice.statements import TOO_THIN, Statement
-from webapp.advice.suggestions import readahead_to_measure, suggestion
+from webapp.advice.suggestions import readahead_to_measure, suggestions
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, Site, VantagePoint
 from workers.engine.units import format_size
@@ -119,13 +120,16 @@ def _advice(
         max_age=timedelta(days=settings.FEDPROBE_ADVICE_MAX_AGE_DAYS),
         link=estimate_link(found),
     )
-    statements = []
-    for question, answer in questions(endpoint).items():
-        made = answer(found, ctx)
-        if not made:
-            made = [too_thin(question, endpoint, vantage_point, found, ctx)]
-        statements += made
-    return statements
+    made = {question: answer(found, ctx) for question, answer in questions(endpoint).items()}
+    thin = [question for question, statements in made.items() if not statements]
+    suggested = suggestions(
+        {q: readahead_to_measure(q, endpoint, vantage_point) for q in thin},
+        endpoint,
+        vantage_point,
+    )
+    for question in thin:
+        made[question] = [too_thin(question, endpoint, vantage_point, suggested[question], ctx)]
+    return [statement for statements in made.values() for statement in statements]
 
 
 def questions(endpoint: Endpoint) -> dict[str, Answer]:
@@ -165,12 +169,11 @@ def too_thin(
     question: str,
     endpoint: Endpoint,
     vantage_point: VantagePoint,
-    found: Sequence[Sample],
+    suggested: dict[str, Any] | None,
     ctx: Context,
 ) -> Statement:
-    """Not enough runs to answer `question`: what is missing, and the campaign to collect it."""
-    readahead = readahead_to_measure(question, endpoint, vantage_point)
-    suggested = suggestion(question, endpoint, vantage_point, readahead=readahead)
+    """Not enough runs to answer `question`: what is missing, and the campaign to collect it
+    (`suggested`, None when the endpoint has no test file)."""
     text = (
         f"Too few runs to answer this on {endpoint.name} from {vantage_point.name}: it needs "
         f"{NEEDS[question]}."

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from webapp.advice.evidence import succeeded_runs
-from webapp.campaigns.estimates import campaign_duration, campaign_planned_runs
+from webapp.campaigns.estimates import campaign_planned_runs, planned_durations
 from webapp.campaigns.models import Campaign, MatrixRows
 from webapp.campaigns.services import campaign_save
 from webapp.campaigns.validation import campaign_credential_refusal
@@ -95,34 +95,51 @@ def suggestion(
 ) -> dict[str, Any] | None:
     """The campaign that would answer `question` on the endpoint from the vantage point,
     with its estimated runs, duration and bytes; None without a test file to read."""
-    campaign, rows = _draft(question, endpoint, vantage_point, readahead=readahead)
-    if not rows.test_files:
-        return None
-    duration = campaign_duration(campaign=campaign, rows=rows)
-    planned = sum(p.planned_bytes for p in campaign_planned_runs(campaign=campaign, rows=rows))
-    return {
-        "question": question,
-        "name": campaign.name,
-        "description": campaign.description,
-        "endpoint": endpoint.pk,
-        "vantage_point": vantage_point.pk,
-        "endpoints": [endpoint.pk],
-        # None: the local vantage point, made when the campaign is.
-        "vantage_points": [vantage_point.pk] if vantage_point.pk else [],
-        "test_files": [f.pk for f in rows.test_files],
-        "methods": [str(m) for m in campaign.methods],
-        "patterns": [str(p) for p in campaign.patterns],
-        "read_sizes": campaign.read_sizes,
-        "fractions": campaign.fractions,
-        "clients": campaign.clients,
-        "repetitions": campaign.repetitions,
-        "readahead": campaign.readahead,
-        "runs": duration.runs,
-        "estimated_duration_s": duration.seconds,
-        "estimated_duration": duration.text,
-        "estimated_upper_s": duration.upper_s,
-        "estimated_bytes": planned,
+    return suggestions({question: readahead}, endpoint, vantage_point)[question]
+
+
+def suggestions(
+    readaheads: dict[str, int], endpoint: Endpoint, vantage_point: VantagePoint
+) -> dict[str, dict[str, Any] | None]:
+    """`suggestion` of each question (with its read-ahead), estimated together: the earlier
+    runs the estimates go by are read once."""
+    drafts = {q: _draft(q, endpoint, vantage_point, readahead=r) for q, r in readaheads.items()}
+    planned = {
+        q: campaign_planned_runs(campaign=campaign, rows=rows)
+        for q, (campaign, rows) in drafts.items()
+        if rows.test_files
     }
+    durations = dict(zip(planned, planned_durations(list(planned.values())), strict=True))
+    found: dict[str, dict[str, Any] | None] = {}
+    for question, (campaign, rows) in drafts.items():
+        if question not in planned:
+            found[question] = None
+            continue
+        duration = durations[question]
+        found[question] = {
+            "question": question,
+            "name": campaign.name,
+            "description": campaign.description,
+            "endpoint": endpoint.pk,
+            "vantage_point": vantage_point.pk,
+            "endpoints": [endpoint.pk],
+            # None: the local vantage point, made when the campaign is.
+            "vantage_points": [vantage_point.pk] if vantage_point.pk else [],
+            "test_files": [f.pk for f in rows.test_files],
+            "methods": [str(m) for m in campaign.methods],
+            "patterns": [str(p) for p in campaign.patterns],
+            "read_sizes": campaign.read_sizes,
+            "fractions": campaign.fractions,
+            "clients": campaign.clients,
+            "repetitions": campaign.repetitions,
+            "readahead": campaign.readahead,
+            "runs": duration.runs,
+            "estimated_duration_s": duration.seconds,
+            "estimated_duration": duration.text,
+            "estimated_upper_s": duration.upper_s,
+            "estimated_bytes": sum(p.planned_bytes for p in planned[question]),
+        }
+    return found
 
 
 def _draft(

@@ -81,6 +81,8 @@ def vantage_point_of(value: str | None) -> VantagePoint | None:
     """The vantage point a query names by id or name; 400 naming it when there is none."""
     if value is None or value == "":
         return None
+    if "\x00" in value:  # PostgreSQL refuses NUL in a query's text
+        raise ValidationError({"vantage_point": ["no vantage point with a NUL character"]})
     point = None
     if value.isascii() and value.isdigit() and int(value) <= MAX_ID:
         point = VantagePoint.objects.filter(pk=int(value)).first()

@@ -309,8 +309,23 @@ def campaign_duration(
 ) -> CampaignDuration:
     """How long launching the campaign would take (of `rows` for a campaign not saved)."""
     plans = campaign_planned_runs(campaign=campaign, rows=rows)
-    estimates = runs_estimate(plans, now=now)
-    limits = _parallel_limits(plan.vantage_point_id for plan in plans)
+    return planned_durations([plans], now=now)[0]
+
+
+def planned_durations(
+    groups: Sequence[Sequence[PlannedRun]], *, now: datetime | None = None
+) -> list[CampaignDuration]:
+    """How long each group of planned runs (a campaign's launch each) would take: the
+    earlier runs are read once for all of them (the advice's suggested campaigns)."""
+    every = [plan for plans in groups for plan in plans]
+    estimates = iter(runs_estimate(every, now=now))
+    limits = _parallel_limits(plan.vantage_point_id for plan in every)
+    return [_duration(plans, [next(estimates) for _ in plans], limits) for plans in groups]
+
+
+def _duration(
+    plans: Sequence[PlannedRun], estimates: Sequence[RunEstimate], limits: dict[int | None, int]
+) -> CampaignDuration:
     sources = [e.source for e in estimates]
     known = len(sources) - sources.count("unknown")
     placed = [(plan.vantage_point_id, plan.endpoint_id) for plan in plans]

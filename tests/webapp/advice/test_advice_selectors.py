@@ -19,7 +19,7 @@ from tests.webapp.factories import (
 from webapp.advice import model
 from webapp.advice.answers import choice_at
 from webapp.advice.model import Link
-from webapp.advice.selectors import endpoint_advice, site_advice
+from webapp.advice.selectors import campaign_advice, endpoint_advice, site_advice
 from webapp.advice.suggestions import create_suggested_campaign
 from webapp.campaigns.models import Campaign, ClientAttempt, Run
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
@@ -93,6 +93,9 @@ def test_small_reads_cross_over_to_copying_first_where_the_model_says() -> None:
     assert crossover.measured_at == NOW - timedelta(days=1)
     assert not crossover.stale
     assert "Copy the file first when reading more than" in crossover.text
+    link = crossover.scope["model_link"]
+    assert link["rtt_s"] == pytest.approx(0.026)  # the preflight round trip
+    assert link["overhead_s"] == pytest.approx(0.0, abs=1e-4)  # latency p50 = one round trip
 
 
 def test_the_interval_is_the_same_for_the_same_runs_and_widens_with_their_spread() -> None:
@@ -128,6 +131,9 @@ def test_large_reads_are_read_directly() -> None:
     assert crossover.verdict == "read-directly"
     assert choice_at(crossover, 0.1) == "read-directly"
     assert crossover.interval is None
+    # The model's crossover lies beyond the measured 10%: it agrees.
+    assert crossover.model_prediction is not None and crossover.model_prediction > 0.1
+    assert "agrees with the runs" in crossover.model_text
 
 
 def test_the_clients_times_are_what_the_bootstrap_resamples() -> None:
@@ -300,3 +306,19 @@ def test_a_site_has_advice_per_endpoint() -> None:
     assert {s.vantage_point_id for s in statements} == {None}
     assert not VantagePoint.objects.exists()
     assert not Campaign.objects.exists()
+
+
+def test_a_campaigns_advice_rests_on_its_own_runs_only() -> None:
+    test_file = TestFileFactory(size=MIB)
+    local = VantagePointFactory()
+    modelled_runs(test_file, local, read_size=1024)
+    mine = Run.objects.first()
+    assert mine is not None
+    statements = campaign_advice(mine.campaign, now=NOW)
+    [crossover] = [s for s in statements if s.question == "crossover"]
+    # One run of its own: too thin for the campaign, though the endpoint has enough.
+    assert crossover.verdict == "too-thin"
+    assert {s.endpoint_id for s in statements} == {test_file.endpoint.pk}
+    Run.objects.update(campaign=mine.campaign)
+    [crossover] = [s for s in campaign_advice(mine.campaign, now=NOW) if s.question == "crossover"]
+    assert crossover.verdict == "crossover"

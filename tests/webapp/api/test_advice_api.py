@@ -59,7 +59,7 @@ def test_a_vantage_point_is_named_by_id_or_name_and_an_unknown_one_is_refused() 
     url = f"/api/v1/endpoints/{test_file.endpoint.pk}/advice/"
     by_name = api.get(url, {"vantage_point": "cern"}).json()["statements"]
     assert {s["vantage_point"] for s in by_name} == {VantagePointFactory(name="cern").pk}
-    for unknown in ("nowhere", "999999", "²", str(2**70)):
+    for unknown in ("nowhere", "999999", "²", str(2**70), "a\x00b"):
         answer = api.get(url, {"vantage_point": unknown})
         assert answer.status_code == 400, unknown
         assert "vantage_point" in answer.json()
