@@ -32,7 +32,6 @@ NEAR = "near-root"
 CROSSOVER_FRACTIONS = {1000: (0.001, 0.0025, 0.005, 0.01), MiB: (0.25, 0.5, 0.75, 1.0)}
 SWEEP = (1, 2, 4, 8, 16, 32)
 SWEEP_READ = 64 * 1024
-PLATEAU = 0.85  # the advice's knee rule (docs/advice.md)
 
 
 def probe(
@@ -114,18 +113,23 @@ def sweep(lab: Lab, link: model.Link, per_client_mib: float) -> None:
         )
         rate = aggregate_bps(run)
         rates.append(rate)
-        modelled = model.client_sweep(link, per_client_bps=rates[0], clients=clients)
+        modelled = model.client_sweep(
+            link, per_client_bps=rates[0], clients=clients, read_size=SWEEP_READ
+        )
         slowest_open = max(c.open_s for c in run.clients)
         print(
             f"| {clients} | {rate / 1e6:.2f} | {rate / clients / 1e6:.2f} "
             f"| {modelled / 1e6:.2f} | {slowest_open:.2f} s |"
         )
     top = max(rates)
-    knee = next(n for n, r in zip(SWEEP, rates, strict=True) if r >= PLATEAU * top)
-    predicted = model.knee(link, per_client_bps=rates[0])
+    plateau = model.PLATEAU
+    knee = next(n for n, r in zip(SWEEP, rates, strict=True) if r >= plateau * top)
+    predicted = model.knee(link, per_client_bps=rates[0], read_size=SWEEP_READ)
+    lines_meet = model.knee(link, per_client_bps=rates[0])
     print(
-        f"knee (first count at {PLATEAU:.0%} of the top, {top / 1e6:.2f} MB/s): {knee} clients; "
-        f"model: {predicted:.1f} clients (8 MB/s / one client's {rates[0] / 1e6:.2f} MB/s)"
+        f"knee (first count at {plateau:.0%} of the top, {top / 1e6:.2f} MB/s): {knee} clients; "
+        f"model: {predicted:g} (sync clients' closed loop), {lines_meet:g} (n x one client's "
+        f"{rates[0] / 1e6:.2f} MB/s, at most the link)"
     )
 
 
