@@ -16,6 +16,7 @@ import socket
 import tempfile
 from collections.abc import Callable, Generator, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,10 +96,11 @@ def lab() -> Iterator[Lab]:
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
-def _start_lab(state_dir: Path) -> Lab:
+def _start_lab(state_dir: Path, **options: Any) -> Lab:
     """Start a lab on a free port block, trying another block if one gets taken meanwhile."""
+    options.setdefault("file_sizes", TEST_FILE_SIZES)
     for attempt in range(_PORT_TRIES):
-        lab = Lab(state_dir, base_port=free_base_port(), file_sizes=TEST_FILE_SIZES)
+        lab = Lab(state_dir, base_port=free_base_port(), **options)
         lab.progress = None
         try:
             lab.up()
@@ -108,6 +110,23 @@ def _start_lab(state_dir: Path) -> Lab:
             continue
         return lab
     raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def paper_lab() -> Iterator[Lab]:
+    """A lab of the paper profile (near site 26 ms away behind an 8 MB/s link), for the tests
+    that reproduce the papers' numbers and the advice drawn from them; started on first use,
+    once per session (the session's `lab` is the test profile's, with no caps)."""
+    state_dir = Path(tempfile.mkdtemp(prefix="fedprobe-paper-lab-", dir="/tmp"))
+    state_dir.chmod(0o755)
+    try:
+        started = _start_lab(state_dir, profile="paper")
+        try:
+            yield started
+        finally:
+            started.down()
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

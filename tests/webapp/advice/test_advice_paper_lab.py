@@ -2,15 +2,12 @@
 site is 26 ms away behind a capped link. Runs are measured in this process as a worker
 would (campaign_launch, run_execute), against real xrootd servers through the relays.
 
-Kept lean: one lab for the module, files of 1 and 4 MiB, two fractions, two repetitions
+Kept lean: the session's paper lab (tests/conftest.py, shared with the papers' numbers in
+tests/workers/lab/test_paper_lab.py), files of 1 and 4 MiB, two fractions, two repetitions
 where an interval is asserted, one elsewhere."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,40 +20,11 @@ from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import campaign_launch, run_execute
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 from workers.lab import Lab
-from workers.lab.errors import PortTaken
 from workers.lab.files import MiB
-from workers.lab.ports import free_base_port
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db]
 
 NEAR = "near-root"
-
-
-@pytest.fixture(scope="module")
-def paper_lab() -> Iterator[Lab]:
-    """A lab of the paper profile for this module (the session's lab is the test profile's)."""
-    state_dir = Path(tempfile.mkdtemp(prefix="fedprobe-paper-lab-", dir="/tmp"))
-    started = None
-    try:
-        for attempt in range(3):
-            lab = Lab(
-                state_dir, profile="paper", base_port=free_base_port(), file_sizes=(MiB, 4 * MiB)
-            )
-            lab.progress = None
-            try:
-                lab.up()
-            except PortTaken:
-                if attempt == 2:
-                    raise
-                continue
-            started = lab
-            break
-        assert started is not None
-        yield started
-    finally:
-        if started is not None:
-            started.down()
-        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def register_near(lab: Lab) -> Endpoint:

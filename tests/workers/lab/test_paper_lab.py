@@ -4,7 +4,7 @@ the client sweep flattening at the link, and async and vector reads filling the 
 sync reads pay a round trip each, each set beside the advice's model (webapp/advice/model.py).
 
 Measured with the engine directly (run_probe), as benches/paper_lab.py does with more runs.
-Kept lean: one paper lab for the module with one 16 MiB file, one run per point. The
+Kept lean: the session's paper lab (tests/conftest.py), its 16 MiB file, one run per point. The
 tolerances are justified where they are asserted: the lab is a shared 2-core VM, and the
 suite runs beside other work, so a client's own scheduling adds milliseconds to each read.
 """
@@ -12,10 +12,6 @@ suite runs beside other work, so a client's own scheduling adds milliseconds to 
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +20,7 @@ from webapp.advice import model
 from webapp.advice.crossings import crossings
 from workers.engine import Method, Pattern, RunParams, RunResult, run_probe
 from workers.lab import PROFILES, Lab
-from workers.lab.errors import PortTaken
 from workers.lab.files import MiB
-from workers.lab.ports import free_base_port
 
 pytestmark = pytest.mark.lab
 
@@ -36,33 +30,6 @@ FILE = "/fedprobe/file-16M"
 RTT_S = PROFILES["paper"].rtt_ms["near"] / 1000
 CAP_BPS = (PROFILES["paper"].bandwidth("near") or 0.0) * 1e6
 LINK = model.Link(rtt_s=RTT_S, bandwidth_bps=CAP_BPS)
-
-
-@pytest.fixture(scope="module")
-def paper_lab() -> Iterator[Lab]:
-    """A lab of the paper profile for this module (the session's lab is the test profile's)."""
-    state_dir = Path(tempfile.mkdtemp(prefix="fedprobe-paper-numbers-", dir="/tmp"))
-    state_dir.chmod(0o755)
-    started = None
-    try:
-        for attempt in range(3):
-            sizes = [MiB, SIZE]
-            lab = Lab(state_dir, profile="paper", base_port=free_base_port(), file_sizes=sizes)
-            lab.progress = None
-            try:
-                lab.up()
-            except PortTaken:
-                if attempt == 2:
-                    raise
-                continue
-            started = lab
-            break
-        assert started is not None
-        yield started
-    finally:
-        if started is not None:
-            started.down()
-        shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def probe(
