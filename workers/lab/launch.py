@@ -20,7 +20,7 @@ from pathlib import Path
 from workers.lab import readiness, servers
 from workers.lab.credentials import LabCredentials
 from workers.lab.endpoints import GSI_HOST
-from workers.lab.errors import LabError
+from workers.lab.errors import LabError, PortTaken
 from workers.lab.files import LabFile
 from workers.lab.issuer import LAB_AUDIENCE, IssuerConfig, seed_scitokens_cache
 from workers.lab.paths import LabPaths
@@ -42,6 +42,8 @@ _POLL_S = 0.02
 _LOG_TAIL_LINES = 20
 _COMPLAINT = re.compile(r"error|fail|unable|invalid|denied|refus|cannot|not be|warning", re.I)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# What xrootd, cmsd and the relays log when a port was taken between the check and their bind.
+_ADDRESS_IN_USE = "address already in use"
 
 
 Check = Future[str | None]
@@ -382,7 +384,10 @@ class Launcher:
     def finish(self, checks: Sequence[Check]) -> None:
         failures = [failure for check in checks if (failure := check.result()) is not None]
         if failures:
-            raise LabError("\n".join(failures))
+            # A port found free before the start was taken before a server bound it (another
+            # lab starting beside this one): PortTaken, so a caller may try another block.
+            taken = any(_ADDRESS_IN_USE in failure.lower() for failure in failures)
+            raise (PortTaken if taken else LabError)("\n".join(failures))
 
     def wait_one(self, check: Readiness) -> str | None:
         for probe in check.probes:

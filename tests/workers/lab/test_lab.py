@@ -23,6 +23,7 @@ import pytest
 from XRootD import client as xrd
 
 from workers.lab import PROFILES, Lab, LabError, parse_size, servers
+from workers.lab import lab as lab_module
 from workers.lab.errors import PortTaken
 from workers.lab.files import MiB, ensure_files, lab_file_path
 from workers.lab.launch import relay_specs
@@ -166,6 +167,29 @@ def test_a_taken_port_is_named_before_anything_starts(tmp_path: Path) -> None:
         with pytest.raises(PortTaken, match=f"port {base + 3} \\(near-http\\).*--base-port"):
             Lab(tmp_path / "lab", base_port=base).up()
     assert not (tmp_path / "lab" / "run").exists()
+
+
+def test_a_port_taken_after_the_check_is_port_taken_and_stops_the_others(
+    lab_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another lab starting beside this one may bind a port between the check and xrootd's
+    own bind: PortTaken (which tests/conftest.py's _start_lab answers with another block),
+    not a bare LabError, and nothing of this lab left running."""
+    base = free_base_port()
+    squatter = socket.socket()
+
+    def check_then_taken(layout: PortLayout) -> None:
+        real_check(layout)
+        squatter.bind(("127.0.0.1", base))  # local-root's port, the first xrootd to start
+        squatter.listen()
+
+    real_check = lab_module.check_ports_free
+    monkeypatch.setattr(lab_module, "check_ports_free", check_then_taken)
+    late = Lab(lab_dir, base_port=base, file_sizes=[64 * 1024])
+    late.progress = None
+    with squatter, pytest.raises(PortTaken, match="address already in use"):
+        late.up()
+    assert late.running_processes() == {}
 
 
 def test_a_block_is_never_handed_out_twice_by_one_process() -> None:
@@ -463,6 +487,7 @@ def test_a_server_that_fails_to_start_stops_the_others_and_shows_its_log(
     failing.progress = None
     with pytest.raises(LabError, match="xrootd-xcache exited") as caught:
         failing.up()
+    assert not isinstance(caught.value, PortTaken)
     assert "may not be less than 1073741824" in str(caught.value)
     assert failing.running_processes() == {}
     assert not failing.is_running()
