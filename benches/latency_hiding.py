@@ -1,10 +1,12 @@
-"""Paper 002 at the near site: sync reads pay one RTT each; async and vector hide it.
+"""Paper 002 at the near site: sync reads pay one RTT each; async and vector hide it, up to
+the link's rate.
 
     .venv/bin/python benches/latency_hiding.py [--lab-dir DIR] [--reads 400]
 
-Needs the near site at 26 ms (lab profile paper): uses a running paper lab in --lab-dir,
-else starts one with small files and stops it after. Prints ops/s per client for sync
-random 4 KiB reads, async with depth 64 and vector reads of 1024 chunks, and the speed-ups.
+Needs the near site at 26 ms (lab profile paper, link 8 MB/s): uses a running paper lab in
+--lab-dir, else starts one with small files and stops it after. Prints ops/s and MB/s per
+client for sync random 4 KiB reads, async with depth 64 and vector reads of 1024 chunks,
+the speed-ups, and the advice's model (webapp/advice/model.py) for each on this link.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 
 from common import running_lab
 
+from webapp.advice import model
 from workers.engine import Pattern, RunParams, run_probe
 
 MiB = 1024 * 1024
@@ -40,19 +43,30 @@ def main() -> None:
     with running_lab(args.lab_dir, "paper", file_sizes=[16 * MiB], base_port=27000) as lab:
         endpoint = lab.endpoint("near-root")
         url = endpoint.file_url(FILE)
-        print(f"near site: {url}, emulated RTT {endpoint.rtt_ms} ms")
+        cap = endpoint.bandwidth_mbps
+        link = model.Link(rtt_s=endpoint.rtt_ms / 1000, bandwidth_bps=cap and cap * 1e6)
+        print(f"near site: {url}, emulated RTT {endpoint.rtt_ms} ms, link {cap or '-'} MB/s")
         sync, sync_p50 = rate(url, Pattern.RANDOM, args.reads)
         many = 10 * args.reads
         asynchronous, _ = rate(url, Pattern.ASYNC, many, depth=64)
         vector, _ = rate(url, Pattern.VECTOR, many, vector_size=1024)
-        print("| mode | 4 KiB reads/s per client | vs sync |")
-        print("|---|---|---|")
-        print(
-            f"| sync (p50 {sync_p50:.1f} ms; 1/RTT = {1000 / endpoint.rtt_ms:.1f}/s) "
-            f"| {sync:,.1f} | 1x |"
-        )
-        print(f"| async, depth 64 | {asynchronous:,.0f} | {asynchronous / sync:.0f}x |")
-        print(f"| vector, 1024 chunks | {vector:,.0f} | {vector / sync:.0f}x |")
+        predicted = {
+            "sync": model.sync_rate(link, read_size=4096),
+            "async": model.async_rate(link, read_size=4096, depth=64),
+            "vector": model.vector_rate(link, read_size=4096, chunks=1024),
+        }
+        print("| mode | 4 KiB reads/s per client | MB/s | vs sync | model reads/s (MB/s) |")
+        print("|---|---|---|---|---|")
+        rows = [
+            (f"sync (p50 {sync_p50:.1f} ms; 1/RTT = {1000 / endpoint.rtt_ms:.1f}/s)", sync),
+            ("async, depth 64", asynchronous),
+            ("vector, 1024 chunks", vector),
+        ]
+        for (label, measured), expected in zip(rows, predicted.values(), strict=True):
+            print(
+                f"| {label} | {measured:,.1f} | {measured * 4096 / 1e6:.2f} "
+                f"| {measured / sync:.0f}x | {expected:,.0f} ({expected * 4096 / 1e6:.2f}) |"
+            )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,7 @@ TOLERANCE = 0.25
 SAME = 0.1
 # Reading more than this many times the bytes asked for is "moving bytes nobody needs".
 WASTE = 1.5
-# The knee: the first client count whose aggregate rate reaches this share of the highest.
-PLATEAU = 0.85
+PLATEAU = model.PLATEAU  # the knee's rule, shared with the model
 
 
 @dataclass(frozen=True)
@@ -329,7 +328,14 @@ def _knee_statement(
             moved_bytes(s) / t / s.clients for s in fewest if (t := busy_s(s, ctx.link.rtt_s)) > 0
         ]
         if busy:
-            predicted = model.knee(ctx.link, per_client_bps=bootstrap.mean(busy))
+            # Sync reads (one request in flight per client) wait for each other's bytes on
+            # the link near the knee: the model's closed loop needs their size.
+            sync = scope["method"] == Method.DIRECT and scope["pattern"] in SYNC_PATTERNS
+            predicted = model.knee(
+                ctx.link,
+                per_client_bps=bootstrap.mean(busy),
+                read_size=scope["read_size"] if sync else None,
+            )
     model_text = disagreement_text(
         at,
         predicted,

@@ -92,11 +92,12 @@ class Link:
 class LinkDirection:
     """One direction of a link, shared by every pipe that crosses it that way.
 
-    A slice leaves at `free_at + its size / rate`, where `free_at` is when the previous slice
-    left: the link is never faster than its rate, whichever connections fill it, and a slice
-    arriving at an idle link leaves after its own transmission time (a 1 MiB answer at 8 MB/s
-    takes 131 ms after the RTT, as on the wire). While busy, a late timer is caught up
-    (bounded by _CATCH_UP_S), so the long-run rate is the link's even when timers are late.
+    A slice leaves when the link has sent the slices before it (`free_at`), which then
+    moves on by the slice's size / rate: the link is never faster than its rate, whichever
+    connections fill it. A slice reaching an idle link leaves at once, so a short answer
+    pays no timer and a long one ends its size / rate after its first byte (a 1 MiB answer
+    at 8 MB/s: 130 ms after the RTT). While busy, a late timer is caught up (bounded by
+    _CATCH_UP_S), so the long-run rate is the link's even when timers fire late.
     """
 
     def __init__(self, rate_bps: float) -> None:
@@ -143,11 +144,11 @@ class LinkDirection:
                 pipe.on_link = False
                 left.append(pipe)
                 continue
-            at = self._free_at + size / self.rate
-            if at > now:
-                self._timer = loop.call_at(at, self._run, loop)
+            start = max(self._free_at, now - _CATCH_UP_S)
+            if start > now:
+                self._timer = loop.call_at(start, self._run, loop)
                 return left
-            self._free_at = max(at, now - _CATCH_UP_S)
+            self._free_at = start + size / self.rate
             pipe.release_head()
             waiting.rotate(-1)  # round robin: the next connection's slice goes next
         return left

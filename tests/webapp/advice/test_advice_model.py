@@ -49,9 +49,31 @@ def test_no_crossover_when_reading_directly_stays_faster() -> None:
 def test_the_client_sweep_flattens_at_the_link() -> None:
     rates = [model.client_sweep(NEAR, per_client_bps=1e6, clients=n) for n in (1, 4, 16, 32)]
     assert rates == [1e6, 4e6, 12.5e6, 12.5e6]
-    assert model.knee(NEAR, per_client_bps=1e6) == pytest.approx(12.5)
+    # The first count at 85% of the link: 10.625 clients' worth, so 11.
+    assert model.knee(NEAR, per_client_bps=1e6) == 11
     unlimited = Link(rtt_s=0.026, bandwidth_bps=None)
     assert model.knee(unlimited, per_client_bps=1e6) is None
+    assert model.knee(unlimited, per_client_bps=1e6, read_size=65536) is None
+
+
+def test_sync_clients_wait_for_each_other_on_the_link_near_the_knee() -> None:
+    # The paper lab's near link (8 MB/s) and sync 64 KiB reads at 1.65 MB/s a client alone
+    # (benches/paper_lab.py measured 1.65, 3.08, 5.47, 7.24, 7.58, 7.94 MB/s at 1-32).
+    link = Link(rtt_s=0.026, bandwidth_bps=8e6)
+    counts = (1, 2, 4, 8, 16, 32)
+    rates = [
+        model.client_sweep(link, per_client_bps=1.65e6, clients=n, read_size=65536) for n in counts
+    ]
+    assert rates[0] == pytest.approx(1.65e6)
+    streams = [model.client_sweep(link, per_client_bps=1.65e6, clients=n) for n in counts]
+    # Below min(n x alone, link) near the knee, never above the link, and at it far past.
+    assert all(r <= s + 1 for r, s in zip(rates, streams, strict=True))
+    assert rates[2] < 0.9 * streams[2]
+    assert rates[-1] == pytest.approx(8e6, rel=0.01)
+    assert rates == sorted(rates)
+    # So the knee comes later than where min's two lines meet (4.8 clients).
+    assert model.knee(link, per_client_bps=1.65e6, read_size=65536) == 6
+    assert model.knee(link, per_client_bps=1.65e6) == 5
 
 
 def test_async_and_vector_reads_hide_the_round_trip_up_to_the_link_rate() -> None:
