@@ -24,6 +24,10 @@ import numpy.typing as npt
 
 SEED = 19
 RESAMPLES = 1000
+# The resamples drawn first: when every one of them gives the same value (a knee, which is a
+# client count, mostly does), the interval is that value and the rest are not drawn. Were
+# 2.5% of all resamples different, 250 without one would happen with odds of 0.2%.
+FIRST = 250
 CONFIDENCE = 0.95
 # The fewest independent measurements (clients x repetitions) a group needs for an interval.
 MIN_SAMPLES = 2
@@ -44,8 +48,13 @@ def interval(groups: Groups, statistic: Statistic) -> tuple[float, float] | None
     small (too_few) or the statistic is undefined on more than a tenth of the resamples."""
     if too_few(groups):
         return None
-    means = resampled_means(groups)
-    values = np.asarray(statistic(means), dtype=float)
+    rng = np.random.default_rng(SEED)
+    first = np.asarray(statistic(resampled_means(groups, rng, FIRST)), dtype=float)
+    if not np.isnan(first).any() and (first == first[0]).all():
+        return float(first[0]), float(first[0])
+    # The same generator goes on: the RESAMPLES are those one draw of them all would give.
+    rest = np.asarray(statistic(resampled_means(groups, rng, RESAMPLES - FIRST)), dtype=float)
+    values = np.concatenate((first, rest))
     values = values[~np.isnan(values)]
     if len(values) < 0.9 * RESAMPLES:
         return None
@@ -54,14 +63,14 @@ def interval(groups: Groups, statistic: Statistic) -> tuple[float, float] | None
     return float(low), float(high)
 
 
-def resampled_means(groups: Groups) -> Means:
-    """Each group's mean in each of RESAMPLES resamples (groups x resamples), every group
+def resampled_means(groups: Groups, rng: np.random.Generator, count: int) -> Means:
+    """Each group's mean in each of `count` resamples (groups x resamples), every group
     resampled with replacement on its own, drawn for all groups in one call."""
     sizes = np.array([len(group) for group in groups])
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     values = np.concatenate([np.asarray(group, dtype=float) for group in groups])
     # One uniform draw per measurement kept, scaled to an index within its own group.
-    draws = np.random.default_rng(SEED).random((RESAMPLES, len(values)))
+    draws = rng.random((count, len(values)))
     within = np.minimum(
         (draws * np.repeat(sizes, sizes)).astype(np.int64), np.repeat(sizes, sizes) - 1
     )

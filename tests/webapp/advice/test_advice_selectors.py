@@ -441,3 +441,15 @@ def test_whether_the_model_agrees_is_a_field_written_with_its_sentence() -> None
     assert disagrees.model_agrees is False and disagrees.to_json()["model_agrees"] is False
     assert "disagreement" in disagrees.model_text
     assert all(s.model_agrees is None for s in statements if not s.enough_data)
+
+
+def test_the_bootstrap_stops_early_only_where_every_first_resample_agrees() -> None:
+    rng = np.random.default_rng(2)
+    groups = [list(rng.normal(1.0, 0.2, 6)), list(rng.normal(2.0, 0.2, 5))]
+    ratio = bootstrap.interval(groups, lambda m: m[0] / m[1])
+    # Drawn in two steps, the resamples are those of one draw of them all.
+    means = bootstrap.resampled_means(groups, np.random.default_rng(bootstrap.SEED), 1000)
+    assert ratio == pytest.approx(tuple(np.percentile(means[0] / means[1], [2.5, 97.5])))
+    assert ratio == bootstrap.interval(groups, lambda m: m[0] / m[1])  # seeded
+    rates = [[10.0, 11.0], [20.0, 21.0], [20.5, 20.0]]  # the knee is at 2 in every resample
+    assert bootstrap.interval(rates, _knees([1, 2, 4])) == (2.0, 2.0)
