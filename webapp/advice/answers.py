@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from webapp.advice import bootstrap, model
 from webapp.advice.crossings import crossings, percent
 from webapp.advice.evidence import Sample
@@ -32,6 +34,11 @@ SAME = 0.1
 # Reading more than this many times the bytes asked for is "moving bytes nobody needs".
 WASTE = 1.5
 PLATEAU = model.PLATEAU  # the knee's rule, shared with the model
+# Said of a statement whose interval cannot be had: a group of one measurement.
+ONE_MEASUREMENT = (
+    " It rests on one measurement of each case, so it has no interval: more repetitions "
+    "(or clients) would give it one."
+)
 
 
 @dataclass(frozen=True)
@@ -83,15 +90,36 @@ def times(samples: Iterable[Sample]) -> list[float]:
 
 def disagreement_text(measured: float, predicted: float | None, what: str, why: str) -> str:
     """The model's side of a statement: agreement, or a disagreement and what it suggests."""
+    return model_words(measured, predicted, what, why)[0]
+
+
+def model_words(
+    measured: float, predicted: float | None, what: str, why: str
+) -> tuple[str, bool | None]:
+    """(the model's side of a statement, whether the model agrees with the runs: None
+    without a prediction). One rule writes both, so that a page marking a disagreement
+    and the sentence it shows never differ."""
     if predicted is None:
-        return f"The model predicts no {what} here."
+        return f"The model predicts no {what} here.", None
     gap = model.disagreement(measured, predicted)
     if gap <= TOLERANCE:
-        return f"The model predicts {_number(predicted)}: within {TOLERANCE:.0%} of the runs."
-    return (
+        text = f"The model predicts {_number(predicted)}: within {TOLERANCE:.0%} of the runs."
+        return text, True
+    text = (
         f"The model predicts {_number(predicted)}, {gap:.0%} away from the runs (more than "
         f"{TOLERANCE:.0%}): that disagreement is itself a finding about the site: {why}"
     )
+    return text, False
+
+
+def with_interval(
+    text: str, groups: bootstrap.Groups, statistic: bootstrap.Statistic
+) -> tuple[str, tuple[float, float] | None]:
+    """(the sentence, the bootstrap interval): the sentence says so when a case was measured
+    once and the interval cannot be had."""
+    if bootstrap.too_few(groups):
+        return text + ONE_MEASUREMENT, None
+    return text, bootstrap.interval(groups, statistic)
 
 
 def _number(value: float) -> str:
@@ -138,10 +166,8 @@ def _crossover_statement(
     fractions: list[float] = scope["fractions"]
     n = len(fractions)
 
-    def found(means: Sequence[float]) -> float | None:
-        return _crossover_of(fractions, means[:n], means[n:])
-
-    value = found([bootstrap.mean(t) for t in direct + copy])
+    means = [bootstrap.mean(t) for t in direct + copy]
+    value = _crossover_of(fractions, means[:n], means[n:])
     gaps = [bootstrap.mean(d) - bootstrap.mean(c) for d, c in zip(direct, copy, strict=True)]
     reads = f"{format_size(scope['read_size'])} {scope['pattern']} reads"
     predicted = None
@@ -151,8 +177,12 @@ def _crossover_statement(
         )
     verdict, text, direction = _crossover_words(fractions, gaps, value, reads)
     scope["copy_above"] = direction
-    interval = bootstrap.interval(direct + copy, found) if verdict == "crossover" else None
-    model_text = _crossover_model_text(verdict, value, predicted, fractions)
+    interval = None
+    if verdict == "crossover":
+        text, interval = with_interval(text, direct + copy, _crossovers(fractions))
+    model_text, agrees = _crossover_model_text(verdict, value, predicted, fractions)
+    if ctx.link is None:
+        agrees = None
     return ctx.statement(
         "crossover",
         verdict,
@@ -164,7 +194,36 @@ def _crossover_statement(
         interval=interval,
         model_prediction=predicted,
         model_text=model_text,
+        model_agrees=agrees,
     )
+
+
+def _crossovers(fractions: Sequence[float]) -> bootstrap.Statistic:
+    """_crossover_of of every resample at once: the direct means are the first n rows, the
+    copy means the next n. A resample with a tie (a gap of exactly zero, which the shared
+    reading of crossings skips) is read one by one."""
+    n = len(fractions)
+    at = np.asarray(fractions, dtype=float)
+
+    def statistic(means: bootstrap.Means) -> bootstrap.Means:
+        gaps = means[:n] - means[n:]
+        faster = gaps > 0
+        changes = faster[1:] != faster[:-1]
+        i = changes.argmax(axis=0)
+        columns = np.arange(gaps.shape[1])
+        low, high = gaps[i, columns], gaps[np.minimum(i + 1, n - 1), columns]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            crossed = at[i] + (at[np.minimum(i + 1, n - 1)] - at[i]) * -low / (high - low)
+        edge = np.where(gaps[0] > 0, at[0], at[-1])
+        values = np.where(changes.any(axis=0), crossed, edge)
+        tied = (gaps == 0).any(axis=0)
+        if tied.any():
+            values[tied] = bootstrap.per_column(lambda m: _crossover_of(fractions, m[:n], m[n:]))(
+                means[:, tied]
+            )
+        return values
+
+    return statistic
 
 
 WHY_CROSSOVER = (
@@ -175,22 +234,24 @@ WHY_CROSSOVER = (
 
 def _crossover_model_text(
     verdict: str, value: float | None, predicted: float | None, fractions: list[float]
-) -> str:
-    """The model beside the runs: a crossover against the predicted one; one method faster
-    throughout agrees with a prediction beyond the measured range on its side."""
+) -> tuple[str, bool | None]:
+    """The model beside the runs, and whether it agrees: a crossover against the predicted
+    one; one method faster throughout agrees with a prediction beyond the measured range on
+    its side."""
     if verdict == "crossover" and value is not None:
-        return disagreement_text(value, predicted, "crossover up to the whole file", WHY_CROSSOVER)
+        return model_words(value, predicted, "crossover up to the whole file", WHY_CROSSOVER)
     beyond = {
         "read-directly": predicted is None or predicted > fractions[-1],
         "copy-first": predicted is not None and predicted < fractions[0],
     }
     said = "no crossover" if predicted is None else f"a crossover at {percent(predicted)}"
     if beyond.get(verdict, True):
-        return f"The model predicts {said}: it agrees with the runs."
-    return (
+        return f"The model predicts {said}: it agrees with the runs.", True
+    text = (
         f"The model predicts {said}, inside the measured range where the runs find none: "
         f"that disagreement is itself a finding about the site: {WHY_CROSSOVER}"
     )
+    return text, False
 
 
 def _crossover_of(
@@ -302,7 +363,6 @@ def _knee_statement(
     scope["per_client_bps"] = per_client
     scope["aggregate_bps"] = aggregate
     scope["rates_bps"] = means
-    interval = bootstrap.interval(rates, lambda m: _knee_of(counts, m))
     rate = f"{aggregate * 8 / 1e6:.3g} Mbit/s"
     each = f"{per_client * 8 / 1e6:.3g} Mbit/s"
     if index == len(counts) - 1:
@@ -336,7 +396,8 @@ def _knee_statement(
                 per_client_bps=bootstrap.mean(busy),
                 read_size=scope["read_size"] if sync else None,
             )
-    model_text = disagreement_text(
+    text, interval = with_interval(text, rates, _knees(counts))
+    model_text, agrees = model_words(
         at,
         predicted,
         "knee (the link is not the limit)",
@@ -354,7 +415,19 @@ def _knee_statement(
         interval=interval,
         model_prediction=predicted,
         model_text=model_text,
+        model_agrees=agrees,
     )
+
+
+def _knees(counts: Sequence[int]) -> bootstrap.Statistic:
+    """_knee_of of every resample at once (rows: the client counts' mean rates)."""
+    at = np.asarray(counts, dtype=float)
+
+    def statistic(means: bootstrap.Means) -> bootstrap.Means:
+        reached = means >= PLATEAU * means.max(axis=0)
+        return np.asarray(at[reached.argmax(axis=0)], dtype=float)
+
+    return statistic
 
 
 # -- latency hiding --------------------------------------------------------------------------
@@ -390,7 +463,6 @@ def _hiding_statement(
 ) -> Statement:
     groups = [times(sync), times(hidden)]
     speedup = bootstrap.mean(groups[0]) / bootstrap.mean(groups[1])
-    interval = bootstrap.interval(groups, lambda m: m[0] / m[1])
     mode = scope["mode"]
     reads = f"{format_size(scope['read_size'])} reads"
     if speedup >= 1 + SAME:
@@ -399,8 +471,9 @@ def _hiding_statement(
     else:
         verdict = "no-gain"
         text = f"{mode.capitalize()} {reads} gain nothing over one at a time here ({speedup:.2g}x)."
+    text, interval = with_interval(text, groups, _ratio)
     predicted = _predicted_speedup(ctx.link, scope)
-    model_text = disagreement_text(
+    model_text, agrees = model_words(
         speedup,
         predicted,
         "speed-up",
@@ -418,7 +491,16 @@ def _hiding_statement(
         interval=interval,
         model_prediction=predicted,
         model_text=model_text,
+        model_agrees=agrees,
     )
+
+
+def _ratio(means: bootstrap.Means) -> bootstrap.Means:
+    return np.asarray(means[0] / means[1], dtype=float)
+
+
+def _difference(means: bootstrap.Means) -> bootstrap.Means:
+    return np.asarray(means[0] - means[1], dtype=float)
 
 
 def _predicted_speedup(link: Link | None, scope: dict[str, Any]) -> float | None:
@@ -465,7 +547,6 @@ def _readahead_statement(
 ) -> Statement:
     groups = [times(ahead), times(plain)]
     ratio = bootstrap.mean(groups[0]) / bootstrap.mean(groups[1])
-    interval = bootstrap.interval(groups, lambda m: m[0] / m[1])
     asked = sum(s.bytes_requested for s in ahead)
     moved = sum(s.bytes_wire for s in ahead)
     waste = moved / asked if asked else 1.0
@@ -483,6 +564,7 @@ def _readahead_statement(
     else:
         verdict = "no-difference"
         text = f"{what.capitalize()} makes no difference ({ratio:.0%} of the time)."
+    text, interval = with_interval(text, groups, _ratio)
     return ctx.statement(
         "read-ahead",
         verdict,
@@ -517,7 +599,6 @@ def cache(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
             continue
         groups = [times(cold), times(warm)]
         cost = bootstrap.mean(groups[0]) - bootstrap.mean(groups[1])
-        interval = bootstrap.interval(groups, lambda m: m[0] - m[1])
         warm_s = bootstrap.mean(groups[1])
         helps = cost > SAME * warm_s
         text = (
@@ -527,6 +608,7 @@ def cache(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
         )
         if not helps:
             text += " Warm reads are no faster: the cache does not help here."
+        text, interval = with_interval(text, groups, _difference)
         scope = {
             "method": method,
             "pattern": pattern,
@@ -571,20 +653,34 @@ def redirector(
     if not groups[0] or not groups[1]:
         return []
     cost = bootstrap.mean(groups[0]) - bootstrap.mean(groups[1])
-    interval = bootstrap.interval(groups, lambda m: m[0] - m[1])
     wall = statistics.median(s.wall_s for s in opened)
-    costly = cost > SAME * wall
-    text = (
-        f"The redirection adds {cost * 1000:.3g} ms to each open "
-        f"({bootstrap.mean(groups[0]) * 1000:.3g} ms against "
-        f"{bootstrap.mean(groups[1]) * 1000:.3g} ms at the data servers)"
+    at = (
+        f"{bootstrap.mean(groups[0]) * 1000:.3g} ms against "
+        f"{bootstrap.mean(groups[1]) * 1000:.3g} ms at the data servers"
     )
-    text += (
-        ": a large share of a run, go to the data server directly where you can." if costly else "."
-    )
+    interval = None if bootstrap.too_few(groups) else bootstrap.interval(groups, _difference)
+    measurable = cost > 0 and (interval is None or interval[0] > 0)
+    if not measurable:
+        # A cost the runs cannot tell from zero (or a "saving", which a redirection cannot
+        # make: the data servers' opens were slower for other reasons) is no cost.
+        verdict = "no-difference"
+        text = f"The redirection adds no measurable cost to each open ({at}"
+        if interval is not None:
+            text += f"; the difference's 95% interval is {_ms(interval[0])} to {_ms(interval[1])}"
+        text += ")."
+    else:
+        verdict = "costly" if cost > SAME * wall else "cheap"
+        text = f"The redirection adds {cost * 1000:.3g} ms to each open ({at})"
+        text += (
+            ": a large share of a run, go to the data server directly where you can."
+            if verdict == "costly"
+            else "."
+        )
+    if bootstrap.too_few(groups):
+        text += ONE_MEASUREMENT
     predicted = model.redirection_s(ctx.link) if ctx.link is not None else None
-    model_text = disagreement_text(
-        cost,
+    model_text, agrees = model_words(
+        max(cost, 0.0),
         predicted,
         "redirection cost",
         "the redirector takes its time to locate the file (asks its servers), or keeps "
@@ -593,14 +689,19 @@ def redirector(
     return [
         ctx.statement(
             "redirector",
-            "costly" if costly else "cheap",
+            verdict,
             text,
             opened + direct,
             scope={"data_servers": sorted(servers)},
-            value=cost,
+            value=max(cost, 0.0),  # no measurable cost: none, the interval says how sure
             unit="s",
             interval=interval,
             model_prediction=predicted,
             model_text=model_text,
+            model_agrees=agrees,
         )
     ]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3g} ms"

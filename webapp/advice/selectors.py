@@ -4,7 +4,7 @@ campaign that would collect what is missing (docs/advice.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,35 +49,43 @@ def endpoint_advice(
     *,
     now: datetime | None = None,
     runs: QuerySet[Run] | None = None,
+    questions: Collection[str] | None = None,
 ) -> list[Statement]:
-    """Every question's statements for the endpoint, from `vantage_point` or from each one
-    that measured it (none yet: the vantage points a campaign would use). `runs` narrows
-    the evidence (a campaign's)."""
+    """Every question's statements for the endpoint (or only `questions`'), from
+    `vantage_point` or from each one that measured it (none yet: the vantage points a
+    campaign would use). `runs` narrows the evidence (a campaign's)."""
     now = now or timezone.now()
     chosen = [vantage_point] if vantage_point is not None else _vantage_points(endpoint, runs)
     statements = []
     for point in chosen:
-        statements += _advice(endpoint, point, now=now, runs=runs)
+        statements += _advice(endpoint, point, now=now, runs=runs, questions=questions)
     return statements
 
 
-def site_advice(site: Site, *, now: datetime | None = None) -> list[Statement]:
+def site_advice(
+    site: Site, *, now: datetime | None = None, questions: Collection[str] | None = None
+) -> list[Statement]:
     """The advice of each enabled endpoint of the site (a protocol each), per vantage point."""
     now = now or timezone.now()
     statements = []
     for endpoint in site.endpoints.filter(enabled=True).order_by("name"):
-        statements += endpoint_advice(endpoint, now=now)
+        statements += endpoint_advice(endpoint, now=now, questions=questions)
     return statements
 
 
-def campaign_advice(campaign: Campaign, *, now: datetime | None = None) -> list[Statement]:
-    """The advice of the campaign's endpoints from its vantage points, from its runs only."""
+def campaign_advice(
+    campaign: Campaign, *, now: datetime | None = None, questions: Collection[str] | None = None
+) -> list[Statement]:
+    """The advice of the campaign's endpoints from its vantage points, from its runs only:
+    every question's, or only `questions`' (a page that shows a few asks for those: each
+    question costs its bootstrap, and a question the campaign does not ask would only say
+    "too thin" and estimate the campaign that would)."""
     now = now or timezone.now()
     runs = Run.objects.filter(campaign=campaign)
     statements = []
     for endpoint in campaign.endpoints.order_by("name"):
         for point in campaign.vantage_points.order_by("name"):
-            statements += _advice(endpoint, point, now=now, runs=runs)
+            statements += _advice(endpoint, point, now=now, runs=runs, questions=questions)
     return statements
 
 
@@ -110,7 +118,11 @@ def _advice(
     *,
     now: datetime,
     runs: QuerySet[Run] | None,
+    questions: Collection[str] | None = None,
 ) -> list[Statement]:
+    asked = _asked(endpoint, questions)
+    if not asked:
+        return []
     found = _evidence(endpoint, vantage_point, runs)
     ctx = Context(
         endpoint_id=endpoint.pk,
@@ -120,7 +132,7 @@ def _advice(
         max_age=timedelta(days=settings.FEDPROBE_ADVICE_MAX_AGE_DAYS),
         link=estimate_link(found),
     )
-    made = {question: answer(found, ctx) for question, answer in questions(endpoint).items()}
+    made = {question: answer(found, ctx) for question, answer in asked.items()}
     thin = [question for question, statements in made.items() if not statements]
     suggested = suggestions(
         {q: readahead_to_measure(q, endpoint, vantage_point) for q in thin},
@@ -143,6 +155,11 @@ def questions(endpoint: Endpoint) -> dict[str, Answer]:
     if endpoint.role == Endpoint.Role.REDIRECTOR:
         asked["redirector"] = _redirector(endpoint)
     return asked
+
+
+def _asked(endpoint: Endpoint, only: Collection[str] | None) -> dict[str, Answer]:
+    """The endpoint's questions (questions()), those in `only` when it is given."""
+    return {q: a for q, a in questions(endpoint).items() if only is None or q in only}
 
 
 def _redirector(endpoint: Endpoint) -> Answer:
@@ -173,12 +190,14 @@ def too_thin(
     ctx: Context,
 ) -> Statement:
     """Not enough runs to answer `question`: what is missing, and the campaign to collect it
-    (`suggested`, None when the endpoint has no test file)."""
+    (`suggested`, None when the endpoint is disabled or has no test file)."""
     text = (
         f"Too few runs to answer this on {endpoint.name} from {vantage_point.name}: it needs "
         f"{NEEDS[question]}."
     )
-    if suggested is None:
+    if not endpoint.enabled:
+        text += f" {endpoint.name} is disabled: enable it to measure it (campaigns skip it)."
+    elif suggested is None:
         text += f" Add a test file to {endpoint.name} first: a campaign needs one to read."
     else:
         text += (

@@ -20,8 +20,8 @@ class Statement:
     `verdict` is one word per question (crossover: copy-first | read-directly | crossover |
     no-difference; knee: knee | scales | flat; latency-hiding: pays-off | no-gain;
     read-ahead: helps | only-moves-bytes | no-difference; cache: helps | no-gain;
-    redirector: cheap | costly), or "too-thin" when there is not enough data, and then
-    `suggested_campaign` says what campaign would collect it."""
+    redirector: cheap | costly | no-difference), or "too-thin" when there is not enough
+    data, and then `suggested_campaign` says what campaign would collect it."""
 
     question: str
     verdict: str
@@ -35,6 +35,9 @@ class Statement:
     interval: tuple[float, float] | None = None
     model_prediction: float | None = None
     model_text: str = ""
+    # Whether the model's prediction agrees with the runs (within answers.TOLERANCE), by the
+    # rule that writes model_text: None when the model predicts nothing here.
+    model_agrees: bool | None = None
     evidence: list[int] = field(default_factory=list)
     measured_at: datetime | None = None
     stale: bool = False
@@ -56,6 +59,7 @@ class Statement:
             "interval": list(self.interval) if self.interval is not None else None,
             "model_prediction": self.model_prediction,
             "model_text": self.model_text,
+            "model_agrees": self.model_agrees,
             "evidence": list(self.evidence),
             "measured_at": self.measured_at.isoformat() if self.measured_at else None,
             "stale": self.stale,

@@ -32,7 +32,8 @@ class StatementSerializer(serializers.Serializer[dict[str, Any]]):
     verdict = serializers.CharField(
         help_text="one word per question (crossover: crossover|copy-first|read-directly|"
         "no-difference; knee: knee|scales|flat; latency-hiding: pays-off|no-gain; read-ahead: "
-        "helps|only-moves-bytes|no-difference; cache: helps|no-gain; redirector: cheap|costly),"
+        "helps|only-moves-bytes|no-difference; cache: helps|no-gain; redirector: cheap|costly|"
+        "no-difference),"
         " or too-thin"
     )
     text = serializers.CharField(help_text="the sentence a user acts on")
@@ -51,6 +52,11 @@ class StatementSerializer(serializers.Serializer[dict[str, Any]]):
     )
     model_prediction = serializers.FloatField(allow_null=True)
     model_text = serializers.CharField(help_text="the model beside the runs, and disagreements")
+    model_agrees = serializers.BooleanField(
+        allow_null=True,
+        help_text="whether the model's prediction agrees with the runs (within 25%); null when "
+        "the model predicts nothing here",
+    )
     evidence = serializers.ListField(child=serializers.IntegerField(), help_text="run ids")
     measured_at = serializers.DateTimeField(allow_null=True)
     stale = serializers.BooleanField(help_text="older than FEDPROBE_ADVICE_MAX_AGE_DAYS")

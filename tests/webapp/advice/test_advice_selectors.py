@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from django.test import override_settings
 
@@ -16,8 +17,8 @@ from tests.webapp.factories import (
     VantagePointFactory,
     user,
 )
-from webapp.advice import model
-from webapp.advice.answers import choice_at
+from webapp.advice import bootstrap, model
+from webapp.advice.answers import _crossover_of, _crossovers, _knee_of, _knees, choice_at
 from webapp.advice.model import Link
 from webapp.advice.selectors import campaign_advice, endpoint_advice, site_advice
 from webapp.advice.suggestions import create_suggested_campaign
@@ -46,17 +47,24 @@ def measured(test_file: TestFile, vantage_point: VantagePoint, **fields: Any) ->
     return RunFactory(test_file=test_file, vantage_point=vantage_point, **values)
 
 
-def modelled_runs(test_file: TestFile, vantage_point: VantagePoint, read_size: int) -> None:
-    """Direct and copy runs at three fractions, two repetitions each, timed as the model
-    says (plus a little spread), with the sync reads' latency of one round trip."""
+def modelled_runs(
+    test_file: TestFile,
+    vantage_point: VantagePoint,
+    read_size: int,
+    jitters: tuple[float, ...] = (0.98, 1.02),
+    slower: float = 1.0,
+) -> None:
+    """Direct and copy runs at three fractions, a repetition per jitter, timed as the model
+    says (plus a little spread; direct reads `slower` times as long), with the sync reads'
+    latency of one round trip."""
     size = test_file.size
     for fraction in (0.001, 0.01, 0.1):
-        for repetition, jitter in enumerate((0.98, 1.02)):
+        for repetition, jitter in enumerate(jitters):
             direct = model.direct_read_s(
                 NEAR, file_size=size, read_size=read_size, fraction=fraction
             )
             copy = model.copy_s(NEAR, file_size=size)
-            for method, wall in (("direct", direct), ("copy", copy)):
+            for method, wall in (("direct", direct * slower), ("copy", copy)):
                 measured(
                     test_file,
                     vantage_point,
@@ -324,3 +332,124 @@ def test_a_campaigns_advice_rests_on_its_own_runs_only() -> None:
     Run.objects.update(campaign=mine.campaign)
     [crossover] = [s for s in campaign_advice(mine.campaign, now=NOW) if s.question == "crossover"]
     assert crossover.verdict == "crossover"
+
+
+# -- follow-ups (issue 19): speed, one measurement, no measurable cost, disabled, the model --
+
+
+def test_a_campaign_asked_for_some_questions_answers_only_those() -> None:
+    test_file = TestFileFactory(size=MIB)
+    local = VantagePointFactory()
+    modelled_runs(test_file, local, read_size=1024)
+    campaign = Run.objects.first().campaign  # type: ignore[union-attr]
+    Run.objects.update(campaign=campaign)
+    statements = campaign_advice(campaign, now=NOW, questions=["crossover"])
+    assert [s.question for s in statements] == ["crossover"]
+    assert statements[0].verdict == "crossover"
+    assert campaign_advice(campaign, now=NOW, questions=[]) == []
+
+
+def test_the_vectorised_statistics_read_every_resample_as_the_rules_do() -> None:
+    """The bootstrap's numpy statistics against the rules they replace, one resample at a
+    time, on resamples with crossings, none, and ties (which take the rule's own path)."""
+    rng = np.random.default_rng(1)
+    fractions = [0.1, 0.25, 0.5, 1.0]
+    means = rng.normal(1.0, 0.3, size=(8, 400))
+    means[4:, :50] = means[:4, :50]  # ties at every fraction
+    means[5, 50:60] = means[1, 50:60]  # one tie inside
+    vectorised = _crossovers(fractions)(means)
+    one_by_one = bootstrap.per_column(lambda m: _crossover_of(fractions, m[:4], m[4:]))(means)
+    np.testing.assert_array_equal(np.isnan(vectorised), np.isnan(one_by_one))
+    np.testing.assert_allclose(vectorised[~np.isnan(vectorised)], one_by_one[~np.isnan(one_by_one)])
+    counts = [1, 2, 4, 8, 16]
+    rates = np.cumsum(rng.uniform(0, 1, size=(5, 400)), axis=0)
+    assert list(_knees(counts)(rates)) == [_knee_of(counts, list(c)) for c in rates.T]
+
+
+def test_a_single_repetition_has_no_interval_and_says_why() -> None:
+    test_file = TestFileFactory(size=MIB)
+    local = VantagePointFactory()
+    modelled_runs(test_file, local, read_size=1024, jitters=(1.0,))
+    [crossover] = [
+        s for s in endpoint_advice(test_file.endpoint, local, now=NOW) if s.question == "crossover"
+    ]
+    assert crossover.verdict == "crossover"
+    assert crossover.interval is None
+    assert "rests on one measurement" in crossover.text
+    assert "more repetitions" in crossover.text
+    # A second client of one run is a second measurement of that case only: still none.
+    run = Run.objects.filter(method="direct", fraction=0.01).first()
+    assert run is not None
+    for client, wall in enumerate((0.2, 0.9)):
+        ClientAttempt.objects.create(
+            run=run, client=client, status="ok", heartbeat_at=NOW, record={"wall_s": wall}
+        )
+    [again] = [
+        s for s in endpoint_advice(test_file.endpoint, local, now=NOW) if s.question == "crossover"
+    ]
+    assert again.interval is None
+
+
+def test_a_redirection_the_runs_cannot_tell_from_zero_is_no_measurable_cost() -> None:
+    server = EndpointFactory(base_url="root://127.0.0.1:1095/")
+    redirector = EndpointFactory(role=Endpoint.Role.REDIRECTOR, base_url="root://127.0.0.1:1094/")
+    local = VantagePointFactory()
+    for repetition, (through, at_server) in enumerate(
+        ((0.030, 0.036), (0.036, 0.030), (0.027, 0.035))
+    ):
+        measured(
+            TestFileFactory(endpoint=redirector),
+            local,
+            open_s=through,
+            wall_s=0.5,
+            served_by=["127.0.0.1:1095"],
+            repetition=repetition,
+        )
+        measured(TestFileFactory(endpoint=server), local, open_s=at_server, wall_s=0.45)
+    [statement] = [
+        s for s in endpoint_advice(redirector, local, now=NOW) if s.question == "redirector"
+    ]
+    assert statement.verdict == "no-difference"
+    assert "adds no measurable cost" in statement.text
+    assert "adds -" not in statement.text and "cheap" not in statement.text
+    assert statement.interval is not None and statement.interval[0] < 0
+    assert f"{statement.interval[0] * 1000:.3g} ms to" in statement.text
+    assert statement.value == 0.0
+
+
+def test_a_disabled_endpoint_is_too_thin_because_it_is_disabled() -> None:
+    test_file = TestFileFactory(size=MIB, endpoint=EndpointFactory(enabled=False))
+    statements = endpoint_advice(test_file.endpoint, VantagePointFactory(), now=NOW)
+    assert statements and all(s.verdict == "too-thin" for s in statements)
+    for statement in statements:
+        assert f"{test_file.endpoint.name} is disabled" in statement.text
+        assert "Add a test file" not in statement.text
+
+
+def test_whether_the_model_agrees_is_a_field_written_with_its_sentence() -> None:
+    test_file = TestFileFactory(size=MIB)
+    local = VantagePointFactory()
+    modelled_runs(test_file, local, read_size=1024)
+    [agrees] = [
+        s for s in endpoint_advice(test_file.endpoint, local, now=NOW) if s.question == "crossover"
+    ]
+    assert agrees.model_agrees is True and agrees.to_json()["model_agrees"] is True
+    Run.objects.all().delete()
+    modelled_runs(test_file, local, read_size=1024, slower=4.0)
+    statements = endpoint_advice(test_file.endpoint, local, now=NOW)
+    [disagrees] = [s for s in statements if s.question == "crossover"]
+    assert disagrees.model_agrees is False and disagrees.to_json()["model_agrees"] is False
+    assert "disagreement" in disagrees.model_text
+    assert all(s.model_agrees is None for s in statements if not s.enough_data)
+
+
+def test_the_bootstrap_stops_early_only_where_every_first_resample_agrees() -> None:
+    rng = np.random.default_rng(2)
+    groups = [list(rng.normal(1.0, 0.2, 6)), list(rng.normal(2.0, 0.2, 5))]
+    ratio = bootstrap.interval(groups, lambda m: m[0] / m[1])
+    # Drawn in two steps, the resamples are those of one draw of them all.
+    means = bootstrap.resampled_means(groups, np.random.default_rng(bootstrap.SEED), 1000)
+    assert ratio == pytest.approx(tuple(np.percentile(means[0] / means[1], [2.5, 97.5])))
+    assert ratio == bootstrap.interval(groups, lambda m: m[0] / m[1])  # seeded
+    rates = [[10.0, 11.0], [20.0, 21.0], [20.5, 20.0]]  # the knee is at 2 in every resample
+    assert bootstrap.interval(rates, _knees([1, 2, 4])) == (2.0, 2.0)

@@ -7,9 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
+from tests.webapp.advice.test_advice_selectors import MIB, modelled_runs
 from tests.webapp.dashboards.test_results_views import page_client, results_url
-from tests.webapp.factories import CampaignFactory, EndpointFactory, RunFactory
+from tests.webapp.factories import (
+    CampaignFactory,
+    EndpointFactory,
+    RunFactory,
+    TestFileFactory,
+    VantagePointFactory,
+)
 from webapp.campaigns.models import Campaign, Run
 from webapp.dashboards.selectors.results_answer import campaign_questions, doors_answer
 from webapp.sites.models import Endpoint
@@ -63,3 +71,27 @@ def test_a_campaign_asking_no_question_says_so_above_its_charts() -> None:
     html = client.get(answer_url).content.decode()
     assert "This campaign asks none of the papers' questions" in html
     assert 'class="answer-line' not in html
+
+
+def test_where_the_model_disagrees_the_answer_and_the_endpoint_page_mark_it() -> None:
+    test_file = TestFileFactory(size=MIB)
+    local = VantagePointFactory()
+    # Direct reads four times as slow as the model of their link says: the runs' crossover
+    # is far below the model's.
+    modelled_runs(test_file, local, read_size=1024, slower=4.0)
+    campaign = CampaignFactory(
+        methods=["direct", "copy"], endpoints=[test_file.endpoint], vantage_points=[local]
+    )
+    Run.objects.update(campaign=campaign)
+    client = page_client("viewer")
+    answer = client.get(reverse("dashboards:campaign-results-answer", args=[campaign.pk]))
+    assert 'class="badge status-partial model-disagrees"' in answer.content.decode()
+    page = client.get(reverse("sites:endpoint-detail", args=[test_file.endpoint.pk]))
+    assert 'class="badge status-partial model-disagrees"' in page.content.decode()
+    # The same runs as the model says: no mark.
+    Run.objects.all().delete()
+    modelled_runs(test_file, local, read_size=1024)
+    Run.objects.update(campaign=campaign)
+    answer = client.get(reverse("dashboards:campaign-results-answer", args=[campaign.pk]))
+    assert "model-disagrees" not in answer.content.decode()
+    assert "The model predicts" in answer.content.decode()

@@ -59,6 +59,7 @@ class AnswerLine:
     where: str  # the endpoint and vantage point it is about
     enough_data: bool
     model_text: str = ""
+    model_agrees: bool | None = None  # False: the page marks the disagreement
     interval: tuple[float, float] | None = None
     unit: str = ""
     runs: int = 0
@@ -81,7 +82,7 @@ def results_answer(
     endpoints = {e.pk: e for e in campaign.endpoints.all()}
     asked = campaign_questions(campaign, list(endpoints.values()))
     points = {v.pk: v for v in campaign.vantage_points.all()}
-    chosen = [s for s in campaign_advice(campaign, now=now) if s.question in asked]
+    chosen = campaign_advice(campaign, now=now, questions=asked)
     lines = []
     for statement, from_all in _with_fallback(chosen, endpoints, points, now):
         lines.append(_line(statement, endpoints, points, campaign, from_all=from_all))
@@ -104,10 +105,9 @@ def _with_fallback(
             chosen.append((statement, False))
             continue
         endpoint = endpoints[statement.endpoint_id]
+        asked = [statement.question]
         wider = [
-            s
-            for s in endpoint_advice(endpoint, point, now=now)
-            if s.question == statement.question and s.enough_data
+            s for s in endpoint_advice(endpoint, point, now=now, questions=asked) if s.enough_data
         ]
         chosen += [(s, True) for s in wider] or [(statement, False)]
     return chosen
@@ -136,6 +136,7 @@ def _line(
         where=where,
         enough_data=statement.enough_data,
         model_text=statement.model_text,
+        model_agrees=statement.model_agrees,
         interval=statement.interval,
         unit=statement.unit,
         runs=len(statement.evidence),
