@@ -36,3 +36,8 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.MD5PasswordHasher",
     *global_settings.PASSWORD_HASHERS,
 ]
+
+# Transactional tests end with a flush: on PostgreSQL, the test process's backend deletes the
+# rows instead of truncating every table (tests/postgresql_backend/base.py).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["ENGINE"] = "tests.postgresql_backend"  # noqa: F405
