@@ -14,6 +14,7 @@ from tests.webapp.factories import EndpointFactory, TestFileFactory
 from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
 from webapp.sites.services import endpoint_test_connection
+from workers.engine.urls import GRIDFTP_SCHEMES
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +38,9 @@ def test_connection_to_a_lab_endpoint_succeeds(lab: Any, name: str) -> None:
     assert check.ok, check
     assert (check.error_class, check.message) == ("", "")
     assert check.url.startswith(endpoint.base_url.rstrip("/"))
-    assert check.open_s is not None
+    # GridFTP is tested by a copy, whose tool opens the file out of sight: no open time
+    # (docs/engine.md), rather than the local copy's tens of microseconds.
+    assert (check.open_s is None) == (endpoint.protocol in GRIDFTP_SCHEMES), check.open_s
     assert check.served_by
 
 
