@@ -16,7 +16,12 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.webapp.dashboards.status_runs import RunMaker, night, watch_pass
-from tests.webapp.factories import CampaignFactory, SiteFactory, TestFileFactory
+from tests.webapp.factories import (
+    CampaignFactory,
+    SiteFactory,
+    TestFileFactory,
+    vantage_point_in_process,
+)
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch, run_execute
 from webapp.demo.services import lab_register
@@ -35,8 +40,9 @@ def closed_port() -> int:
 
 
 def measure(endpoint: Endpoint) -> Run:
+    """A run of `endpoint` launched and measured in this process (vantage_point_in_process)."""
     campaign = CampaignFactory(
-        endpoints=[endpoint], vantage_points=[vantage_point_local()], clients=[2]
+        endpoints=[endpoint], vantage_points=[vantage_point_in_process()], clients=[2]
     )
     (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
     run_execute(run_id=run.pk, worker="test@host")

@@ -18,14 +18,19 @@ import requests
 from django.contrib.auth.models import User
 
 from tests.webapp.dashboards.status_runs import RunMaker, night
-from tests.webapp.factories import CampaignFactory, SiteFactory, VantagePointFactory
+from tests.webapp.factories import (
+    IN_PROCESS,
+    CampaignFactory,
+    SiteFactory,
+    VantagePointFactory,
+    vantage_point_in_process,
+)
 from webapp.accounts.services import api_token_create
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch, run_execute
 from webapp.core.units import format_duration_s
 from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import vantage_point_local
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,12 +46,12 @@ PARAMS = {
 
 
 def measured_matrix(lab: Any) -> dict[str, Run]:
-    """Three lab endpoints measured from this host (the "local" vantage point), plus runs
+    """Three lab endpoints measured in this process (vantage point IN_PROCESS), plus runs
     recorded from a second vantage point: one timed out, one on a site with a hostile name."""
     lab_register(lab=lab)
     endpoints = [Endpoint.objects.get(name=name) for name in LAB_ENDPOINTS]
     campaign = CampaignFactory(
-        name="matrix", endpoints=endpoints, vantage_points=[vantage_point_local()],
+        name="matrix", endpoints=endpoints, vantage_points=[vantage_point_in_process()],
         methods=["direct"], patterns=["random"], read_sizes=[65536], fractions=[0.1],
         clients=[2],
     )  # fmt: skip
@@ -107,9 +112,9 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     headers = page.eval_on_selector_all(
         "table.matrix thead th", "c => c.map(x => x.textContent.trim())"
     )
-    assert headers == ["Endpoint", "local", "ral"]
+    assert headers == ["Endpoint", IN_PROCESS, "ral"]
     for name in LAB_ENDPOINTS:
-        value = cell(page, name, "local").locator(".value").inner_text()
+        value = cell(page, name, IN_PROCESS).locator(".value").inner_text()
         assert value == f"{runs[name].throughput_mbps:,.1f}"
     timed_out = cell(page, "near-root", "ral")
     assert timed_out.locator(".value").inner_text() == "55.5"  # the last measured value
@@ -124,7 +129,7 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     assert len(drawn) == page.locator("td.cell:not(.empty)").count() == 5
     by_pair = {(r["vantage_point"], r["endpoint_name"]): r for r in drawn}
     local_root = runs["local-root"]
-    assert float(by_pair["local", "local-root"]["value"]) == pytest.approx(
+    assert float(by_pair[IN_PROCESS, "local-root"]["value"]) == pytest.approx(
         local_root.throughput_mbps
     )
     assert by_pair["ral", "hostile-site-root"]["site_name"] == HOSTILE
@@ -134,7 +139,7 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     page.select_option("#id_metric", "wall_s")
     page.wait_for_url("**/matrix/?metric=wall_s*")
     assert query(page)["metric"] == ["wall_s"]
-    value = cell(page, "local-root", "local").locator(".value").inner_text()
+    value = cell(page, "local-root", IN_PROCESS).locator(".value").inner_text()
     assert value == format_duration_s(local_root.wall_s)  # "10.2 ms": the pages' units
     assert page.locator("h2#matrix-title").inner_text().startswith("Wall time (s): latest")
 
@@ -144,20 +149,20 @@ def test_the_matrix_shows_measured_runs_and_follows_its_controls(
     page.press("#id_bad", "Enter")
     page.wait_for_url("**bad=2.5*")
     assert query(page)["good"] == ["1"]
-    assert "rating-good" in cell(page, "local-root", "local").get_attribute("class")
+    assert "rating-good" in cell(page, "local-root", IN_PROCESS).get_attribute("class")
     assert "rating-bad" in cell(page, "hostile-site-root", "ral").get_attribute("class")  # 3 s
     ratings = {(r["vantage_point"], r["endpoint_name"]): r["rating"] for r in download_csv(page)}
     assert ratings["ral", "hostile-site-root"] == "bad"
-    assert ratings["local", "local-root"] == "good"
+    assert ratings[IN_PROCESS, "local-root"] == "good"
     screenshot(page, "matrix")
     watch.assert_clean()
 
     # A cell opens the comparison of its pair, with the metric and the parameter set.
-    cell(page, "local-root", "local").locator("a").click()
+    cell(page, "local-root", IN_PROCESS).locator("a").click()
     page.wait_for_url("**/compare/?*")
     opened = query(page)
     assert opened["endpoint"] == [str(local_root.endpoint_id)]
-    assert opened["vantage_point"] == ["local"]
+    assert opened["vantage_point"] == [IN_PROCESS]
     assert opened["metric"] == ["wall_s"]
     assert {k: opened[k][0] for k in PARAMS} == {k: str(v) for k, v in PARAMS.items()}
 

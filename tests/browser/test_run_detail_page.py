@@ -22,6 +22,7 @@ from tests.webapp.factories import (
     SiteFactory,
     TestFileFactory,
     VantagePointFactory,
+    vantage_point_in_process,
 )
 from tests.workers.engine.conftest import relay_to  # noqa: F401  (a fixture of the engine tests)
 from webapp.campaigns.models import Run
@@ -43,12 +44,13 @@ CLIENTS = 6
 
 
 def measured_run(lab: Any, clients: int = CLIENTS) -> Run:
-    """A random-read run through the lab's redirector, measured in this process."""
+    """A random-read run through the lab's redirector, measured in this process (on
+    vantage_point_in_process: no worker takes it first)."""
     lab_register(lab=lab)
     endpoint = Endpoint.objects.get(name="redirector-root")
     campaign = CampaignFactory(
         name="redirected reads", endpoints=[endpoint], clients=[clients], read_sizes=[16384],
-        fractions=[0.5],
+        fractions=[0.5], vantage_points=[vantage_point_in_process()],
     )  # fmt: skip
     (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
     run_execute(run_id=run.pk, worker="test@host")

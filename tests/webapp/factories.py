@@ -63,6 +63,18 @@ class VantagePointFactory(factory.django.DjangoModelFactory):
     name = "local"
 
 
+# The vantage point of runs a test launches and then measures in its own process
+# (run_execute): no worker of a test session consumes its queue. On "local" the session's
+# Celery worker (tests/conftest.py), once any test in the process has started it, would take
+# the run first, and the test would read it still running.
+IN_PROCESS = "in-process"
+
+
+def vantage_point_in_process() -> VantagePoint:
+    """The vantage point IN_PROCESS, for runs launched to be measured by the test itself."""
+    return VantagePointFactory(name=IN_PROCESS)  # type: ignore[no-any-return]
+
+
 class CampaignFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Campaign

@@ -1,4 +1,5 @@
-"""Fixtures of the API fuzzer's two halves (test_api_fuzz.py, test_api_fuzz_second_half.py)."""
+"""Fixtures of the API fuzzer's three parts (test_api_fuzz.py, test_api_fuzz_second_part.py,
+test_api_fuzz_third_part.py)."""
 
 from __future__ import annotations
 

@@ -15,12 +15,11 @@ from django.utils import timezone
 from tests.grafana import dashboards, promql_expressions
 from tests.prometheus import PrometheusServer
 from tests.webapp.api.metrics_data import federation_state
-from tests.webapp.factories import CampaignFactory
+from tests.webapp.factories import IN_PROCESS, CampaignFactory, vantage_point_in_process
 from webapp.campaigns.models import Run
 from webapp.campaigns.services import campaign_launch, run_execute
 from webapp.demo.services import lab_register
 from webapp.sites.models import Endpoint
-from webapp.sites.services import vantage_point_local
 from webapp.watch.evaluate import watch_evaluate
 from webapp.watch.rollups import SETTLE_S
 
@@ -45,8 +44,9 @@ def test_prometheus_scrapes_a_lab_endpoints_measured_series(
 ) -> None:
     lab_register(lab=lab)
     campaign = CampaignFactory(
-        endpoints=[Endpoint.objects.get(name="local-root")], vantage_points=[vantage_point_local()],
-        methods=["direct"], patterns=["random"], read_sizes=[65536], fractions=[0.1], clients=[1],
+        endpoints=[Endpoint.objects.get(name="local-root")],
+        vantage_points=[vantage_point_in_process()], methods=["direct"], patterns=["random"],
+        read_sizes=[65536], fractions=[0.1], clients=[1],
     )  # fmt: skip
     (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
     run_execute(run_id=run.pk, worker="test@host")
@@ -55,7 +55,8 @@ def test_prometheus_scrapes_a_lab_endpoints_measured_series(
     # The watch's pass after the run's end settled (a pass leaves the latest SETTLE_S alone).
     watch_evaluate(now=timezone.now() + timedelta(seconds=SETTLE_S + 1))
 
-    series = 'fedprobe_series_throughput_mbps{endpoint="local-root",vantage_point="local"}'
+    labels = f'endpoint="local-root",vantage_point="{IN_PROCESS}"'
+    series = f"fedprobe_series_throughput_mbps{{{labels}}}"
     found = prometheus.result(series)
     assert found, f"no sample of {series}; scrapes: {prometheus.scrape_errors()}"
     (sample,) = found

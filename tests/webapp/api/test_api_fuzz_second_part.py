@@ -1,5 +1,5 @@
-"""The API fuzzer's second half of the operations (test_api_fuzz.py has the first and says
-what is fuzzed): a file of its own, so that bin/test's quick stage runs the halves at once."""
+"""The API fuzzer's second part of the operations (test_api_fuzz.py has the first and says
+what is fuzzed): a file of its own, so that bin/test's stages fuzz the parts at once."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from django.contrib.auth.models import User
 
 from tests.webapp.api.test_api_fuzz import PARTS, fuzz_operations
 
-assert PARTS == 2  # one file a part
+assert PARTS == 3  # one file a part
 
 
 @pytest.mark.sqlite
-def test_fuzzing_every_operation_of_the_second_half_finds_no_server_error_nor_schema_drift(
+def test_fuzzing_every_operation_of_the_second_part_finds_no_server_error_nor_schema_drift(
     live_server: Any,
     seeded: tuple[User, dict[str, int]],
     unthrottled: None,
