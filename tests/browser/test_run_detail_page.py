@@ -325,10 +325,12 @@ def test_a_running_run_is_drawn_live_without_a_reload_then_ends_with_its_charts(
     assert page.evaluate("window.sameDocument") is True
 
     # Once the run has ended the page reloads once, with the results and the final charts.
+    # The check may run while the new document is still being parsed (no #run-status yet):
+    # optional chaining keeps that a "not yet" rather than an error that ends the wait.
     page.wait_for_function(
-        "() => document.getElementById('run-status').textContent === 'succeeded' && "
+        "() => document.getElementById('run-status')?.textContent === 'succeeded' && "
         "document.querySelector('#timeline-chart .main-svg') && "
-        "document.getElementById('timeline-chart').data.some(t => t.name === 'read' && t.base)",
+        "document.getElementById('timeline-chart').data?.some(t => t.name === 'read' && t.base)",
         timeout=60_000,
     )
     assert page.evaluate("window.sameDocument") is None
