@@ -15,11 +15,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import time
-from collections.abc import Callable
 
-from campaign_results import GiB, modelled, seed
-from django_bench import percentiles_ms, setup_django
+from campaign_results import GiB, modelled, seed, timed
+from django_bench import setup_django
 
 BENCH_SITE = "bench-advice-site"
 # name, RTT (s), bandwidth (B/s)
@@ -79,15 +77,6 @@ def seed_site() -> int:
                 )
     Run.objects.bulk_create(runs, batch_size=2000)
     return site.pk
-
-
-def timed(samples: int, call: Callable[[], object]) -> dict[str, float]:
-    durations = []
-    for _ in range(samples):
-        started = time.perf_counter()
-        call()
-        durations.append(time.perf_counter() - started)
-    return percentiles_ms(durations)
 
 
 def main() -> None:

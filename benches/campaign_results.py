@@ -22,6 +22,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django_bench import percentiles_ms, setup_django
@@ -141,11 +142,12 @@ def bench_endpoint(name: str) -> Any:
     return Endpoint.objects.get(name=f"bench-results-{name}-root")
 
 
-def timed(samples: int, call: object) -> dict[str, float]:
+def timed(samples: int, call: Callable[[], object]) -> dict[str, float]:
+    """p50, p95 and max of `samples` calls, in ms (advice_scale.py times with it too)."""
     durations = []
     for _ in range(samples):
         started = time.perf_counter()
-        call()  # type: ignore[operator]
+        call()
         durations.append(time.perf_counter() - started)
     return percentiles_ms(durations)
 
