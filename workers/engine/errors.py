@@ -19,6 +19,10 @@ class ErrorClass(StrEnum):
     CHECKSUM = "checksum"
     SERVER_ERROR = "server-error"
     CANCELLED = "cancelled"
+    # A third-party copy failed on one side: the source refused or failed to send, or the
+    # destination refused the copy or failed to store it.
+    TPC_SOURCE = "tpc-source"
+    TPC_DESTINATION = "tpc-destination"
     # The egress policy refused the endpoint's address: nothing was sent to it.
     EGRESS = "egress"
     # A fault of the tester's own (a bug, a broken worker host, scratch out of room).

@@ -28,6 +28,9 @@ MAX_STREAMS = 15
 MAX_SKIP = 1_000_000
 MAX_READAHEAD = 1024 * 1024 * 1024
 MAX_TIMEOUT_S = 6 * 3600
+MAX_FILE_SIZE = 64 * 1024**3
+MAX_OPS = 1_000_000
+MAX_RATE = 1_000_000.0
 # (lowest, highest) of each whole-number field of RunParams, checked in this order after
 # read_size and fraction (RunParams.validate).
 INT_BOUNDS: dict[str, tuple[int, int]] = {
@@ -39,6 +42,8 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
     "skip": (0, MAX_SKIP),
     "readahead": (0, MAX_READAHEAD),
     "streams": (1, MAX_STREAMS),
+    "file_size": (1, MAX_FILE_SIZE),
+    "ops": (1, MAX_OPS),
 }
 # A derived deadline (docs/engine.md, Deadlines) allows each client a fixed margin, its
 # bytes at a minimum rate, and each of its round trips RTT_FACTOR times the round-trip time
@@ -63,6 +68,43 @@ def file_collection(first: _File, others: Sequence[_File], files: int) -> list[_
     """The collection a run with `files` files per client reads: `first`, then `others`, up
     to `files` in all (more would never be read: see RunParams.client_urls)."""
     return [first, *others[: max(0, files - 1)]]
+
+
+class Operation(StrEnum):
+    """What a run's clients do to the endpoint: read (the default), write and delete, copy
+    between two endpoints (third-party copy, pulled by the destination or pushed by the
+    source), metadata storms (stat, open-close, directory listing), or replay a recorded
+    job's accesses."""
+
+    READ = "read"
+    WRITE = "write"
+    TPC_PULL = "tpc-pull"
+    TPC_PUSH = "tpc-push"
+    STAT = "stat"
+    OPEN = "open"
+    LIST = "list"
+    REPLAY = "replay"
+
+
+TPC_OPERATIONS = frozenset({Operation.TPC_PULL, Operation.TPC_PUSH})
+METADATA_OPERATIONS = frozenset({Operation.STAT, Operation.OPEN, Operation.LIST})
+
+
+class ReplayTiming(StrEnum):
+    """How a replay paces a recorded trace: as fast as possible, or with its think times."""
+
+    ASAP = "asap"
+    RECORDED = "recorded"
+
+
+class AddressFamily(StrEnum):
+    """Which addresses of the endpoint's name a run may use: any (the client library's
+    choice), IPv4 only, IPv6 only, or each address of the name separately."""
+
+    ANY = "any"
+    IPV4 = "4"
+    IPV6 = "6"
+    EACH = "each"
 
 
 class Method(StrEnum):
@@ -99,6 +141,20 @@ class RunParams:
     skip: int = 3
     readahead: int = 0
     streams: int = 1
+    operation: Operation = Operation.READ
+    # write: bytes each client writes per file (in read_size requests).
+    file_size: int = 16 * 1024 * 1024
+    # stat, open, list: operations per client, and a target rate per client (0: flat out).
+    ops: int = 1000
+    rate: float = 0.0
+    # tpc-pull, tpc-push: the destination directory URL (the URLs are the sources).
+    destination: str | None = None
+    # replay: the recorder CSV on this host, and its pacing.
+    trace: str | None = None
+    replay_timing: ReplayTiming = ReplayTiming.ASAP
+    address_family: AddressFamily = AddressFamily.ANY
+    # Names the files a write or a copy makes (fedprobe-<run_tag>-c<client>-f<k>).
+    run_tag: str | None = None
     timeout_s: float | None = None
     seed: int = 1
     # Known checksums of the files read, as (url, adler32 in 8 hex digits) pairs.
@@ -140,6 +196,11 @@ class RunParams:
         """Raise InvalidParams naming the first field that is out of bounds."""
         _check_choice("method", self.method, Method)
         _check_choice("pattern", self.pattern, Pattern)
+        _check_choice("operation", self.operation, Operation)
+        _check_choice("replay_timing", self.replay_timing, ReplayTiming)
+        _check_choice("address_family", self.address_family, AddressFamily)
+        if not (isinstance(self.rate, float | int) and 0 <= self.rate <= MAX_RATE):
+            raise InvalidParams("rate", f"{self.rate!r} is not in 0..{MAX_RATE:g} (0: flat out)")
         if not self.urls:
             raise InvalidParams("url", "at least one URL is needed")
         schemes = set(self.url_schemes)
@@ -286,6 +347,9 @@ class RunParams:
         data["credential_hosts"] = list(self.credential_hosts)
         data["method"] = str(self.method)
         data["pattern"] = str(self.pattern)
+        data["operation"] = str(self.operation)
+        data["replay_timing"] = str(self.replay_timing)
+        data["address_family"] = str(self.address_family)
         data.pop("file_roots")
         data.pop("egress")
         data.pop("scratch_dir")
@@ -314,7 +378,11 @@ class RunParams:
         _check_choice("method", method, Method)
         _check_choice("pattern", pattern, Pattern)
         values["method"], values["pattern"] = Method(str(method)), Pattern(str(pattern))
-        for name in ("fraction", "credential_s"):
+        for name, choices in _CHOICES.items():
+            if name in values:
+                _check_choice(name, values[name], choices)
+                values[name] = choices(str(values[name]))
+        for name in ("fraction", "credential_s", "rate"):
             if name in values and not isinstance(values[name], int | float):
                 raise InvalidParams(name, f"{values[name]!r} is not a number")
         timeout = values.get("timeout_s")
@@ -324,6 +392,13 @@ class RunParams:
         params.validate()
         return params
 
+
+# The other choice fields, as from_json reads them.
+_CHOICES: dict[str, type[StrEnum]] = {
+    "operation": Operation,
+    "replay_timing": ReplayTiming,
+    "address_family": AddressFamily,
+}
 
 # What a host adds to a run's parameters itself: never taken from another host's JSON.
 _HOST_FIELDS = frozenset({"file_roots", "egress", "credential", "ca_dir", "scratch_dir"})
