@@ -27,10 +27,11 @@ from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.params import TPC_OPERATIONS, Method, Pattern, RunParams
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
+from workers.engine.tpc import run_third_party_copies
 
 
 class ReleaseEvent(Protocol):
@@ -162,7 +163,9 @@ class Client:
             access=self.spec.access,
         )
         try:
-            if self.params.method == Method.DIRECT:
+            if self.params.operation in TPC_OPERATIONS:
+                run_third_party_copies(self)
+            elif self.params.method == Method.DIRECT:
                 self._run_direct()
             elif self.params.method == Method.COPY:
                 self._run_copy()

@@ -47,6 +47,10 @@ class LabEndpoint:
     auth: Auth = "none"
     ca_dir: str = ""
     bandwidth_mbps: float | None = None
+    # The third-party copies the endpoint takes part in, as source or destination: "http"
+    # (HTTP-TPC COPY, pull and push) and "root" (XRootD-native, `xrdcp --tpc`); copies land
+    # under /scratch (docs/lab.md "Third-party copy").
+    tpc: tuple[str, ...] = ()
 
     def file_url(self, path: str) -> str:
         return self.url + "/" + path.lstrip("/")
@@ -64,6 +68,7 @@ class LabEndpoint:
             "auth": self.auth,
             "ca_dir": self.ca_dir,
             "bandwidth_mbps": self.bandwidth_mbps,
+            "tpc": list(self.tpc),
         }
 
     @classmethod
@@ -82,7 +87,14 @@ class LabEndpoint:
             auth=_auth(data.get("auth", "none")),
             ca_dir=str(data.get("ca_dir", "")),
             bandwidth_mbps=_bandwidth(data.get("bandwidth_mbps")),
+            tpc=tuple(str(mode) for mode in _listed(data.get("tpc", []))),
         )
+
+
+def _listed(value: object) -> list[object]:
+    if not isinstance(value, list):
+        raise ValueError(f"tpc must be a list, got {value!r}")
+    return value
 
 
 def _bandwidth(value: object) -> float | None:
@@ -113,9 +125,26 @@ def build_endpoints(
     endpoints = _anonymous_endpoints(layout, profile, paths, shared, own)
     endpoints += _authenticated_endpoints(layout, profile, tuple(shared))
     return [
-        replace(endpoint, ca_dir=str(ca_dir), bandwidth_mbps=_link_rate(profile, endpoint))
+        replace(
+            endpoint,
+            ca_dir=str(ca_dir),
+            bandwidth_mbps=_link_rate(profile, endpoint),
+            tpc=_tpc_modes(endpoint),
+        )
         for endpoint in endpoints
     ]
+
+
+def _tpc_modes(endpoint: LabEndpoint) -> tuple[str, ...]:
+    """The sites' doors copy (servers.tpc_lines): HTTP-TPC on every site's HTTP port, native
+    TPC on the anonymous sites' root port (gsi and ztn cannot delegate it here)."""
+    if endpoint.site not in RELAYED_SITES:
+        return ()
+    if endpoint.protocol in ("http", "https", "davs"):
+        return ("http",)
+    if endpoint.protocol == "root" and endpoint.auth == "none":
+        return ("root",)
+    return ()
 
 
 def _link_rate(profile: Profile, endpoint: LabEndpoint) -> float | None:

@@ -14,6 +14,11 @@ class LabPaths:
     root: Path
 
     @property
+    def scratch(self) -> Path:
+        """Where third-party copies land on every site (export /scratch), nobody's."""
+        return self.data / "scratch"
+
+    @property
     def data(self) -> Path:
         """The test files every site (local, near, far) and the GridFTP server export."""
         return self.root / "data"
@@ -146,4 +151,4 @@ class LabPaths:
         return self.logs / instance / f"{program}.log"
 
     def owned_by_server_user(self) -> list[Path]:
-        return [self.admin, self.logs, self.xcache, self.xrd_pids, self.home]
+        return [self.admin, self.logs, self.xcache, self.xrd_pids, self.home, self.scratch]

@@ -29,6 +29,15 @@ GSI_USER = "labuser"
 # sites configure them; without it XRootD answers 3013 and XrdHttp 405 to a HEAD asking one.
 CHECKSUM = "xrootd.chksum adler32"
 MANAGER_DELAYS = ("cms.delay servers 2 startup 1 service 1 suspend 1", "cms.conwait 1")
+# Third-party copy (docs/lab.md "Third-party copy"). XrdHttp's TPC handler answers COPY (pull:
+# Source, push: Destination) on every site's HTTP port; its outbound TLS trusts xrd.tlsca.
+HTTP_TPC = ("http.exthandler xrdtpc libXrdHttpTPC.so", "tpc.trace info")
+# XRootD-native TPC on the anonymous sites: the destination's xrootd runs xrdcp to pull; without
+# `autorm ... --server` a copy fails "file exists". (A token source cannot be pulled natively:
+# "No protocols left"; HTTP-TPC serves the token sites.)
+XROOT_TPC = "ofs.tpc autorm pgm /usr/bin/xrdcp --server"
+# Where copies (and writes) may land on every site: DATA/scratch, writable.
+SCRATCH_EXPORT = "/scratch"
 
 
 @dataclass(frozen=True)
@@ -128,7 +137,14 @@ def data_server_config(paths: LabPaths, root_port: int, http_port: int) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
+        *tpc_lines(xroot=True),
     )
+
+
+def tpc_lines(*, xroot: bool) -> tuple[str, ...]:
+    """A site's third-party copy doors: HTTP-TPC always, XRootD-native TPC if `xroot`, and
+    the writable scratch folder copies land in."""
+    return (*HTTP_TPC, *((XROOT_TPC,) if xroot else ()), f"all.export {SCRATCH_EXPORT}")
 
 
 @dataclass(frozen=True)
@@ -162,6 +178,7 @@ def token_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
+        *tpc_lines(xroot=False),
     )
 
 
@@ -186,6 +203,7 @@ def gsi_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
+        *tpc_lines(xroot=False),
     )
 
 
@@ -209,7 +227,8 @@ def token_authdb() -> str:
 
 
 def gsi_authdb() -> str:
-    return f"u {GSI_USER} {TEST_FILE_EXPORT} lr\n"
+    # One rule per user (a second is "duplicate rule"): read the files, write the scratch.
+    return f"u {GSI_USER} {TEST_FILE_EXPORT} lr {SCRATCH_EXPORT} a\n"
 
 
 def gridmap(dn: str) -> str:
