@@ -47,9 +47,10 @@ class LabEndpoint:
     auth: Auth = "none"
     ca_dir: str = ""
     bandwidth_mbps: float | None = None
-    # The third-party copies the endpoint takes part in, as source or destination: "http"
-    # (HTTP-TPC COPY, pull and push) and "root" (XRootD-native, `xrdcp --tpc`); copies land
-    # under /scratch (docs/lab.md "Third-party copy").
+    # The third-party copies the endpoint performs: "http" (it answers HTTP-TPC's COPY: pulls
+    # to it, pushes from it) and "root" (XRootD-native, `xrdcp --tpc`, pulls to it). Any
+    # HTTP endpoint can be the other side of a copy; copies land under /scratch (docs/lab.md
+    # "Third-party copy").
     tpc: tuple[str, ...] = ()
 
     def file_url(self, path: str) -> str:
@@ -136,11 +137,11 @@ def build_endpoints(
 
 
 def _tpc_modes(endpoint: LabEndpoint) -> tuple[str, ...]:
-    """The sites' doors copy (servers.tpc_lines): HTTP-TPC on every site's HTTP port, native
-    TPC on the anonymous sites' root port (gsi and ztn cannot delegate it here)."""
+    """The sites' doors that copy (servers.tpc_lines): HTTP-TPC on the TLS sites' HTTP
+    ports, native TPC on the anonymous sites' root ports (gsi and ztn cannot delegate it)."""
     if endpoint.site not in RELAYED_SITES:
         return ()
-    if endpoint.protocol in ("http", "https", "davs"):
+    if endpoint.protocol in ("https", "davs"):
         return ("http",)
     if endpoint.protocol == "root" and endpoint.auth == "none":
         return ("root",)

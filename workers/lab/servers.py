@@ -30,7 +30,9 @@ GSI_USER = "labuser"
 CHECKSUM = "xrootd.chksum adler32"
 MANAGER_DELAYS = ("cms.delay servers 2 startup 1 service 1 suspend 1", "cms.conwait 1")
 # Third-party copy (docs/lab.md "Third-party copy"). XrdHttp's TPC handler answers COPY (pull:
-# Source, push: Destination) on every site's HTTP port; its outbound TLS trusts xrd.tlsca.
+# Source, push: Destination) on the TLS sites' HTTP ports; its outbound TLS trusts xrd.tlsca.
+# XrdHttp 5.5.3 loads no handler without HTTPS ("HTTPS functionality was not configured"): the
+# anonymous sites' plain http ports are only ever the other side of a copy.
 HTTP_TPC = ("http.exthandler xrdtpc libXrdHttpTPC.so", "tpc.trace info")
 # XRootD-native TPC on the anonymous sites: the destination's xrootd runs xrdcp to pull; without
 # `autorm ... --server` a copy fails "file exists". (A token source cannot be pulled natively:
@@ -137,14 +139,15 @@ def data_server_config(paths: LabPaths, root_port: int, http_port: int) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
-        *tpc_lines(xroot=True),
+        *tpc_lines(http=False, xroot=True),
     )
 
 
-def tpc_lines(*, xroot: bool) -> tuple[str, ...]:
-    """A site's third-party copy doors: HTTP-TPC always, XRootD-native TPC if `xroot`, and
-    the writable scratch folder copies land in."""
-    return (*HTTP_TPC, *((XROOT_TPC,) if xroot else ()), f"all.export {SCRATCH_EXPORT}")
+def tpc_lines(*, http: bool, xroot: bool) -> tuple[str, ...]:
+    """A site's third-party copy doors (HTTP-TPC, XRootD-native TPC) and the writable scratch
+    folder copies land in."""
+    doors = (*(HTTP_TPC if http else ()), *((XROOT_TPC,) if xroot else ()))
+    return (*doors, f"all.export {SCRATCH_EXPORT}")
 
 
 @dataclass(frozen=True)
@@ -178,7 +181,7 @@ def token_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
-        *tpc_lines(xroot=False),
+        *tpc_lines(http=True, xroot=False),
     )
 
 
@@ -203,7 +206,7 @@ def gsi_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
-        *tpc_lines(xroot=False),
+        *tpc_lines(http=True, xroot=False),
     )
 
 

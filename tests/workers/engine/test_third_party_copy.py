@@ -211,6 +211,28 @@ def test_a_source_that_refuses_or_lacks_the_file_is_tpc_source(
     assert stream.outcome.startswith("failure:") == pull
 
 
+@pytest.mark.parametrize("operation", ["tpc-pull", "tpc-push"])
+def test_http_tpc_with_a_proxy_at_the_gsi_site_and_an_open_site_on_the_other_side(
+    lab: Lab, tmp_path: Path, operation: str
+) -> None:
+    """The GSI site copies with our proxy as client certificate on the COPY; XrdHttpTPC 5.5.3
+    cannot delegate it, so the other side is an open site (a gsi -> gsi pull is refused 403
+    by the source: docs/engine.md)."""
+    proxy = str(lab.write_proxy(tmp_path / "x509up"))
+    gsi, open_site = lab.endpoint("near-gsi-https"), lab.endpoint("local-http")
+    if operation == "tpc-pull":
+        source, info = lab_file(lab, "local-http", FILE_16M)
+        args = ["--anonymous", "--destination", gsi.file_url("/scratch")]
+        args += ["--destination-proxy", proxy]
+    else:
+        source, info = lab_file(lab, "near-gsi-https", FILE_16M)
+        args = ["--proxy", proxy, "--destination", open_site.file_url("/scratch")]
+    result, _ = probe(source, "--operation", operation, "--ca-dir", str(lab.ca_dir()), *args)
+    assert result["status"] == "succeeded", result["errors"]
+    assert result["server_checksum"] == f"adler32:{info.adler32}"
+    assert left_in_scratch(lab) == []
+
+
 def test_xroot_native_tpc_pull_copies_checks_and_deletes(lab: Lab) -> None:
     source, info = lab_file(lab, "local-root", FILE_16M)
     destination = lab.endpoint("near-root").file_url("/scratch")
@@ -233,9 +255,19 @@ def test_xroot_native_tpc_to_a_read_only_path_is_tpc_destination(lab: Lab) -> No
 
 def test_lab_status_says_which_endpoints_copy(lab: Lab) -> None:
     tpc = {e.name: e.tpc for e in lab.endpoints()}
-    assert tpc["local-https"] == tpc["near-gsi-https"] == tpc["far-http"] == ("http",)
+    assert tpc["local-https"] == tpc["near-gsi-https"] == tpc["local-davs"] == ("http",)
     assert tpc["near-root"] == ("root",)
-    assert tpc["near-roots"] == tpc["xcache-root"] == tpc["local-file"] == ()
+    assert tpc["near-http"] == tpc["near-roots"] == tpc["xcache-root"] == tpc["local-file"] == ()
+
+
+def test_a_plain_http_site_answers_no_copy(lab: Lab) -> None:
+    """XrdHttp loads its TPC handler only with HTTPS: the open sites are never the copier."""
+    source, _ = lab_file(lab, "local-http", FILE_16M)
+    destination = lab.endpoint("near-http").file_url("/scratch")
+    result, _ = probe(source, "--operation", "tpc-pull", "--destination", destination)
+    error = result["errors"][0]
+    assert error["class"] == "tpc-destination", error
+    assert "400" in error["message"], error
 
 
 @pytest.mark.parametrize(
