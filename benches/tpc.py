@@ -23,9 +23,9 @@ import argparse
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from common import running_lab
@@ -89,10 +89,6 @@ def header_file(lab: Lab, folder: Path) -> Path:
     return path
 
 
-def median_s(trials: int, measure: Callable[..., float], *args: object) -> float:
-    return statistics.median(measure(*args) for _ in range(trials))
-
-
 def bare_tools(lab: Lab, kind: str, source: str, target: str, folder: Path) -> dict[str, list[str]]:
     """The bare references of one kind of copy, by name: their argv."""
     proxy = str(folder / "x509up")
@@ -133,11 +129,19 @@ def main() -> None:
         for kind, (source_name, destination_name) in PAIRS.items():
             source = lab.endpoint(source_name).file_url(path)
             destination = lab.endpoint(destination_name).file_url("/scratch")
-            engine = median_s(args.trials, engine_copy_s, lab, kind, source, destination, proxy)
-            rows.append((f"engine, {kind}", engine))
             target = f"{destination}/{copy.name}"
-            for name, argv in bare_tools(lab, kind, source, target, Path(folder)).items():
-                rows.append((name, median_s(args.trials, tool_s, argv, copy)))
+            tools = bare_tools(lab, kind, source, target, Path(folder))
+            # Trials interleaved (engine, then each tool, in turn): a slower minute of a
+            # shared machine falls on all of them alike.
+            times: dict[str, list[float]] = {f"engine, {kind}": [], **{name: [] for name in tools}}
+            for _ in range(args.trials):
+                times[f"engine, {kind}"].append(
+                    engine_copy_s(lab, kind, source, destination, proxy)
+                )
+                for name, argv in tools.items():
+                    times[name].append(tool_s(argv, copy))
+            rows += [(name, statistics.median(seconds)) for name, seconds in times.items()]
+            print(kind, {k: [round(x, 3) for x in v] for k, v in times.items()}, file=sys.stderr)
     mib = size / 2**20
     print(f"| pull of {mib:.0f} MiB, local -> near | seconds (median of {args.trials}) | MB/s |")
     print("|---|---|---|")

@@ -20,8 +20,10 @@ import pytest
 from tests.workers.engine.conftest import FILE_16M, lab_file
 from workers.engine.backends.base import OpenOptions
 from workers.engine.backends.http_tpc import CopyStream, Sides, http_third_party_copy
-from workers.engine.credentials import Access, AuthMethod
+from workers.engine.credentials import Access, AuthMethod, Credential
 from workers.engine.deadline import Deadline
+from workers.engine.driver import run_probe
+from workers.engine.egress import EgressPolicy
 from workers.engine.errors import InvalidParams, ProbeError
 from workers.engine.params import Operation, RunParams
 from workers.lab import Lab
@@ -251,6 +253,26 @@ def test_xroot_native_tpc_to_a_read_only_path_is_tpc_destination(lab: Lab) -> No
     error = result["errors"][0]
     assert error["class"] == "tpc-destination", error
     assert "read/only" in error["message"], error
+
+
+def test_the_egress_policy_checks_the_destination_too(lab: Lab, tokens: dict[str, Path]) -> None:
+    """The source (127.0.0.1) is allowed, the destination ([::1], the same server) is not:
+    the preflight refuses the run before any COPY."""
+    source, _ = lab_file(lab, "local-https", FILE_16M)
+    destination = lab.endpoint("near-https").file_url("/scratch").replace("127.0.0.1", "[::1]")
+    params = RunParams(
+        urls=(source,),
+        operation=Operation.TPC_PULL,
+        destination=destination,
+        egress=EgressPolicy.allowing(["127.0.0.1/32"]),
+        ca_dir=str(lab.ca_dir()),
+        credential=Credential.token(tokens["read"].read_text()),
+        destination_credential=Credential.token(tokens["write"].read_text()),
+    )
+    run = run_probe(params)
+    assert run.run_error is not None and run.run_error[0] == "egress", run.run_error
+    assert "::1" in run.run_error[1]
+    assert run.clients == []
 
 
 def test_lab_status_says_which_endpoints_copy(lab: Lab) -> None:
