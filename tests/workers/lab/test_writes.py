@@ -223,15 +223,19 @@ def test_the_read_token_cannot_write_or_delete(lab: Lab, payload: tuple[Path, by
     refused = xrd(
         "xrdcp", "-s", str(source), scratch_url(lab, "near-roots", name), env=token_env(lab, "read")
     )
-    assert refused.returncode != 0 and "permission denied" in refused.stderr
+    assert refused.returncode != 0 and "permission denied" in refused.stderr, refused.stderr
     assert not on_disk(lab, "near-roots", name).exists()
     url = scratch_url(lab, "near-https", name)
     with https(lab) as client:
-        assert client.put(url, content=data, headers=bearer(lab, "read")).status_code == 403
-        assert client.put(url, content=data, headers=bearer(lab, "write")).status_code == 200
-        assert client.delete(url, headers=bearer(lab, "read")).status_code == 403
+        put = client.put(url, content=data, headers=bearer(lab, "read"))
+        assert put.status_code == 403, put.text
+        put = client.put(url, content=data, headers=bearer(lab, "write"))
+        assert put.status_code == 200, put.text
+        delete = client.delete(url, headers=bearer(lab, "read"))
+        assert delete.status_code == 403, delete.text
         assert on_disk(lab, "near-https", name).exists()
-        assert client.delete(url, headers=bearer(lab, "write")).status_code == 200
+        delete = client.delete(url, headers=bearer(lab, "write"))
+        assert delete.status_code == 200, delete.text
 
 
 def test_nothing_is_written_outside_scratch(lab: Lab, payload: tuple[Path, bytes]) -> None:
@@ -239,13 +243,16 @@ def test_nothing_is_written_outside_scratch(lab: Lab, payload: tuple[Path, bytes
     name = fresh_name()
     roots = lab.endpoint("local-roots").file_url(f"/fedprobe/{name}")
     by_token = xrd("xrdcp", "-s", str(source), roots, env=token_env(lab, "write"))
-    assert by_token.returncode != 0 and "permission denied" in by_token.stderr
+    assert by_token.returncode != 0 and "permission denied" in by_token.stderr, by_token.stderr
     root = lab.endpoint("local-root").file_url(f"/fedprobe/{name}")
     anonymous = xrd("xrdcp", "-s", str(source), root)
-    assert anonymous.returncode != 0 and "read/only" in anonymous.stderr
+    assert anonymous.returncode != 0 and "read/only" in anonymous.stderr, anonymous.stderr
     # Each site's doors write only to their own site's scratch folder.
     elsewhere = lab.endpoint("local-root").file_url(f"/scratch/near/{name}")
     assert xrd("xrdcp", "-s", str(source), elsewhere).returncode != 0
+    with httpx.Client(timeout=10) as client:
+        elsewhere = lab.endpoint("local-http").file_url(f"/scratch/near/{name}")
+        assert client.put(elsewhere, content=data).status_code == 403
     with https(lab) as client:
         url = lab.endpoint("local-https").file_url(f"/fedprobe/{name}")
         assert client.put(url, content=data, headers=bearer(lab, "write")).status_code == 403
