@@ -11,6 +11,7 @@ from workers.lab.files import LabFile
 from workers.lab.paths import LabPaths
 from workers.lab.ports import PortLayout
 from workers.lab.profiles import Profile
+from workers.lab.relay import has_ipv6_loopback
 from workers.lab.servers import scratch_path
 
 HOST = "127.0.0.1"
@@ -160,7 +161,7 @@ def _scratch(endpoint: LabEndpoint) -> str | None:
 def _families(endpoint: LabEndpoint) -> tuple[str, ...]:
     if endpoint.protocol == "file":
         return ()
-    if endpoint.protocol == "ftp":
+    if endpoint.protocol == "ftp" or not has_ipv6_loopback():
         return ("4",)
     return BOTH_FAMILIES
 

@@ -157,6 +157,16 @@ class RelayStats:
     connections_open: int
 
 
+def has_ipv6_loopback() -> bool:
+    """Can a server listen on ::1 here? Not where IPv6 is off (some containers)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind((LISTEN_HOST_V6, 0))
+    except OSError:
+        return False
+    return True
+
+
 class Relay:
     """One listening port on 127.0.0.1 and ::1 relaying to one target through an emulated link.
 
@@ -221,6 +231,8 @@ class Relay:
         if self._server is not None:
             raise RuntimeError(f"relay {self.spec.name!r} already started")
         self._server = await self._listen(LISTEN_HOST, self.spec.listen_port)
+        if not has_ipv6_loopback():
+            return  # IPv6 off here: the lab's endpoints then say IPv4 only
         try:
             self._server_v6 = await self._listen(LISTEN_HOST_V6, self.port)
         except OSError:
