@@ -180,7 +180,7 @@ class Endpoint(models.Model):
     credential_kind = models.CharField(max_length=12, choices=KIND_CHOICES, default="none")
     credential = EncryptedTextField(blank=True)
     # The hosts the credential may also be presented to when the endpoint redirects there
-    # (https/davs: workers/engine/backends/http.py token_may_go; root(s)/gsiftp:
+    # (https/davs: workers/engine/httpclient.py token_may_go; root(s)/gsiftp:
     # workers/engine/credential_scope.py), as workers/engine/urls.check_credential_hosts
     # writes them; empty: its own host (at its port) only.
     credential_hosts = models.JSONField(
