@@ -27,6 +27,7 @@ from workers.engine.egress import EgressPolicy, literal_refusal
 from workers.engine.errors import InvalidParams
 from workers.engine.oauth import TOKEN_REQUEST_TIMEOUT_S
 from workers.engine.params import RunParams
+from workers.engine.protocols import XROOT
 from workers.engine.urls import (
     SCHEMES,
     ascii_url,
@@ -283,10 +284,9 @@ class Endpoint(models.Model):
             raise ValidationError(errors)
 
     def file_url(self, path: str) -> str:
-        """The URL of `path` on this endpoint (root:// and roots:// paths get the double
-        slash)."""
+        """The URL of `path` on this endpoint (XRootD paths get the double slash)."""
         base = self.base_url.rstrip("/")
-        if self.protocol in (self.Protocol.ROOT, self.Protocol.ROOTS):
+        if self.protocol in XROOT.scheme_names:
             return f"{base}//{path.lstrip('/')}"
         return f"{base}/{path.lstrip('/')}"
 

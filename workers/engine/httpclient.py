@@ -50,12 +50,12 @@ from workers.engine.credentials import AuthMethod
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy, IPAddress
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.protocols import DEFAULT_PORTS
 from workers.engine.tls import ssl_context, tls_error
 
 SCHEMES = {"http": "http", "https": "https", "davs": "https"}
 MAX_REDIRECTS = 10
 _REDIRECT_KEEPS_METHOD = (307, 308)
-DEFAULT_PORTS = {"http": 80, "https": 443}
 _E = TypeVar("_E", bound=BaseException)
 # What a redirected request asks again of the next hop (never Authorization: CredentialAuth).
 CARRIED_HEADERS = ("Range", *WANT_DIGEST)
