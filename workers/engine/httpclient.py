@@ -417,7 +417,7 @@ async def body_excerpt_async(response: httpx.Response) -> bytes:
 
 def status_error(response: httpx.Response, what: str, excerpt: bytes) -> ProbeError:
     status = f"{response.status_code} {response.reason_phrase}"
-    if response.status_code == 200:
+    if response.status_code == 200 and "Range" in response.request.headers:
         status += " to a Range request: the server ignores Range"
     elif text := excerpt.decode("utf-8", "replace").strip():
         status += f": {text}"
