@@ -2,6 +2,8 @@
 declared scheme is accepted and reaches its protocol's backend, an operation a protocol does
 not support is refused naming `operation`, and credentials go where the schemes say."""
 
+from typing import Any
+
 import pytest
 
 from workers.engine.backends import backend_for
@@ -130,3 +132,17 @@ def test_a_credential_goes_to_the_declared_port_of_a_url_naming_none(
     assert scope.allows("storage.example.org", port)
     assert scope.allows("storage.example.org", port + 1) is protocol.credential_any_port
     assert not scope.allows("other.example.org", port)
+
+
+@pytest.mark.lab
+def test_every_lab_endpoint_speaks_a_declared_scheme_with_the_credential_it_carries(
+    lab: Any,
+) -> None:
+    for endpoint in lab.endpoints():
+        file = endpoint.files[0].path
+        assert check_url(endpoint.file_url(file)) == endpoint.protocol, endpoint.name
+        declared = SCHEMES[endpoint.protocol]
+        if endpoint.auth == "token":
+            assert declared.token, endpoint.name
+        if endpoint.auth == "x509":
+            assert declared.proxy is not None, endpoint.name
