@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from workers.engine.protocols import FILE, GRIDFTP, protocol_of
 from workers.lab.files import LabFile
 from workers.lab.paths import LabPaths
 from workers.lab.ports import PortLayout
@@ -170,7 +169,7 @@ def _families(endpoint: LabEndpoint) -> tuple[str, ...]:
 def _link_rate(profile: Profile, endpoint: LabEndpoint) -> float | None:
     """The cap of the site's link for its relayed endpoints; the others are unlimited (file
     and GridFTP are not relayed, the federation and the cache have no link of their own)."""
-    if endpoint.site in RELAYED_SITES and protocol_of(endpoint.protocol) not in (FILE, GRIDFTP):
+    if endpoint.site in RELAYED_SITES and endpoint.protocol not in ("file", "ftp"):
         return profile.bandwidth(endpoint.site)
     return None
 
