@@ -42,6 +42,7 @@ from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import Method, RunParams
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
+from workers.engine.protocols import protocol_of
 from workers.engine.results import RunResult
 
 PREFLIGHT_TIMEOUT_S = 60.0
@@ -143,14 +144,14 @@ def guarded_by(
     """What the egress guard holds the run's processes to, if they need it: the egress
     policy, and where the credential may go (credential_scope.py). Only for protocols whose
     libraries connect on their own; the HTTP backend checks both itself."""
-    backend = backend_for(scheme)
-    if not backend.connects_itself:
+    protocol = protocol_of(scheme)
+    if not protocol.connects_itself:
         return None, None
     scope = None
     if auth != AuthMethod.NONE:
         scope = AddressScope(
             CredentialScope.of(
-                params.urls, params.credential_hosts, any_port=backend.credential_any_port
+                params.urls, params.credential_hosts, any_port=protocol.credential_any_port
             )
         )
     return params.egress, scope

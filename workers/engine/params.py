@@ -13,10 +13,8 @@ from urllib.parse import urlsplit
 from workers.engine.credentials import Credential, check_ca_dir
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import InvalidParams
+from workers.engine.protocols import protocol_of
 from workers.engine.urls import (
-    GRIDFTP_SCHEMES,
-    HTTP_SCHEMES,
-    XROOT_SCHEMES,
     check_credential_hosts,
     check_file_roots,
     check_url,
@@ -90,12 +88,6 @@ class Operation(StrEnum):
 
 
 TPC_OPERATIONS = frozenset({Operation.TPC_PULL, Operation.TPC_PUSH})
-# Which destinations a source can be copied to by a third party: HTTP-TPC between the HTTP
-# schemes, XRootD's own TPC between root:// servers.
-TPC_FAMILIES = {
-    **dict.fromkeys(HTTP_SCHEMES, HTTP_SCHEMES),
-    **dict.fromkeys(XROOT_SCHEMES, XROOT_SCHEMES),
-}
 METADATA_OPERATIONS = frozenset({Operation.STAT, Operation.OPEN, Operation.LIST})
 
 
@@ -223,10 +215,11 @@ class RunParams:
                 self.credential.auth_method(scheme)
             if scheme == "file":
                 check_file_roots(url, self.file_roots)
-            if scheme in GRIDFTP_SCHEMES and self.method == Method.DIRECT:
+            if protocol_of(scheme).copy_only and self.method == Method.DIRECT:
                 raise InvalidParams(
                     "method", f"{scheme}:// is a copy protocol: use method copy or stage"
                 )
+        _check_supported(self.operation, self.url_schemes[0])
         _check_int("read_size", self.read_size, *INT_BOUNDS["read_size"])
         if not (isinstance(self.fraction, float | int) and 0 < self.fraction <= 1):
             raise InvalidParams("fraction", f"{self.fraction!r} is not in (0, 1]")
@@ -255,9 +248,9 @@ class RunParams:
         return None if self.destination is None else urlsplit(self.destination).scheme.lower()
 
     def _check_destination(self) -> None:
-        """A copy needs a destination directory of the sources' protocol family (HTTP-TPC:
-        http, https, davs; native XRootD TPC: root to root, pulled only); other operations
-        take none, and a destination credential only with one."""
+        """A copy needs a destination directory of the sources' protocol (HTTP-TPC between
+        http, https, davs; native XRootD TPC between root servers, which pull only: the
+        protocol declares tpc-pull alone); other operations take none."""
         if self.operation not in TPC_OPERATIONS:
             if self.destination is not None:
                 raise InvalidParams("destination", f"only for {', '.join(sorted(TPC_OPERATIONS))}")
@@ -265,14 +258,13 @@ class RunParams:
         if self.destination is None:
             raise InvalidParams("destination", f"{self.operation} needs a destination URL")
         scheme = check_url(self.destination, field="destination")
-        family = TPC_FAMILIES.get(self.scheme)
-        if family is None or scheme not in family:
+        protocol = protocol_of(self.scheme)
+        if protocol_of(scheme) is not protocol:
             raise InvalidParams(
                 "destination",
-                f"a {self.scheme}:// source copies to {sorted(family or ())} only, not {scheme}://",
+                f"a {self.scheme}:// source is copied to {protocol.title} "
+                f"({', '.join(sorted(protocol.scheme_names))}), not {scheme}://",
             )
-        if self.operation == Operation.TPC_PUSH and scheme in XROOT_SCHEMES:
-            raise InvalidParams("operation", "XRootD-native TPC pulls only: use tpc-pull")
         if self.destination_credential is not None:
             self.destination_credential.auth_method(scheme)
 
@@ -463,6 +455,18 @@ def _vector_batches(
     max_chunks, max_chunk_bytes = limits or (vector_size, read_size)
     chunks = reads * math.ceil(read_size / max(1, max_chunk_bytes))
     return math.ceil(chunks / max(1, min(vector_size, max_chunks)))
+
+
+def _check_supported(operation: Operation, scheme: str) -> None:
+    """Refuse an operation the URLs' protocol does not support (protocols.py declares it)."""
+    protocol = protocol_of(scheme)
+    if operation not in protocol.operations:
+        supported = ", ".join(sorted(protocol.operations))
+        raise InvalidParams(
+            "operation",
+            f"{scheme}:// ({protocol.name}) does not support {str(operation)!r}"
+            f"{' yet' if operation in protocol.planned else ''}: it supports {supported}",
+        )
 
 
 def _check_choice(name: str, value: object, choices: type[StrEnum]) -> None:

@@ -14,14 +14,24 @@ class LabPaths:
     root: Path
 
     @property
-    def scratch(self) -> Path:
-        """Where third-party copies land on every site (export /scratch), nobody's."""
-        return self.data / "scratch"
-
-    @property
     def data(self) -> Path:
         """The test files every site (local, near, far) and the GridFTP server export."""
         return self.root / "data"
+
+    @property
+    def scratch(self) -> Path:
+        """The sites' scratch folders (`scratch/SITE`, nobody's): emptied at each `up`."""
+        return self.data / "scratch"
+
+    @property
+    def read_token(self) -> Path:
+        """A ready-made token that reads the test files and the scratch folders, writes nothing."""
+        return self.pki / "read-token"
+
+    @property
+    def write_token(self) -> Path:
+        """A ready-made token that also creates, overwrites and deletes under /scratch."""
+        return self.pki / "write-token"
 
     def fed(self, server: str) -> Path:
         """oss.localroot of a data server behind the redirector (fed-a, fed-b)."""
@@ -151,4 +161,4 @@ class LabPaths:
         return self.logs / instance / f"{program}.log"
 
     def owned_by_server_user(self) -> list[Path]:
-        return [self.admin, self.logs, self.xcache, self.xrd_pids, self.home, self.scratch]
+        return [self.admin, self.logs, self.xcache, self.xrd_pids, self.home]

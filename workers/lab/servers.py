@@ -38,8 +38,11 @@ HTTP_TPC = ("http.exthandler xrdtpc libXrdHttpTPC.so", "tpc.trace info")
 # `autorm ... --server` a copy fails "file exists". (A token source cannot be pulled natively:
 # "No protocols left"; HTTP-TPC serves the token sites.)
 XROOT_TPC = "ofs.tpc autorm pgm /usr/bin/xrdcp --server"
-# Where copies (and writes) may land on every site: DATA/scratch, writable.
+# Where write tests may write: one folder per site under the data root, the only exports
+# without r/o (a site's own, so a copy between two sites never has one file at both ends).
 SCRATCH_EXPORT = "/scratch"
+# xrootd -I: a server of one address family only (the default listens on both).
+FAMILY_OPTIONS = {"4": "v4"}
 
 
 @dataclass(frozen=True)
@@ -144,10 +147,9 @@ def data_server_config(paths: LabPaths, root_port: int, http_port: int) -> str:
 
 
 def tpc_lines(*, http: bool, xroot: bool) -> tuple[str, ...]:
-    """A site's third-party copy doors (HTTP-TPC, XRootD-native TPC) and the writable scratch
-    folder copies land in."""
-    doors = (*(HTTP_TPC if http else ()), *((XROOT_TPC,) if xroot else ()))
-    return (*doors, f"all.export {SCRATCH_EXPORT}")
+    """A site's third-party copy doors: HTTP-TPC, XRootD-native TPC (copies land in the
+    site's scratch folder, scratch_config)."""
+    return (*(HTTP_TPC if http else ()), *((XROOT_TPC,) if xroot else ()))
 
 
 @dataclass(frozen=True)
@@ -230,8 +232,37 @@ def token_authdb() -> str:
 
 
 def gsi_authdb() -> str:
-    # One rule per user (a second is "duplicate rule"): read the files, write the scratch.
-    return f"u {GSI_USER} {TEST_FILE_EXPORT} lr {SCRATCH_EXPORT} a\n"
+    # l lookup, r read, i insert (create), w write (overwrite), d delete: what a write test does.
+    return f"u {GSI_USER} {TEST_FILE_EXPORT} lr {SCRATCH_EXPORT} lriwd\n"
+
+
+def scratch_path(site: str) -> str:
+    """A site's scratch folder, as clients name it (a directory URL's path)."""
+    return f"{SCRATCH_EXPORT}/{site}/"
+
+
+def scratch_config(site: str) -> str:
+    """The lines that make a data server's scratch folder writable (appended to its config:
+    everything else it exports stays r/o)."""
+    return f"all.export {scratch_path(site)}\n"
+
+
+def one_family_config(paths: LabPaths, port: int, site: str) -> str:
+    """Anonymous root and http on one port, serving the test files and `site`'s scratch."""
+    return _config(
+        paths,
+        "all.role server",
+        f"xrd.port {port}",
+        "xrd.protocol XrdHttp libXrdHttp.so",
+        f"all.export {TEST_FILE_EXPORT} r/o",
+        CHECKSUM,
+        f"oss.localroot {paths.data}",
+    ) + scratch_config(site)
+
+
+def one_family(process: ServerProcess, family: str) -> ServerProcess:
+    """The same xrootd listening on one address family only (`-I v4`)."""
+    return replace(process, argv=(*process.argv, "-I", FAMILY_OPTIONS[family]))
 
 
 def gridmap(dn: str) -> str:

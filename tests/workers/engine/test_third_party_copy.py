@@ -67,7 +67,14 @@ def tokens(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
 
 
 def left_in_scratch(lab: Lab) -> list[str]:
-    return sorted(p.name for p in lab.paths.scratch.iterdir() if p.name.startswith("fedprobe-"))
+    return sorted(p.name for p in lab.paths.scratch.rglob("fedprobe-*"))
+
+
+def scratch_url(lab: Lab, endpoint: str) -> str:
+    """The endpoint's scratch folder (its site's), where copies to it land."""
+    found = lab.endpoint(endpoint)
+    assert found.scratch_path is not None
+    return found.file_url(found.scratch_path)
 
 
 def https_copy(
@@ -107,7 +114,7 @@ def test_http_tpc_pull_reads_perf_markers_while_the_copy_runs(
 ) -> None:
     _, info = lab_file(lab, "local-https", FILE_16M)
     _, source = relay_to("local-https", FILE_16M, bandwidth_mbps=SLOW_MBPS)
-    destination = lab.endpoint("near-https").file_url("/scratch")
+    destination = scratch_url(lab, "near-https")
     result, printed = https_copy("tpc-pull", source, destination, tokens, lab)
     assert result["status"] == "succeeded", result["errors"]
     assert_markers_during_copy(result, info.size, partial=True)
@@ -125,7 +132,8 @@ def test_http_tpc_push_reads_perf_markers_while_the_copy_runs(
     lab: Lab, tokens: dict[str, Path], relay_to: Relay
 ) -> None:
     source, info = lab_file(lab, "local-https", FILE_16M)
-    _, destination = relay_to("near-https", "/scratch", bandwidth_mbps=SLOW_MBPS)
+    scratch = lab.endpoint("near-https").scratch_path
+    _, destination = relay_to("near-https", str(scratch), bandwidth_mbps=SLOW_MBPS)
     result, _ = https_copy("tpc-push", source, destination, tokens, lab)
     assert result["status"] == "succeeded", result["errors"]
     # A pusher counts what it handed to its connection: the relay takes the whole 16 MiB at
@@ -142,7 +150,7 @@ def test_a_destination_given_a_read_token_refuses_the_copy(
     """Pull: the destination refuses our COPY (401 "Unable to create"); push: the source's
     copy is refused by the destination ("Remote side failed with status code 403")."""
     source, _ = lab_file(lab, "local-https", FILE_16M)
-    destination = lab.endpoint("near-https").file_url("/scratch")
+    destination = scratch_url(lab, "near-https")
     read_only = {"destination_token": str(tokens["read"])}
     result, _ = https_copy(operation, source, destination, tokens, lab, **read_only)
     assert result["status"] == "failed"
@@ -158,7 +166,7 @@ def test_a_source_token_that_cannot_read_is_refused_before_any_copy(
     """The preflight stats the sources with the source's token: refused there, the run
     stops (auth, naming what the token lacks) before anything is written."""
     source, _ = lab_file(lab, "local-https", FILE_16M)
-    destination = lab.endpoint("near-https").file_url("/scratch")
+    destination = scratch_url(lab, "near-https")
     wrong = {"source_token": str(tokens["write"])}
     result, _ = https_copy("tpc-pull", source, destination, tokens, lab, **wrong)
     error = result["errors"][0]
@@ -177,7 +185,7 @@ def copy_directly(
     sides = Sides(
         pull=pull,
         source=lab.endpoint("local-https").file_url(source_path),
-        destination=lab.endpoint("near-https").file_url(f"/scratch/{name}"),
+        destination=scratch_url(lab, "near-https") + name,
         source_access=Access(AuthMethod.TOKEN, token_file=str(tokens[source_token]), ca_dir=ca),
         destination_access=Access(AuthMethod.TOKEN, token_file=str(tokens["write"]), ca_dir=ca),
     )
@@ -185,7 +193,7 @@ def copy_directly(
     stream = CopyStream()
     with pytest.raises(ProbeError) as caught:
         http_third_party_copy(sides, options, time.perf_counter, stream)
-    (lab.paths.scratch / name).unlink(missing_ok=True)
+    (lab.paths.scratch / "near" / name).unlink(missing_ok=True)
     return caught.value, stream
 
 
@@ -221,14 +229,13 @@ def test_http_tpc_with_a_proxy_at_the_gsi_site_and_an_open_site_on_the_other_sid
     cannot delegate it, so the other side is an open site (a gsi -> gsi pull is refused 403
     by the source: docs/engine.md)."""
     proxy = str(lab.write_proxy(tmp_path / "x509up"))
-    gsi, open_site = lab.endpoint("near-gsi-https"), lab.endpoint("local-http")
     if operation == "tpc-pull":
         source, info = lab_file(lab, "local-http", FILE_16M)
-        args = ["--anonymous", "--destination", gsi.file_url("/scratch")]
+        args = ["--anonymous", "--destination", scratch_url(lab, "near-gsi-https")]
         args += ["--destination-proxy", proxy]
     else:
         source, info = lab_file(lab, "near-gsi-https", FILE_16M)
-        args = ["--proxy", proxy, "--destination", open_site.file_url("/scratch")]
+        args = ["--proxy", proxy, "--destination", scratch_url(lab, "local-http")]
     result, _ = probe(source, "--operation", operation, "--ca-dir", str(lab.ca_dir()), *args)
     assert result["status"] == "succeeded", result["errors"]
     assert result["server_checksum"] == f"adler32:{info.adler32}"
@@ -237,7 +244,7 @@ def test_http_tpc_with_a_proxy_at_the_gsi_site_and_an_open_site_on_the_other_sid
 
 def test_xroot_native_tpc_pull_copies_checks_and_deletes(lab: Lab) -> None:
     source, info = lab_file(lab, "local-root", FILE_16M)
-    destination = lab.endpoint("near-root").file_url("/scratch")
+    destination = scratch_url(lab, "near-root")
     result, _ = probe(source, "--operation", "tpc-pull", "--destination", destination)
     assert result["status"] == "succeeded", result["errors"]
     assert result["tpc"]["mode"] == "root"
@@ -259,7 +266,7 @@ def test_the_egress_policy_checks_the_destination_too(lab: Lab, tokens: dict[str
     """The source (127.0.0.1) is allowed, the destination ([::1], the same server) is not:
     the preflight refuses the run before any COPY."""
     source, _ = lab_file(lab, "local-https", FILE_16M)
-    destination = lab.endpoint("near-https").file_url("/scratch").replace("127.0.0.1", "[::1]")
+    destination = scratch_url(lab, "near-https").replace("127.0.0.1", "[::1]")
     params = RunParams(
         urls=(source,),
         operation=Operation.TPC_PULL,
@@ -285,7 +292,7 @@ def test_lab_status_says_which_endpoints_copy(lab: Lab) -> None:
 def test_a_plain_http_site_answers_no_copy(lab: Lab) -> None:
     """XrdHttp loads its TPC handler only with HTTPS: the open sites are never the copier."""
     source, _ = lab_file(lab, "local-http", FILE_16M)
-    destination = lab.endpoint("near-http").file_url("/scratch")
+    destination = scratch_url(lab, "near-http")
     result, _ = probe(source, "--operation", "tpc-pull", "--destination", destination)
     error = result["errors"][0]
     assert error["class"] == "tpc-destination", error

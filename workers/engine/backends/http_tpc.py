@@ -18,13 +18,12 @@ What XrdHttpTPC 5.5.3 does, measured on the lab (docs/engine.md, "Third-party co
 
 The copy is ours: httpx (the client of our reads), not gfal2 or davix (docs/engine.md says
 why). Our COPY carries the credential of the server it goes to (`_CredentialAuth`, the token
-rule of backends/http.py), the other side's token only in TransferHeaderAuthorization.
+rule of httpclient.py), the other side's token only in TransferHeaderAuthorization.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ssl
 import time
 from array import array
 from collections.abc import Callable
@@ -33,10 +32,9 @@ from dataclasses import dataclass, field, replace
 import httpx
 
 from workers.engine.backends.base import OpenOptions
-from workers.engine.backends.http import ClientConfig, http_url
 from workers.engine.credentials import Access
 from workers.engine.errors import ErrorClass, ProbeError
-from workers.engine.tls import tls_error
+from workers.engine.httpclient import ClientConfig, http_url, request_error
 
 # The line that ends each perf marker, and the fields read from one.
 _MARKER_END = "End"
@@ -125,7 +123,7 @@ def http_third_party_copy(
         try:
             response = client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise _request_error(exc, what) from exc
+            raise request_error(exc, what) from exc
         with contextlib.closing(response):
             stream.answered_s = now()
             if response.status_code not in (200, 201, 202):
@@ -157,7 +155,7 @@ def _read_markers(
             if time.time() > ends:
                 raise ProbeError(ErrorClass.TIMEOUT, f"{what}: deadline passed mid-copy")
     except httpx.HTTPError as exc:
-        raise _request_error(exc, f"{what}: reading its perf markers") from exc
+        raise request_error(exc, f"{what}: reading its perf markers") from exc
     except ValueError as exc:
         raise ProbeError(ErrorClass.SERVER_ERROR, f"{what}: a perf marker reads {exc}") from None
     stream.outcome = line.strip()
@@ -186,20 +184,6 @@ def _refusal(response: httpx.Response, sides: Sides, what: str) -> ProbeError:
     return ProbeError(sides.active_class, f"{what}: {status}")
 
 
-def _request_error(exc: httpx.HTTPError, what: str) -> ProbeError:
-    """No answer to the COPY (or its body broke off): the classes of any request."""
-    if isinstance(exc, httpx.TimeoutException):
-        return ProbeError(ErrorClass.TIMEOUT, f"{what}: no answer in time ({exc!r})")
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, ssl.SSLError):
-            return tls_error(what, cause)
-        cause = cause.__cause__ or cause.__context__
-    if isinstance(exc, httpx.ConnectError):
-        return ProbeError(ErrorClass.REFUSED, f"{what}: cannot connect: {exc}")
-    return ProbeError(ErrorClass.SERVER_ERROR, f"{what}: {type(exc).__name__}: {exc}")
-
-
 def http_delete(url: str, options: OpenOptions) -> None:
     """Remove one file we made (a copy); gone already is fine. XrdHttp needs read and
     modify scopes for it (lab-notes)."""
@@ -211,7 +195,7 @@ def http_delete(url: str, options: OpenOptions) -> None:
         try:
             response = client.send(request)
         except httpx.HTTPError as exc:
-            raise _request_error(exc, what) from exc
+            raise request_error(exc, what) from exc
     if response.status_code not in (200, 204, 404):
         raise ProbeError(
             ErrorClass.TPC_DESTINATION,
