@@ -2,10 +2,11 @@
 
     .venv/bin/python benches/tpc.py [--lab-dir DIR] [--trials 5] [--size 256M]
 
-The same file copied from the local site to the near site's /scratch, pulled by the near
+The same file copied from the local site to the near site's scratch folder, pulled by the near
 site, each tool in turn, the copy deleted after each:
 - HTTP-TPC over https with a token per side (local-https -> near-https): the engine
-  (tpc-pull) against `curl -X COPY -H @FILE` (the tokens from a 0600 file: never argv;
+  (tpc-pull) against a bare httpx COPY (the engine's library, in this process) and
+  `curl -X COPY -H @FILE` (the tokens from a 0600 file: never argv;
   davix-cp takes headers only in argv, so it is left out here);
 - HTTP-TPC into the GSI site with our proxy (local-http -> near-gsi-https; the proxy is
   a file path in argv, not the secret): the engine against `davix-cp --copy-mode pull`
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import ssl
 import statistics
 import subprocess
 import sys
@@ -28,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
 from common import running_lab
 
 from workers.engine import RunParams, run_probe
@@ -61,6 +64,25 @@ def engine_copy_s(lab: Lab, kind: str, source: str, destination: str, proxy: Pat
     (client,) = run.clients
     assert client.ok and client.tpc is not None, client.error
     return client.tpc.copy_s
+
+
+def bare_httpx_s(lab: Lab, source: str, target: str, copy: Path) -> float:
+    """The same COPY with a bare httpx client (the engine's library): connect, send, read the
+    body to its end, check the last line."""
+    context = ssl.create_default_context(capath=str(lab.ca_dir()))
+    headers = {
+        "Source": source,
+        "Authorization": f"Bearer {lab.mint_token(scope=WRITE)}",
+        "TransferHeaderAuthorization": f"Bearer {lab.mint_token(scope=READ)}",
+    }
+    with httpx.Client(verify=context, timeout=60) as client:
+        started = time.perf_counter()
+        with client.stream("COPY", target, headers=headers) as response:
+            last = list(response.iter_lines())[-1]
+        elapsed = time.perf_counter() - started
+    assert last.startswith("success"), last
+    copy.unlink()
+    return elapsed
 
 
 def tool_s(argv: list[str], copy: Path) -> float:
@@ -124,12 +146,13 @@ def main() -> None:
         running_lab(args.lab_dir, "test", [size], base_port=free_base_port()) as lab,
         tempfile.TemporaryDirectory() as folder,
     ):
-        copy = lab.paths.scratch / "fedprobe-bench-tool"
+        copy = lab.paths.scratch / "near" / "fedprobe-bench-tool"
         proxy = lab.write_proxy(Path(folder) / "x509up")
         for kind, (source_name, destination_name) in PAIRS.items():
             source = lab.endpoint(source_name).file_url(path)
-            destination = lab.endpoint(destination_name).file_url("/scratch")
-            target = f"{destination}/{copy.name}"
+            endpoint = lab.endpoint(destination_name)
+            destination = endpoint.file_url(str(endpoint.scratch_path))
+            target = f"{destination.rstrip('/')}/{copy.name}"
             tools = bare_tools(lab, kind, source, target, Path(folder))
             # Trials interleaved (engine, then each tool, in turn): a slower minute of a
             # shared machine falls on all of them alike.
@@ -140,6 +163,10 @@ def main() -> None:
                 )
                 for name, argv in tools.items():
                     times[name].append(tool_s(argv, copy))
+                if kind == "https":
+                    times.setdefault("bare httpx COPY, https + tokens", []).append(
+                        bare_httpx_s(lab, source, target, copy)
+                    )
             rows += [(name, statistics.median(seconds)) for name, seconds in times.items()]
             print(kind, {k: [round(x, 3) for x in v] for k, v in times.items()}, file=sys.stderr)
     mib = size / 2**20
