@@ -116,7 +116,7 @@ def recorded_paths_at(trace: Trace, root_url: str) -> tuple[str, ...]:
     """The trace's files at the same paths on another endpoint (`root://host:port`): what a
     caller passes as a replay's URLs to read the recorded paths there."""
     root = root_url.rstrip("/")
-    separator = "//" if urlsplit(root).scheme.startswith("root") else ""
+    separator = "/" if urlsplit(root).scheme.startswith("root") else ""
     return tuple(f"{root}{separator}{_recorded_path(url)}" for url in trace.files)
 
 
