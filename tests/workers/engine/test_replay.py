@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.workers.engine.conftest import lab_file
+from tests.workers.engine.test_cli import probe
 from workers.engine import RunParams, run_probe
 from workers.engine.errors import InvalidParams
 from workers.engine.params import Operation, ReplayTiming
@@ -32,9 +34,8 @@ def replay(urls: tuple[str, ...], trace: Path, **options: Any) -> dict[str, Any]
 
 
 def job_urls(lab: Any, endpoint: str) -> tuple[str, str]:
-    return lab_file(lab, endpoint, "/fedprobe/file-4M")[0], lab_file(
-        lab, endpoint, "/fedprobe/file-1M"
-    )[0]
+    """The lab's copies of the recorded job's files, in the order it opened them."""
+    return tuple(lab_file(lab, endpoint, f"/fedprobe/file-{size}")[0] for size in ("4M", "1M"))  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("endpoint", ["local-root", "local-http"])
@@ -126,6 +127,29 @@ def test_urls_not_matching_the_trace_files_are_refused_before_anything_runs(lab:
         replay((one, one), JOB)
     assert caught.value.field == "trace"
     assert f"{one} has 1048576 bytes; the trace reads up to byte 3162112" in caught.value.message
+
+
+def test_probe_replays_a_trace_given_with_its_timing(lab: Any) -> None:
+    urls = job_urls(lab, "local-root")
+    done = probe(lab, "--trace", str(JOB), "--replay-timing", "recorded", "--json", *urls)
+
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert run["params"]["operation"] == "replay"
+    assert run["params"]["replay_timing"] == "recorded"
+    assert run["params"]["trace"] == str(JOB)
+    assert run["bytes_read"] == load_trace(str(JOB)).bytes_read
+    assert run["latency_us"]["lag"]["count"] == len(plan_steps(load_trace(str(JOB))))
+
+
+def test_probe_refuses_a_bad_trace_naming_its_line(lab: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text(JOB.read_text().replace('"Read"', '"Reed"', 1))
+
+    done = probe(lab, "--trace", str(bad), *job_urls(lab, "local-root"))
+
+    assert done.returncode == 2
+    assert "error: trace: line 3: action 'Reed' is not one of" in done.stderr
 
 
 def stretch(source: Path, target: Path, *, factor: float) -> Path:

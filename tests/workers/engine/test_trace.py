@@ -122,8 +122,11 @@ def test_failed_operations_are_left_out_as_xrdreplay_f_does() -> None:
         ),
         ([OPEN, '"8","Read","100.2","0;9;0","100.3","[SUCCESS]","9"'], "line 2: Read on file id 8"),
         (
-            [OPEN, '"7","Close","100.2","0","100.3","[SUCCESS]",""', '"7","Read","100.4","0;9;0",'
-             '"100.5","[SUCCESS]","9"'],
+            [
+                OPEN,
+                '"7","Close","100.2","0","100.3","[SUCCESS]",""',
+                '"7","Read","100.4","0;9;0","100.5","[SUCCESS]","9"',
+            ],
             "line 3: Read on file id 7, not open",
         ),  # fmt: skip
         ([OPEN, OPEN.replace("100.", "101.")], "line 2: Open of file id 7, open already"),
