@@ -22,6 +22,7 @@ XRDCP = DATA / "xrdcp-16M.csv"
 FILE_4M = "root://recorded.example:1094//fedprobe/file-4M"
 FILE_1M = "root://recorded.example:1094//fedprobe/file-1M"
 OPEN = '"7","Open","100.0","root://h:1094//f;16;0;0","100.1","[SUCCESS]",""'
+READ_AFTER_CLOSE = '"7","Read","100.4","0;9;0","100.5","[SUCCESS]","9"'
 
 
 def test_recorded_job_parses_into_its_files_opens_and_reads() -> None:
@@ -148,7 +149,7 @@ def test_a_bad_trace_is_refused_naming_its_line_and_field(lines: list[str], mess
 
 
 def test_a_trace_file_that_is_missing_or_not_text_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(InvalidParams, match="cannot read .*nothing.csv"):
+    with pytest.raises(InvalidParams, match=r"cannot read .*nothing\.csv"):
         load_trace(str(tmp_path / "nothing.csv"))
     binary = tmp_path / "binary.csv"
     binary.write_bytes(b"\xff\xfe\x00garbage")
