@@ -22,7 +22,6 @@ XRDCP = DATA / "xrdcp-16M.csv"
 FILE_4M = "root://recorded.example:1094//fedprobe/file-4M"
 FILE_1M = "root://recorded.example:1094//fedprobe/file-1M"
 OPEN = '"7","Open","100.0","root://h:1094//f;16;0;0","100.1","[SUCCESS]",""'
-READ_AFTER_CLOSE = '"7","Read","100.4","0;9;0","100.5","[SUCCESS]","9"'
 
 
 def test_recorded_job_parses_into_its_files_opens_and_reads() -> None:
@@ -129,7 +128,7 @@ def test_failed_operations_are_left_out_as_xrdreplay_f_does() -> None:
                 '"7","Read","100.4","0;9;0","100.5","[SUCCESS]","9"',
             ],
             "line 3: Read on file id 7, not open",
-        ),  # fmt: skip
+        ),
         ([OPEN, OPEN.replace("100.", "101.")], "line 2: Open of file id 7, open already"),
         (
             [OPEN, '"7","Write","100.2","0;9;0","100.3","[SUCCESS]",""'],
