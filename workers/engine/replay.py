@@ -163,7 +163,7 @@ class Replay:
         trace = trace_of(params)
         # Tuples for the loop; chunk lists, as the XRootD bindings take them.
         self.steps = [
-            (s.step, s.handle, s.at_ns, list(s.requests), s.expected, s.depth)
+            (int(s.step), s.handle, s.at_ns, list(s.requests), s.expected, s.depth)
             for s in plan_steps(trace)
         ]
         self.urls = tuple(params.urls[file] for file in trace.handle_files)
@@ -215,6 +215,8 @@ class Replay:
         record_async, lag = records[Step.ASYNC], lags.append
         clock, sleep, paced = time.perf_counter_ns, time.sleep, self.paced
         progress, slot, delivered, first_ns = client.progress, client.spec.client, 0, 0
+        # Plain ints: comparing with an IntEnum member costs an attribute lookup per step.
+        read, readv, async_reads, open_ = int(Step.READ), int(Step.READV), int(Step.ASYNC), 0
         t0 = clock()
         try:
             for step, handle, at_ns, requests, expected, depth in self.steps:
@@ -225,30 +227,34 @@ class Replay:
                     late = clock() - t0 - at_ns
                     lag(late if late > 0 else 0)
                 file = files[handle]
-                n_bytes = 0
                 begun = clock()
-                if step == Step.READ:
+                if step == read:
                     n_bytes = len(file.read(*requests[0]))
-                elif step == Step.READV:
+                    ended = clock()
+                    records[read](ended - begun)
+                elif step == readv:
                     n_bytes = file.readv(requests)
-                elif step == Step.ASYNC:
+                    ended = clock()
+                    records[readv](ended - begun)
+                elif step == async_reads:
                     got = [0]
                     file.read_async(requests, depth, _async_recorder(record_async, got))
+                    ended = clock()
                     n_bytes = got[0]
-                elif step == Step.OPEN:
-                    files[handle] = self._open(client, handle)
                 else:
-                    file.close()
-                    files[handle] = None
-                ended = clock()
-                if step != Step.ASYNC:
+                    if step == open_:
+                        files[handle] = self._open(client, handle)
+                    else:
+                        file.close()
+                        files[handle] = None
+                    ended = clock()
                     records[step](ended - begun)
+                    continue
                 if n_bytes < expected:
                     raise _short(requests, expected, n_bytes)
-                if n_bytes:
-                    delivered += n_bytes
-                    progress[slot] = delivered
-                    first_ns = first_ns or ended
+                delivered += n_bytes
+                progress[slot] = delivered
+                first_ns = first_ns or ended
         finally:
             tally[0], tally[1] = delivered, first_ns
 
