@@ -22,6 +22,7 @@ Without a running lab in --lab-dir it starts its own (profile test) and stops it
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import queue
 import re
@@ -33,7 +34,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyxrootd
 from common import in_client_process, running_lab
 
 from workers.engine import RunParams, run_probe
@@ -42,7 +42,10 @@ from workers.engine.replay import PlannedStep, Step, plan_steps
 from workers.engine.trace import load_trace
 
 FILE = "/fedprobe/file-16M"
-RECORDER = Path(pyxrootd.__file__).parent / "libXrdClRecorder-6.so"
+# The PyPI bindings' own recorder plugin, beside their XrdCl.
+_BINDINGS = importlib.util.find_spec("pyxrootd")
+assert _BINDINGS is not None and _BINDINGS.origin is not None
+RECORDER = Path(_BINDINGS.origin).parent / "libXrdClRecorder-6.so"
 
 JOB = """
 import queue, random, sys
