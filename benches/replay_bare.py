@@ -82,20 +82,22 @@ def bare_loop(url: str, steps: list[PlannedStep]) -> float:
 
     f = client.File()
     done: queue.SimpleQueue[int] = queue.SimpleQueue()
+    planned = [(int(s.step), list(s.requests)) for s in steps]
+    read, readv, async_reads, open_ = int(Step.READ), int(Step.READV), int(Step.ASYNC), 0
     started = time.perf_counter()
-    for step in steps:
-        if step.step == Step.OPEN:
+    for step, requests in planned:
+        if step == read:
+            f.read(*requests[0])
+        elif step == readv:
+            f.vector_read(requests)
+        elif step == async_reads:  # every group of the job fits its depth
+            for offset, size in requests:
+                f.read(offset, size, callback=lambda s, r, h: done.put(1))
+            for _ in requests:
+                done.get()
+        elif step == open_:
             status, _ = f.open(url.replace("root://", "root://bare@"), OpenFlags.READ)
             assert status.ok, status
-        elif step.step == Step.READ:
-            f.read(*step.requests[0])
-        elif step.step == Step.READV:
-            f.vector_read(list(step.requests))
-        elif step.step == Step.ASYNC:  # every group of the job fits its depth
-            for offset, size in step.requests:
-                f.read(offset, size, callback=lambda s, r, h: done.put(1))
-            for _ in step.requests:
-                done.get()
         else:
             f.close()
     return time.perf_counter() - started
