@@ -75,8 +75,9 @@ def record(url: str, csv_path: Path) -> None:
     subprocess.run([sys.executable, "-c", JOB, url], env=env, check=True, timeout=300)
 
 
-def bare_loop(url: str, steps: list[PlannedStep]) -> float:
-    """Seconds of the bindings' own calls over the planned steps, open to close."""
+def bare_loop(url: str, steps: list[PlannedStep]) -> tuple[float, float]:
+    """(seconds, process CPU seconds) of the bindings' own calls over the planned steps,
+    open to close."""
     from XRootD import client
     from XRootD.client.flags import OpenFlags
 
@@ -84,7 +85,7 @@ def bare_loop(url: str, steps: list[PlannedStep]) -> float:
     done: queue.SimpleQueue[int] = queue.SimpleQueue()
     planned = [(int(s.step), list(s.requests)) for s in steps]
     read, readv, async_reads, open_ = int(Step.READ), int(Step.READV), int(Step.ASYNC), 0
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for step, requests in planned:
         if step == read:
             f.read(*requests[0])
@@ -100,14 +101,15 @@ def bare_loop(url: str, steps: list[PlannedStep]) -> float:
             assert status.ok, status
         else:
             f.close()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu_started
 
 
-def engine_replay_s(url: str, trace: Path) -> float:
+def engine_replay_s(url: str, trace: Path) -> tuple[float, float]:
+    """(seconds, client CPU seconds) of the engine's replay phase."""
     run = run_probe(RunParams(urls=(url,), operation=Operation.REPLAY, trace=str(trace)))
     (client,) = run.clients
     assert client.ok, client.error
-    return client.read_s
+    return client.read_s, client.cpu_user_s + client.cpu_sys_s
 
 
 def xrdreplay_s(trace: Path) -> float:
@@ -131,15 +133,17 @@ def main() -> None:
         record(url, trace_path)
         steps = plan_steps(load_trace(str(trace_path)))
         rates: dict[str, list[float]] = {"engine": [], "bare": [], "xrdreplay": []}
-        ratios = []
+        ratios, cpu_us = [], {"engine": [], "bare": []}
         for trial in range(args.trials):
             timed: dict[str, Any] = {}
             order = ["engine", "bare", "xrdreplay"]
             for name in order[trial % 3 :] + order[: trial % 3]:
                 if name == "engine":
-                    timed[name] = engine_replay_s(url, trace_path)
+                    timed[name], cpu_s = engine_replay_s(url, trace_path)
+                    cpu_us[name].append(cpu_s / len(steps) * 1e6)
                 elif name == "bare":
-                    timed[name] = in_client_process(bare_loop, url, steps)
+                    timed[name], cpu_s = in_client_process(bare_loop, url, steps)
+                    cpu_us[name].append(cpu_s / len(steps) * 1e6)
                 else:
                     timed[name] = xrdreplay_s(trace_path)
             for name, seconds in timed.items():
@@ -160,6 +164,10 @@ def main() -> None:
         print(
             f"| fastest | {best['engine']:,.0f} | {best['bare']:,.0f} "
             f"| {best['xrdreplay']:,.0f} | {best['engine'] / best['bare']:.1%} | |"
+        )
+        print(
+            f"client CPU per step (median): engine {statistics.median(cpu_us['engine']):.1f} us, "
+            f"bare {statistics.median(cpu_us['bare']):.1f} us"
         )
 
 
