@@ -133,7 +133,8 @@ def main() -> None:
         record(url, trace_path)
         steps = plan_steps(load_trace(str(trace_path)))
         rates: dict[str, list[float]] = {"engine": [], "bare": [], "xrdreplay": []}
-        ratios, cpu_us = [], {"engine": [], "bare": []}
+        ratios: list[float] = []
+        cpu_us: dict[str, list[float]] = {"engine": [], "bare": []}
         for trial in range(args.trials):
             timed: dict[str, Any] = {}
             order = ["engine", "bare", "xrdreplay"]
