@@ -176,6 +176,8 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
         credential.check_valid(until=ends, why="the run's deadline")
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
     planned = sum(params.client_planned_bytes(sizes))
+    if params.operation == Operation.REPLAY:
+        planned = params.clients * trace_of(params).bytes_read
     try:
         execution = _Execution(
             specs,

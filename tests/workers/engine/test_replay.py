@@ -12,6 +12,7 @@ import pytest
 from tests.workers.engine.conftest import lab_file
 from tests.workers.engine.test_cli import probe
 from workers.engine import RunParams, run_probe
+from workers.engine.driver import Progress
 from workers.engine.errors import InvalidParams
 from workers.engine.params import Operation, ReplayTiming
 from workers.engine.replay import plan_steps
@@ -30,7 +31,10 @@ SYNC_STEPS = 12
 
 def replay(urls: tuple[str, ...], trace: Path, **options: Any) -> dict[str, Any]:
     params = RunParams(urls=urls, operation=Operation.REPLAY, trace=str(trace), **options)
-    return dict(run_probe(params).to_json())
+    progress: list[Progress] = []
+    run = dict(run_probe(params, on_progress=progress.append).to_json())
+    run["bytes_planned"] = {p.bytes_planned for p in progress}
+    return run
 
 
 def job_urls(lab: Any, endpoint: str) -> tuple[str, str]:
@@ -48,6 +52,7 @@ def test_replay_as_fast_as_possible_does_the_recorded_ops_and_bytes(
 
     assert run["status"] == "succeeded", run["errors"]
     assert run["bytes_read"] == run["bytes_requested"] == CLIENTS * trace.bytes_read
+    assert run["bytes_planned"] == {CLIENTS * trace.bytes_read}  # what the progress bar shows
     counts = {kind: summary["count"] for kind, summary in run["latency_us"].items()}
     assert counts == {
         "open": CLIENTS * 2,
