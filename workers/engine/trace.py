@@ -70,6 +70,8 @@ class TracedOp:
     # Bytes the recorded answer delivered (fewer than asked at the end of a file).
     delivered: int = 0
     line: int = 0
+    # The job's time between the previous answer on the same open and this operation.
+    think_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -105,11 +107,6 @@ class Trace:
             for offset, size in op.requests if op.kind == OpKind.READV else ():
                 needed[file] = max(needed[file], offset + size)
         return needed
-
-    def think_s(self, op: TracedOp) -> float:
-        """The time the job spent between the previous answer on the same open and `op`."""
-        previous = [o for o in self.ops if o.handle == op.handle and o.end_s <= op.start_s]
-        return op.start_s - max((o.end_s for o in previous), default=op.start_s)
 
 
 def recorded_paths_at(trace: Trace, root_url: str) -> tuple[str, ...]:
@@ -171,14 +168,16 @@ class _Record:
 
 
 def _records(lines: Iterable[str]) -> Iterator[_Record]:
-    for number, row in enumerate(csv.reader(lines), start=1):
-        if not row or row == [""]:
-            continue
-        where = f"line {number}"
+    reader = csv.reader(lines, strict=True)
+    while True:
         try:
-            yield _record(number, row)
-        except csv.Error as exc:
-            raise InvalidParams("trace", f"{where}: {exc}") from None
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # a stray or unclosed quote, an oversized field
+            raise InvalidParams("trace", f"line {reader.line_num}: {exc}") from None
+        if row and row != [""]:
+            yield _record(reader.line_num, row)
 
 
 def _record(number: int, row: list[str]) -> _Record:
@@ -219,6 +218,8 @@ class _Builder:
         self.open: dict[int, int | None] = {}
         self.ops: list[TracedOp] = []
         self.left_out: Counter[str] = Counter()
+        # When the last answer on each open came (seconds from the trace's start).
+        self.answered: dict[int, float] = {}
 
     def build(self, rows: list[_Record]) -> Trace:
         for row in rows:
@@ -323,9 +324,10 @@ class _Builder:
         requests: tuple[tuple[int, int], ...] = (),
         delivered: int = 0,
     ) -> TracedOp:
-        return TracedOp(
-            kind, handle, row.start - self.t0, row.end - self.t0, requests, delivered, row.line
-        )
+        start_s, end_s = row.start - self.t0, row.end - self.t0
+        think_s = max(0.0, start_s - self.answered.get(handle, start_s))
+        self.answered[handle] = max(end_s, self.answered.get(handle, end_s))
+        return TracedOp(kind, handle, start_s, end_s, requests, delivered, row.line, think_s)
 
 
 def _whole(where: str, name: str, text: str, *, low: int = 0) -> int:

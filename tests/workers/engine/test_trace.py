@@ -41,7 +41,8 @@ def test_recorded_job_parses_into_its_files_opens_and_reads() -> None:
     assert trace.ops[0].start_s == 0.0
     assert all(a.start_s <= b.start_s for a, b in zip(trace.ops, trace.ops[1:], strict=False))
     # The recording slept 10 ms between the sequential reads.
-    assert 0.009 < trace.think_s(trace.ops[2]) < 0.05
+    assert 0.009 < trace.ops[2].think_s < 0.05
+    assert trace.ops[7].think_s == trace.ops[8].think_s == 0  # sent before any answer came
     assert trace.needed_sizes() == [3145728 + 16384, 1048576]
 
 
@@ -136,6 +137,8 @@ def test_failed_operations_are_left_out_as_xrdreplay_f_does() -> None:
         ),
         ([OPEN.replace(";16;", ";36;")], "line 1: Open of root://h:1094//f for writing (flags 36)"),
         ([], "has no recorded operations"),
+        ([OPEN, '"7","Close","100.2","0","100.3","[SUCCESS]"x,""'], "line 2: ',' expected after"),
+        ([OPEN, '"7","Close","100.2","0","100.3","[SUCCESS]","'], "line 2: unexpected end of data"),
         ([OPEN.replace("[SUCCESS]", "[ERROR] refused")], "opens no remote file"),
     ],
 )
