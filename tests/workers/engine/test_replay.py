@@ -12,6 +12,7 @@ import pytest
 from tests.workers.engine.conftest import lab_file
 from tests.workers.engine.test_cli import probe
 from workers.engine import RunParams, run_probe
+from workers.engine.credentials import Credential
 from workers.engine.driver import Progress
 from workers.engine.errors import InvalidParams
 from workers.engine.params import Operation, ReplayTiming
@@ -67,6 +68,26 @@ def test_replay_as_fast_as_possible_does_the_recorded_ops_and_bytes(
         assert [p["phase"] for p in client["phases"]] == ["replay"]
         # open_s sums both opens; the first byte came after the first one only.
         assert client["open_s"] > 0 and client["ttfb_s"] > 0
+
+
+@pytest.mark.parametrize("endpoint", ["local-https", "local-roots"])
+def test_replay_over_tls_with_a_token_does_the_recorded_ops_and_bytes(
+    lab: Any, endpoint: str
+) -> None:
+    trace = load_trace(str(JOB))
+
+    run = replay(
+        job_urls(lab, endpoint),
+        JOB,
+        credential=Credential.token(lab.mint_token()),
+        ca_dir=str(lab.ca_dir()),
+    )
+
+    assert run["status"] == "succeeded", run["errors"]
+    assert run["auth"] == "token" and run["tls"]["version"].startswith("TLSv1")
+    assert run["bytes_read"] == trace.bytes_read
+    assert run["latency_us"]["readv"]["count"] == 1
+    assert run["latency_us"]["async_read"]["count"] == 3
 
 
 def test_replay_at_the_recorded_times_keeps_the_recorded_spacing(lab: Any, tmp_path: Path) -> None:
