@@ -27,10 +27,11 @@ from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import TPC_OPERATIONS, Method, Pattern, RunParams
+from workers.engine.params import TPC_OPERATIONS, Method, Operation, Pattern, RunParams
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
+from workers.engine.replay import Replay
 from workers.engine.tpc import run_third_party_copies
 
 
@@ -122,6 +123,7 @@ class Client:
         self.backend: Backend = backend_for(self.params.scheme)
         self.backend.prepare(spec.access)
         self.plans = [self._plan(target) for target in spec.targets]
+        self.replay = Replay(self.params) if self.params.operation == Operation.REPLAY else None
         self.expected_adler32 = dict(self.params.adler32)
         self.delivered = 0
         self.opened: list[RemoteFile] = []
@@ -165,6 +167,8 @@ class Client:
         try:
             if self.params.operation in TPC_OPERATIONS:
                 run_third_party_copies(self)
+            elif self.replay is not None:
+                self.replay.run(self)
             elif self.params.method == Method.DIRECT:
                 self._run_direct()
             elif self.params.method == Method.COPY:

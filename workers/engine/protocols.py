@@ -109,8 +109,8 @@ XROOT = Protocol(
         Scheme(name, 1094, token=True, proxy="gsi") for name in ("root", "roots", "xroot", "xroots")
     ),
     # tpc-pull: the destination pulls, as xrdcp --tpc asks it (native XRootD TPC).
-    operations=frozenset({"read", "tpc-pull"}),
-    planned=frozenset({"write", "stat", "open", "list", "replay"}),
+    operations=frozenset({"read", "replay", "tpc-pull"}),
+    planned=frozenset({"write", "stat", "open", "list"}),
     backend=_xroot,
     connects_itself=True,
 )
@@ -122,7 +122,7 @@ HTTP = Protocol(
         Scheme("https", 443, token=True, proxy="x509"),
         Scheme("davs", 443, token=True, proxy="x509"),
     ),
-    operations=frozenset({"read", "tpc-pull", "tpc-push"}),
+    operations=frozenset({"read", "replay", "tpc-pull", "tpc-push"}),
     planned=frozenset({"write", "stat", "open", "list"}),
     backend=_http,
 )
