@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from django.db.models import Aggregate, Avg, Count, F, FloatField, Max, Min, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 
+from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.metrics import METRICS, RUN_METRICS
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign, ClientAttempt, Run
 from webapp.core import sql
+from workers.engine.params import Operation
 
 if TYPE_CHECKING:  # django-stubs-ext is a development dependency
     from django_stubs_ext import WithAnnotations
@@ -224,9 +226,13 @@ def _run_progress(run: Run, attempts: dict[int, tuple[str, int]]) -> RunProgress
 
 
 def _client_planned_bytes(run: Run) -> list[int]:
-    """What each client plans to read, of the files the engine gives it."""
+    """What each client plans to read, of the files the engine gives it; what it writes or
+    copies (whole files), nothing for metadata operations."""
     files = run.files_to_read()
-    return run.measured_params(files).client_planned_bytes({f.url: f.size for f in files})
+    params = run.measured_params(files)
+    if run.operation != Operation.READ:
+        return [run_moved_bytes(params, run.test_file.size) // run.clients] * run.clients
+    return params.client_planned_bytes({f.url: f.size for f in files})
 
 
 def endpoint_series(

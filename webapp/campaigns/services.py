@@ -23,6 +23,7 @@ from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.metrics import RUN_METRICS
 from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
 from webapp.campaigns.validation import campaign_credential_refusal
@@ -137,7 +138,7 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
     endpoints: dict[int, Endpoint] = {}
     for cell in campaign.cells(rows):
         params = Run.from_cell(cell, campaign=campaign).measured_params(files=[cell.test_file])
-        planned += params.run_delivered_bytes(cell.test_file.size)
+        planned += run_moved_bytes(params, cell.test_file.size)
         endpoints.setdefault(cell.endpoint.pk, cell.endpoint)
     now = timezone.now()
     expiries = (endpoint_credential_expiry(e, now=now) for e in endpoints.values())
