@@ -143,7 +143,7 @@ class OperationsField(forms.MultipleChoiceField):
         super().__init__(
             choices=[(o, o) for o in (*OPERATIONS_OFFERED, "replay")],
             required=False,
-            initial=AXIS_DEFAULTS["operations"],
+            initial=[AXIS_DEFAULTS["operations"]],
             **kwargs,
         )
 
@@ -153,7 +153,7 @@ class OperationsField(forms.MultipleChoiceField):
         return distinct(super().to_python(value))
 
     def clean(self, value: Any) -> list[str]:
-        return super().clean(value) or list(AXIS_DEFAULTS["operations"])
+        return super().clean(value) or [AXIS_DEFAULTS["operations"]]
 
 
 def _default(name: str) -> Any:

@@ -180,6 +180,7 @@ def _key(row: GroupRow, metric: str) -> str:
     series = SeriesId(
         row["endpoint"],
         row["vantage_point_id"],
+        row["operation"],
         row["method"],
         row["pattern"],
         row["read_size"],
