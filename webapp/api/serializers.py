@@ -688,6 +688,22 @@ class RunDetailSerializer(RunChartsSerializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     params = serializers.DictField()
+    operation = serializers.CharField(help_text="read, write, tpc-pull, tpc-push, stat, open, list")
+    address_family = serializers.CharField(help_text="asked for: any, 4, 6 or each")
+    address = serializers.CharField(
+        allow_null=True, help_text="the peer address the run used (an IP), null if unknown"
+    )
+    bytes_written = serializers.IntegerField(allow_null=True, help_text="a write's bytes")
+    server_checksum = serializers.CharField(
+        allow_null=True, help_text='what the server reported of a written file ("adler32:...")'
+    )
+    tpc = serializers.DictField(
+        allow_null=True,
+        help_text="a third-party copy's {markers, rate_mbps, source, destination}; null otherwise",
+    )
+    ops_per_s = serializers.FloatField(
+        allow_null=True, help_text="a metadata storm's operations per second"
+    )
     wall_s = serializers.FloatField(allow_null=True)
     open_s = serializers.FloatField(allow_null=True)
     ttfb_s = serializers.FloatField(allow_null=True)

@@ -64,7 +64,9 @@ def run_list() -> QuerySet[Run]:
 
 def run_detail(run_id: int) -> Run:
     return (
-        Run.objects.select_related("campaign", "endpoint__site", "vantage_point", "test_file")
+        Run.objects.select_related(
+            "campaign", "endpoint__site", "vantage_point", "test_file", "destination_endpoint"
+        )
         .prefetch_related("attempts")
         .get(pk=run_id)
     )
@@ -345,8 +347,13 @@ def _series_points_in_python(
     return points
 
 
+# The run JSON's figures of operations other than reads, as the engine writes them.
+RUN_JSON_OPERATION_FIELDS = ("address", "bytes_written", "server_checksum", "tpc", "ops_per_s")
+
+
 def run_json(run: Run) -> dict[str, Any]:
     """A run as the run JSON of docs/engine.md, with its clients' records."""
+    result = run.result if isinstance(run.result, dict) else {}
     params = {
         "endpoint": run.endpoint_id,
         "test_file": run.test_file_id,
@@ -365,6 +372,12 @@ def run_json(run: Run) -> dict[str, Any]:
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "params": params,
+        # What the run did (docs/engine.md): its operation, the address family asked for
+        # and the address used, what it wrote, the server's checksum, a copy's markers, a
+        # metadata storm's rate; null where the run JSON has none (a read's, an older one).
+        "operation": run.operation,
+        "address_family": result.get("address_family", run.address_family),
+        **{name: result.get(name) for name in RUN_JSON_OPERATION_FIELDS},
         "wall_s": run.wall_s,
         "open_s": run.open_s,
         "ttfb_s": run.ttfb_s,
