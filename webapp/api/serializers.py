@@ -528,6 +528,12 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         refusal = campaign_credential_refusal(endpoints=attrs["endpoints"], owner=owner)
         if refusal:
             raise serializers.ValidationError({"endpoints": refusal})
+        destination = attrs.get("destination_endpoint")
+        refusal = campaign_credential_refusal(
+            endpoints=[destination] if destination else [], owner=owner
+        )
+        if refusal:
+            raise serializers.ValidationError({"destination_endpoint": refusal})
 
     def _check_slip(self, attrs: dict[str, Any]) -> None:
         """A slip longer than the schedule's shortest interval: 400 naming schedule_slip_s."""

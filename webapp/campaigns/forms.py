@@ -439,6 +439,13 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             if refusal:
                 rule_errors["endpoints"] = refusal
                 self.add_error("endpoints", refusal)
+            destination = cleaned.get("destination_endpoint")
+            refusal = campaign_credential_refusal(
+                endpoints=[destination] if destination else [], owner=owner
+            )
+            if refusal:
+                rule_errors["destination_endpoint"] = refusal
+                self.add_error("destination_endpoint", refusal)
         slip = slip_error(schedule=cleaned["schedule"], slip_s=cleaned["schedule_slip_s"])
         if slip:
             self.add_error("schedule_slip_s", slip)

@@ -35,7 +35,7 @@ from webapp.campaigns.models import (
     Run,
     matrix_files,
 )
-from webapp.campaigns.validation import campaign_credential_refusal
+from webapp.campaigns.validation import campaign_credential_refusal, campaign_operation_errors
 from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, run_probe
@@ -203,12 +203,23 @@ def campaign_launch(
     refusal = campaign_preview(campaign=campaign).refusal
     if refusal:
         raise ValidationError({"matrix": refusal})
-    # Its runs spend their endpoints' credentials: the campaign's owner must be allowed to,
-    # whoever launches it (a person, or the schedule).
+    endpoints = list(
+        campaign.endpoints.select_related("site__owner").prefetch_related("credential_teams")
+    )
+    # A scratch path or a write scope may have gone since the campaign was saved.
+    needs = campaign_operation_errors(
+        operations=campaign.operations,
+        endpoints=endpoints,
+        destination=campaign.destination_endpoint,
+    )
+    if needs:
+        raise ValidationError(needs)
+    # Its runs spend their endpoints' credentials (a copy's destination's too): the
+    # campaign's owner must be allowed to, whoever launches it (a person, or the schedule).
+    destination = campaign.destination_endpoint
+    copies = COPY_OPERATIONS & set(campaign.operations)
     spending = campaign_credential_refusal(
-        endpoints=campaign.endpoints.select_related("site__owner").prefetch_related(
-            "credential_teams"
-        ),
+        endpoints=[*endpoints, *([destination] if destination and copies else [])],
         owner=campaign.owner,
     )
     if spending:

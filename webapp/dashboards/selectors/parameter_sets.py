@@ -121,6 +121,7 @@ def matrix_url(chosen: Mapping[str, Any], parameter_set: ParameterSet | None) ->
 class ParameterSetJSON(TypedDict):
     """A ParameterSet's query parameters with its label, as the pages' JSON gives it."""
 
+    operation: str
     method: str
     pattern: str
     read_size: int
@@ -133,6 +134,7 @@ def parameter_set_json(parameter_set: ParameterSet | None) -> ParameterSetJSON |
     if parameter_set is None:
         return None
     return {
+        "operation": parameter_set.operation,
         "method": parameter_set.method,
         "pattern": parameter_set.pattern,
         "read_size": parameter_set.read_size,
