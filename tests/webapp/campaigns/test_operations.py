@@ -6,12 +6,17 @@ copy did, from run JSON written by hand from the contract (docs/engine.md)."""
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tests.webapp.factories import (
@@ -25,7 +30,8 @@ from tests.webapp.factories import (
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.forms import CampaignForm
-from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.models import Campaign, ClientAttempt, Run
+from webapp.campaigns.services import run_cleanup, runs_reap
 from webapp.sites.models import Endpoint
 from workers.engine.params import AddressFamily, Operation
 
@@ -318,3 +324,53 @@ def test_the_run_page_draws_a_copys_markers() -> None:
 
 def run_source_url(endpoint: Endpoint) -> str:
     return str(endpoint.files.get().url)
+
+
+# -- a lost write run is cleaned up where it ran -------------------------------------------------
+
+
+def test_the_reaper_sends_a_lost_write_runs_cleanup_to_its_vantage_points_queue() -> None:
+    from webapp.celery import app
+
+    point = VantagePointFactory(name="cleanup-point")
+    broker = redis.Redis.from_url(app.conf.broker_url)
+    broker.delete(point.queue)
+    stale = timezone.now() - timedelta(minutes=5)
+    runs = {}
+    for operation in ("write", "read"):
+        run = RunFactory(
+            test_file=writable().files.get(),
+            vantage_point=point,
+            operation=operation,
+            status=Run.Status.RUNNING,
+            started_at=stale,
+        )
+        ClientAttempt.objects.create(run=run, client=0, heartbeat_at=stale)
+        runs[operation] = run
+    assert runs_reap(stale_after_s=60) == 2
+    messages = [json.loads(raw) for raw in broker.lrange(point.queue, 0, -1)]
+    broker.delete(point.queue)
+    # One message, for the write only: a read leaves nothing behind.
+    assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in messages] == [
+        ("fedprobe.cleanup_run", f"[{runs['write'].pk}]")
+    ]
+
+
+def test_a_cleanup_deletes_the_runs_files_and_nothing_else(tmp_path: Path, settings: Any) -> None:
+    pytest.importorskip("workers.engine.cleanup")  # the write operation's engine side
+    settings.FEDPROBE_FILE_ROOTS = [str(tmp_path)]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    endpoint = EndpointFactory(
+        protocol="file", base_url=f"file://{tmp_path}", scratch_path="/scratch"
+    )
+    test_file = TestFileFactory(endpoint=endpoint, path="/data/f")
+    run = RunFactory(test_file=test_file, operation="write", status=Run.Status.FAILED)
+    mine = scratch / f"fedprobe-{run.pk}-c0-f0"
+    other = scratch / f"fedprobe-{run.pk + 1}-c0-f0"
+    kept = scratch / "notes.txt"
+    for path in (mine, other, kept):
+        path.write_bytes(b"x")
+    deleted = run_cleanup(run_id=run.pk)
+    assert [url.rsplit("/", 1)[-1] for url in deleted] == [mine.name]
+    assert not mine.exists() and other.exists() and kept.exists()
