@@ -19,7 +19,7 @@ from webapp.campaigns.models import (
 )
 from webapp.sites.models import Endpoint, TestFile
 from workers.engine.params import MAX_RATE, Method, Operation, Pattern
-from workers.engine.urls import GRIDFTP_SCHEMES
+from workers.engine.protocols import protocol_of
 
 # The largest id a query may name: the databases' ids are signed 64-bit (a larger one overflows
 # SQLite's binding instead of matching nothing).
@@ -65,9 +65,9 @@ def campaign_rule_errors(
     missing = [e.name for e in endpoints if not test_files and e.default_file is None]
     if missing:
         return {"endpoints": f"no test file known on {', '.join(missing)}"}
-    copy_only = {e.protocol for e in endpoints} & GRIDFTP_SCHEMES
+    copy_only = sorted({p.title for e in endpoints if (p := protocol_of(e.protocol)).copy_only})
     if copy_only and Method.DIRECT in methods:
-        return {"methods": "GridFTP endpoints are copy-only: use copy or stage"}
+        return {"methods": f"{' and '.join(copy_only)} endpoints are copy-only: use copy or stage"}
     return {}
 
 
@@ -90,8 +90,9 @@ def campaign_operation_errors(
 ) -> dict[str, str]:
     """What a campaign's operations need and lack, by field: replay is not offered yet; a
     write needs a scratch path on every endpoint, a copy a destination endpoint with one;
-    and a token whose scopes are known must allow writing there (a write token is not a
-    read token: checked before any run, not found out by a failed one)."""
+    a token whose scopes are known must allow writing there (a write token is not a read
+    token: checked before any run, not found out by a failed one); and every endpoint's
+    protocol must do the operations (workers/engine/protocols.py)."""
     if Operation.REPLAY in operations:
         return {"operations": REPLAY_REFUSAL}
     writers: list[Endpoint] = []
@@ -112,17 +113,30 @@ def campaign_operation_errors(
                 "destination_endpoint": f"{copies} lands under the destination's scratch path: "
                 f"endpoint {destination.name} has none (set its scratch_path)"
             }
-        if destination.protocol in GRIDFTP_SCHEMES or any(
-            e.protocol in GRIDFTP_SCHEMES for e in endpoints
-        ):
-            return {"operations": f"{copies} is an HTTP or XRootD copy: not over GridFTP"}
         writers.append(destination)
     for endpoint in writers:
         refusal = write_scope_refusal(endpoint)
         if refusal:
             field = "destination_endpoint" if endpoint == destination else "operations"
             return {field: refusal}
-    return {}
+    copying = destination if COPY_OPERATIONS & set(operations) else None
+    unsupported = _unsupported(operations, [*endpoints, *([copying] if copying else [])])
+    return {"operations": unsupported} if unsupported else {}
+
+
+def _unsupported(operations: Sequence[str], endpoints: Sequence[Endpoint]) -> str:
+    """The first operation an endpoint's protocol does not do (yet), said with the endpoint
+    (workers/engine/protocols.py declares what each protocol does); "" when all do."""
+    for endpoint in endpoints:
+        protocol = protocol_of(endpoint.protocol)
+        for operation in operations:
+            if operation not in protocol.operations:
+                later = " yet" if operation in protocol.planned else ""
+                return (
+                    f"{operation} is not done over {protocol.title}{later}: endpoint "
+                    f"{endpoint.name} ({endpoint.protocol})"
+                )
+    return ""
 
 
 def write_scope_refusal(endpoint: Endpoint) -> str:

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit
 
 from workers.engine.credentials import (
@@ -26,8 +26,9 @@ from workers.engine.credentials import (
 from workers.engine.driver import Progress, run_probe
 from workers.engine.errors import InvalidParams
 from workers.engine.nagios import Verdict, judge_run, parse_probe_thresholds, unknown
-from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.params import Method, Operation, Pattern, ReplayTiming, RunParams
 from workers.engine.plugin import BadThreshold, State, Thresholds
+from workers.engine.protocols import PROTOCOLS, Protocol
 from workers.engine.results import RunJson, RunResult, RunStatus
 from workers.engine.units import format_size, parse_size
 from workers.engine.urls import check_credential_hosts
@@ -42,6 +43,10 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _schemes(protocol: Protocol) -> str:
+    return " ".join(f"{scheme.name}://" for scheme in protocol.schemes)
+
+
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     """The probe options of docs/engine.md (shared with the Django management command)."""
     d = RunParams(urls=("",))
@@ -49,8 +54,8 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         "urls",
         nargs="+",
         metavar="URL",
-        help="file to read (root://, http(s)://, davs://, file://, gsiftp://, "
-        "ftp://); several URLs form the collection clients read with --files",
+        help=f"file to read ({', '.join(f'{p.name}: {_schemes(p)}' for p in PROTOCOLS)}); "
+        "several URLs form the collection clients read with --files",
     )
     parser.add_argument("--method", choices=[str(m) for m in Method], default=str(d.method))
     parser.add_argument("--pattern", choices=[str(p) for p in Pattern], default=str(d.pattern))
@@ -149,6 +154,20 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         help="CA folder servers are verified against (default: $FEDPROBE_CA_DIR, "
         f"$X509_CERT_DIR, {GRID_CA_DIR} if it exists, else the system store)",
     )
+    parser.add_argument(
+        "--trace",
+        default=None,
+        metavar="CSV",
+        help="replay this XRootD client recorder CSV (implies operation replay); the URLs "
+        "are the trace's files, in the order it first opens them",
+    )
+    parser.add_argument(
+        "--replay-timing",
+        choices=[str(t) for t in ReplayTiming],
+        default=str(d.replay_timing),
+        help="asap: each operation as soon as the one before ends; recorded: at its recorded "
+        "time from the start (default asap)",
+    )
     parser.add_argument("--json", action="store_true", help="print the run JSON")
     parser.add_argument(
         "--nagios",
@@ -199,9 +218,19 @@ def params_from_options(options: dict[str, object]) -> RunParams:
             _texts(options.get("credential_host")), field="credential_host"
         ),
         ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
+        **_replay_options(options),
     )
     params.validate()
     return params
+
+
+def _replay_options(options: dict[str, object]) -> dict[str, Any]:
+    """--trace makes a replay, paced by --replay-timing."""
+    trace = _text(options.get("trace"))
+    if trace is None:
+        return {}
+    timing = ReplayTiming(str(options.get("replay_timing", ReplayTiming.ASAP)))
+    return {"operation": Operation.REPLAY, "trace": trace, "replay_timing": timing}
 
 
 def _credential(options: dict[str, object], url: str) -> Credential | None:

@@ -39,9 +39,11 @@ from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard, client_label
 from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import Method, RunParams
+from workers.engine.params import Method, Operation, RunParams
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
+from workers.engine.protocols import protocol_of
+from workers.engine.replay import replay_deadline_s, trace_of
 from workers.engine.results import RunResult
 
 PREFLIGHT_TIMEOUT_S = 60.0
@@ -81,6 +83,8 @@ def run_probe(
 ) -> RunResult:
     """Validate, plan and execute one run. Raises InvalidParams before anything starts."""
     params.validate()
+    if params.operation == Operation.REPLAY:
+        trace_of(params)  # a bad trace, or URLs not matching it, before anything starts
     scheme = params.scheme
     credential = params.credential
     result = RunResult(
@@ -123,14 +127,14 @@ def guarded_by(
     """What the egress guard holds the run's processes to, if they need it: the egress
     policy, and where the credential may go (credential_scope.py). Only for protocols whose
     libraries connect on their own; the HTTP backend checks both itself."""
-    backend = backend_for(scheme)
-    if not backend.connects_itself:
+    protocol = protocol_of(scheme)
+    if not protocol.connects_itself:
         return None, None
     scope = None
     if auth != AuthMethod.NONE:
         scope = AddressScope(
             CredentialScope.of(
-                params.urls, params.credential_hosts, any_port=backend.credential_any_port
+                params.urls, params.credential_hosts, any_port=protocol.credential_any_port
             )
         )
     return params.egress, scope
@@ -165,12 +169,16 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     result.negotiated = found.negotiated
     spent = time.time() - planned_at if params.timeout_s is not None else 0.0
     derived = params.deadline_s(max(sizes.values()), rtt_s=found.rtt_s, vector_limits=vector_limits)
+    if params.operation == Operation.REPLAY:
+        derived = replay_deadline_s(params, sizes, found.rtt_s)
     result.deadline_s = max(0.0, derived - spent)
     if credential is not None:
         ends = datetime.now(UTC) + timedelta(seconds=result.deadline_s)
         credential.check_valid(until=ends, why="the run's deadline")
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
     planned = sum(params.client_planned_bytes(sizes))
+    if params.operation == Operation.REPLAY:
+        planned = params.clients * trace_of(params).bytes_read
     try:
         execution = _Execution(
             specs,

@@ -34,6 +34,7 @@ from webapp.campaigns.models import Campaign, ClientAttempt, Run
 from webapp.campaigns.services import run_cleanup, runs_reap
 from webapp.sites.models import Endpoint
 from workers.engine.params import AddressFamily, Operation
+from workers.engine.protocols import XROOT
 
 pytestmark = pytest.mark.django_db
 
@@ -64,6 +65,22 @@ def form_data(endpoint: Endpoint, **fields: Any) -> dict[str, Any]:
         "clients": "1",
         **fields,
     }
+
+
+def engine_does(operation: str) -> bool:
+    """Whether the engine does `operation` over XRootD yet (each lands with its engine
+    work: until then a campaign asking for it is refused, saying so)."""
+    return operation in XROOT.operations
+
+
+def valid_unless_not_done(errors: dict[str, list[str]], operation: str) -> None:
+    """A campaign the web app accepts, or refuses only because the engine does not do
+    `operation` over XRootD yet (naming it)."""
+    if engine_does(operation):
+        assert errors == {}
+    else:
+        assert errors == {"operations": [errors["operations"][0]]}
+        assert f"{operation} is not done over XRootD yet" in errors["operations"][0]
 
 
 def form_errors(data: dict[str, Any], user: User) -> dict[str, list[str]]:
@@ -127,8 +144,9 @@ def test_a_write_needs_a_scratch_path_on_every_endpoint_naming_operations_and_th
     errors = form_errors(form_data(endpoint, operations=["read", "write"]), user)
     assert list(errors) == ["operations"]
     assert "no-scratch" in errors["operations"][0] and "scratch" in errors["operations"][0]
-    # Reading alone needs none.
-    assert form_errors(form_data(endpoint, operations=["read", "stat"]), user) == {}
+    # Reading and metadata need none.
+    assert form_errors(form_data(endpoint, operations=["read"]), user) == {}
+    valid_unless_not_done(form_errors(form_data(endpoint, operations=["stat"]), user), "stat")
 
 
 def test_a_copy_needs_a_destination_with_a_scratch_path() -> None:
@@ -144,7 +162,7 @@ def test_a_copy_needs_a_destination_with_a_scratch_path() -> None:
     assert "bare-destination" in errors["destination_endpoint"][0]
     destination = writable()
     data = form_data(source, operations=["tpc-pull"], destination_endpoint=destination.pk)
-    assert form_errors(data, user) == {}
+    valid_unless_not_done(form_errors(data, user), "tpc-pull")
 
 
 def test_replay_is_refused_until_traces_can_be_uploaded() -> None:
@@ -169,7 +187,7 @@ def test_a_write_token_is_not_a_read_token_scopes_are_checked_before_any_run() -
             iss="https://issuer.example", scope="storage.read:/ storage.modify:/scratch"
         ),
     )
-    assert form_errors(form_data(may_write, operations=["write"]), user) == {}
+    valid_unless_not_done(form_errors(form_data(may_write, operations=["write"]), user), "write")
     # A copy's destination is checked too, under its own field.
     data = form_data(may_write, operations=["tpc-push"], destination_endpoint=read_only.pk)
     assert "read-token" in form_errors(data, user)["destination_endpoint"][0]
@@ -221,7 +239,8 @@ def test_a_write_run_writes_under_the_scratch_directory_tagged_with_its_id() -> 
     assert params.run_tag == str(run.pk)
     assert (params.file_size, params.address_family) == (2 * MiB, AddressFamily.IPV6)
     assert params.adler32 == ()  # the test file is not read
-    params.validate()
+    if engine_does("write"):
+        params.validate()
     listing = Run.from_cell(list_cell, campaign=campaign).measured_params()
     assert listing.operation == Operation.LIST
     assert listing.urls == ("root://127.0.0.1:1094//data/set/",)
