@@ -286,11 +286,12 @@ class Campaign(RunParameters):
     test_files = models.ManyToManyField(TestFile, blank=True, related_name="campaigns")
     vantage_points = models.ManyToManyField(VantagePoint, related_name="campaigns")
     # Where its third-party copies land (tpc-pull, tpc-push): this endpoint's scratch path.
+    # Deleting the endpoint leaves the campaign without one: its launch then says so.
     destination_endpoint = models.ForeignKey(
         Endpoint,
         null=True,
         blank=True,
-        on_delete=models.PROTECT,
+        on_delete=models.SET_NULL,
         related_name="destination_of",
         help_text="third-party copies (tpc-pull, tpc-push) land under its scratch path",
     )

@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='campaign',
             name='destination_endpoint',
-            field=models.ForeignKey(blank=True, help_text='third-party copies (tpc-pull, tpc-push) land under its scratch path', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='destination_of', to='sites.endpoint'),
+            field=models.ForeignKey(blank=True, help_text='third-party copies (tpc-pull, tpc-push) land under its scratch path', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='destination_of', to='sites.endpoint'),
         ),
         migrations.AddField(
             model_name='campaign',
