@@ -182,6 +182,20 @@ COPY_OPERATIONS = frozenset(o.value for o in TPC_OPERATIONS)
 AXES = tuple(p for p in RUN_PARAMETERS if p.axis)
 # What makes runs comparable over time, a "parameter set" of the dashboards: the axes' values.
 PARAMETER_SET_FIELDS = tuple(p.name for p in AXES)
+
+
+def parameter_set_named(given: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The parameter set `given` names in full (its values, by name), else None. One that
+    names every field but the operation is a read's: addresses from before there were other
+    operations (bookmarks, links, scripts) mean what they meant."""
+    named = {f: given[f] for f in PARAMETER_SET_FIELDS if given.get(f) not in (None, "")}
+    if "operation" not in named:
+        named["operation"] = Operation.READ.value
+    if len(named) < len(PARAMETER_SET_FIELDS):
+        return None
+    return {f: named[f] for f in PARAMETER_SET_FIELDS}
+
+
 # The parameters a campaign gives all its runs alike (RunParameters' fields, and deadline_s).
 SHARED = tuple(p for p in RUN_PARAMETERS if not p.axis)
 # A campaign's parameter fields, in the order its form and the API show them: the axes,

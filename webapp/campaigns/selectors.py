@@ -14,7 +14,13 @@ from django.db.models.functions import TruncDay, TruncHour
 
 from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.metrics import METRICS, RUN_METRICS
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign, ClientAttempt, Run
+from webapp.campaigns.models import (
+    PARAMETER_SET_FIELDS,
+    Campaign,
+    ClientAttempt,
+    Run,
+    parameter_set_named,
+)
 from webapp.core import sql
 from workers.engine.params import Operation
 
@@ -285,8 +291,9 @@ def endpoint_series(
 def series_parameter_set(*, runs: QuerySet[Run], given: dict[str, Any]) -> dict[str, Any] | None:
     """The parameter set `given` names in full, else the one most of `runs` have (ties:
     the smallest values); None if `runs` is empty."""
-    if all(given.get(name) is not None for name in PARAMETER_SET_FIELDS):
-        return {name: given[name] for name in PARAMETER_SET_FIELDS}
+    full = parameter_set_named(given)
+    if full is not None:
+        return full
     most = (
         runs.values(*PARAMETER_SET_FIELDS)
         .annotate(n=Count("id"))

@@ -30,7 +30,7 @@ from tests.webapp.factories import (
 from webapp.accounts.services import user_set_role
 from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.forms import CampaignForm
-from webapp.campaigns.models import Campaign, ClientAttempt, Run
+from webapp.campaigns.models import Campaign, ClientAttempt, Run, parameter_set_named
 from webapp.campaigns.services import run_cleanup, runs_reap
 from webapp.sites.models import Endpoint
 from workers.engine.params import AddressFamily, Operation
@@ -393,3 +393,15 @@ def test_a_cleanup_deletes_the_runs_files_and_nothing_else(tmp_path: Path, setti
     deleted = run_cleanup(run_id=run.pk)
     assert [url.rsplit("/", 1)[-1] for url in deleted] == [mine.name]
     assert not mine.exists() and other.exists() and kept.exists()
+
+
+def test_a_parameter_set_named_without_its_operation_is_a_reads() -> None:
+    """Addresses from before operations (compare, matrix, series) keep their meaning."""
+    five = {"method": "direct", "pattern": "random", "read_size": 4096, "fraction": 0.1}
+    assert parameter_set_named({**five, "clients": 1}) == {
+        "operation": "read",
+        **five,
+        "clients": 1,
+    }
+    assert parameter_set_named({**five, "clients": 1, "operation": "write"})["operation"] == "write"
+    assert parameter_set_named(five) is None  # clients left to the most measured

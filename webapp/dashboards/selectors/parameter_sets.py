@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from django.db import connection
 
 from webapp.campaigns.metrics import METRICS
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run, parameter_set_named
 from workers.engine.units import format_size
 
 # The README's /compare/ and /matrix/ sections: those pages read these query names.
@@ -82,8 +82,9 @@ def parameter_set_choose(
 ) -> ParameterSet | None:
     """The parameter set `given` names in full, else the most common recent one that agrees
     with the fields it gives; None if no recent one does."""
-    if all(given.get(f) not in (None, "") for f in PARAMETER_SET_FIELDS):
-        return ParameterSet(**{f: given[f] for f in PARAMETER_SET_FIELDS})
+    full = parameter_set_named(given)
+    if full is not None:
+        return ParameterSet(**full)
     for candidate in recent:
         if candidate.parameter_set.matches(given):
             return candidate.parameter_set
