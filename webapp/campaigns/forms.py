@@ -351,8 +351,10 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             "endpoints",
             "test_files",
             "vantage_points",
+            # The operations first, with the copies' destination right after them.
+            "operations",
             "destination_endpoint",
-            *CAMPAIGN_PARAMETER_FIELDS,
+            *(name for name in CAMPAIGN_PARAMETER_FIELDS if name != "operations"),
             "schedule",
             "schedule_tz",
             "schedule_slip_s",
