@@ -81,3 +81,20 @@ def test_the_parameter_lists_come_filled_with_the_engine_defaults_and_preview_at
     page.wait_for_selector("#preview")
     assert page.locator(".preview-runs").inner_text() == "1"
     watch.assert_clean()
+
+
+def test_the_destination_endpoint_is_offered_once_a_copy_is_checked(
+    browser_page: Callable[..., Any], live_server: Any
+) -> None:
+    """Operations are checkboxes, read checked by default; the destination of third-party
+    copies is shown only with tpc-pull or tpc-push checked (no script: the page's CSS)."""
+    TestFileFactory()
+    page, watch = browser_page("operator")
+    page.goto(f"{live_server.url}/campaigns/new/")
+    assert page.locator("#id_operations input[value=read]").is_checked()
+    assert not page.locator("#id_destination_endpoint").is_visible()
+    page.locator("#id_operations input[value=write]").check()
+    assert not page.locator("#id_destination_endpoint").is_visible()
+    page.locator("#id_operations input[value=tpc-pull]").check()
+    assert page.locator("#id_destination_endpoint").is_visible()
+    watch.assert_clean()

@@ -515,6 +515,7 @@ def _run_row(
         "endpoint_id": model.endpoint.pk,
         "test_file_id": model.test_file.pk,
         "vantage_point_id": point.pk,
+        "operation": "read",  # the synthetic history reads
         "method": method,
         "pattern": pattern,
         "read_size": read_size,

@@ -18,7 +18,12 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Trunc
 
 from webapp.campaigns.metrics import METRICS
-from webapp.campaigns.models import PARAMETER_SET_FIELDS, Run, q_tester_fault
+from webapp.campaigns.models import (
+    PARAMETER_SET_FIELDS,
+    Run,
+    parameter_set_named,
+    q_tester_fault,
+)
 from webapp.campaigns.selectors import Percentile, percentile
 from webapp.core import sql
 from webapp.sites.models import Endpoint, VantagePoint
@@ -189,9 +194,10 @@ def parameter_sets_measured(runs: QuerySet[Run]) -> list[dict[str, Any]]:
 
 
 def _choose(given: dict[str, Any], measured: list[dict[str, Any]]) -> dict[str, Any] | None:
+    full = parameter_set_named(given)
+    if full is not None:
+        return full
     named = {f: given[f] for f in PARAMETER_SET_FIELDS if given.get(f) not in (None, "")}
-    if len(named) == len(PARAMETER_SET_FIELDS):
-        return named
     for candidate in measured:
         if all(candidate[f] == value for f, value in named.items()):
             return {f: candidate[f] for f in PARAMETER_SET_FIELDS}
