@@ -14,7 +14,7 @@
   const title = document.getElementById("compare-title");
   const picker = document.getElementById("parameter-set");
   const apiLink = document.getElementById("compare-api-link");
-  const PARAMETERS = ["method", "pattern", "read_size", "fraction", "clients"];
+  const PARAMETERS = ["operation", "method", "pattern", "read_size", "fraction", "clients"];
   const FAILURE_MARKS = {
     failed: { symbol: "x-thin-open", colour: fedprobe.colours.vermillion, label: "failed" },
     timeout: { symbol: "triangle-down", colour: fedprobe.colours.orange, label: "timed out" },
@@ -32,7 +32,9 @@
 
   function parameterLabel(set) {
     const clients = `${set.clients} client${set.clients === 1 ? "" : "s"}`;
-    return `${set.method} · ${set.pattern} · ${fedprobeUnits.size(set.read_size)} reads · ` +
+    // Reads are most runs: their labels stay as they were; another operation leads.
+    const operation = set.operation && set.operation !== "read" ? `${set.operation} · ` : "";
+    return `${operation}${set.method} · ${set.pattern} · ${fedprobeUnits.size(set.read_size)} reads · ` +
       `fraction ${set.fraction} · ${clients}`;
   }
 

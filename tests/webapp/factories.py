@@ -155,6 +155,7 @@ class RegressionFactory(factory.django.DjangoModelFactory):
     severity = Regression.Severity.WARNING
     summary = "throughput down 40% since 2026-11-20"
     protocol = factory.LazyAttribute(lambda r: r.endpoint.protocol if r.endpoint else "")
+    operation = "read"
     method = "direct"
     pattern = "random"
     read_size = 65536

@@ -70,6 +70,7 @@ class RegressionEndpointRefSerializer(serializers.ModelSerializer[Endpoint]):
 
 
 class RegressionParameterSetSerializer(serializers.Serializer[Any]):
+    operation = serializers.CharField()
     method = serializers.CharField()
     pattern = serializers.CharField()
     read_size = serializers.IntegerField()
@@ -142,7 +143,7 @@ class RegressionSerializer(serializers.ModelSerializer[Regression]):
     def get_parameter_set(self, regression: Regression) -> dict[str, Any] | None:
         if not regression.method:
             return None
-        fields = ("method", "pattern", "read_size", "fraction", "clients")
+        fields = ("operation", "method", "pattern", "read_size", "fraction", "clients")
         return {name: getattr(regression, name) for name in fields}
 
 

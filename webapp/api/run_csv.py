@@ -32,6 +32,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("endpoint_url", "endpoint__base_url"),
     ("vantage_point", "vantage_point__name"),
     ("campaign", "campaign__name"),
+    ("operation", "operation"),
     ("method", "method"),
     ("pattern", "pattern"),
     ("read_size", "read_size"),

@@ -15,7 +15,14 @@ from webapp.accounts.serializers import CredentialField
 from webapp.campaigns.cron import MAX_SLIP_S, slip_error
 from webapp.campaigns.estimates import ScheduleCost
 from webapp.campaigns.health import VantagePointHealth, WorkerSeen, vantage_points_health
-from webapp.campaigns.models import CAMPAIGN_PARAMETER_FIELDS, SHARED, Campaign, Run, RunParameter
+from webapp.campaigns.models import (
+    CAMPAIGN_PARAMETER_FIELDS,
+    SHARED,
+    Campaign,
+    Run,
+    RunParameter,
+    default_operations,
+)
 from webapp.campaigns.run_detail import RunChartsSerializer
 from webapp.campaigns.schedules import LaunchOutcome, ScheduleState
 from webapp.campaigns.services import (
@@ -25,12 +32,15 @@ from webapp.campaigns.services import (
     campaign_save,
 )
 from webapp.campaigns.validation import (
+    FLOAT_BOUNDS,
     FRACTION_ERROR,
     INT_BOUNDS,
     MAX_LIST,
     METHODS,
+    OPERATIONS,
     PATTERNS,
     campaign_credential_refusal,
+    campaign_operation_errors,
     campaign_rule_errors,
     distinct,
     fraction_in_bounds,
@@ -206,6 +216,7 @@ class EndpointSerializer(serializers.ModelSerializer[Endpoint]):
             "credential_info",
             "credential_hosts",
             "credential_teams",
+            "scratch_path",
             "source",
             "external_id",
             "door_auth",
@@ -349,18 +360,37 @@ def _bounded(name: str, **kwargs: Any) -> serializers.IntegerField:
 RELATIONS = ("endpoints", "test_files", "vantage_points")
 
 
-def _shared_parameter(parameter: RunParameter) -> serializers.IntegerField:
-    """A parameter a campaign gives all its runs (SHARED): bounded, defaulted as the model
-    defaults it, or null if it may be."""
+def _shared_parameter(parameter: RunParameter) -> serializers.Field[Any, Any, Any, Any]:
+    """A parameter a campaign gives all its runs (SHARED): bounded (one of its choices),
+    defaulted as the model defaults it, or null if it may be."""
     name = parameter.campaign_field
     model_field = Campaign._meta.get_field(name)
     assert isinstance(model_field, Field)
     if model_field.null:
         return _bounded(name, required=False, allow_null=True)
+    if model_field.choices:
+        choices = [value for value, _ in model_field.choices]
+        return serializers.ChoiceField(choices=choices, default=model_field.default)
+    if name in FLOAT_BOUNDS:
+        low, high = FLOAT_BOUNDS[name]
+        return serializers.FloatField(min_value=low, max_value=high, default=model_field.default)
     return _bounded(name, default=model_field.default)
 
 
 class CampaignSerializer(serializers.ModelSerializer[Campaign]):
+    operations = _list_of(
+        serializers.ChoiceField(choices=OPERATIONS),
+        default=default_operations,
+        help_text="read (default), write (under each endpoint's scratch_path), tpc-pull and "
+        "tpc-push (to destination_endpoint's scratch_path), stat, open, list; replay is not "
+        "offered yet",
+    )
+    destination_endpoint = serializers.PrimaryKeyRelatedField(
+        queryset=Endpoint.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="where tpc-pull and tpc-push copies land (its scratch_path)",
+    )
     methods = _list_of(serializers.ChoiceField(choices=METHODS))
     patterns = _list_of(serializers.ChoiceField(choices=PATTERNS))
     read_sizes = _list_of(_bounded("read_sizes"))
@@ -418,6 +448,7 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
             "endpoints",
             "test_files",
             "vantage_points",
+            "destination_endpoint",
             *CAMPAIGN_PARAMETER_FIELDS,
             "schedule",
             "schedule_tz",
@@ -455,12 +486,34 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         )
         if errors:
             raise serializers.ValidationError(errors)
+        self._check_operations(attrs)
         self._check_credentials(attrs)
         self._check_slip(attrs)
         refusal = self._preview(attrs).refusal
         if refusal:
             raise serializers.ValidationError({"matrix": refusal})
         return attrs
+
+    def _check_operations(self, attrs: dict[str, Any]) -> None:
+        """What the operations need (scratch paths, a destination, write scopes), with the
+        campaign's saved values for what a PATCH leaves out: 400 naming the field."""
+        current = self.instance
+
+        def value(name: str, default: Any) -> Any:
+            if name in attrs:
+                return attrs[name]
+            return getattr(current, name) if current is not None else default
+
+        endpoints = attrs.get("endpoints")
+        if endpoints is None:
+            endpoints = list(current.endpoints.all()) if current is not None else []
+        errors = campaign_operation_errors(
+            operations=value("operations", default_operations()),
+            endpoints=endpoints,
+            destination=value("destination_endpoint", None),
+        )
+        if errors:
+            raise serializers.ValidationError(errors)
 
     def _check_credentials(self, attrs: dict[str, Any]) -> None:
         """An endpoint whose credential the campaign's owner (a new one's: who makes it) may
@@ -475,6 +528,12 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         refusal = campaign_credential_refusal(endpoints=attrs["endpoints"], owner=owner)
         if refusal:
             raise serializers.ValidationError({"endpoints": refusal})
+        destination = attrs.get("destination_endpoint")
+        refusal = campaign_credential_refusal(
+            endpoints=[destination] if destination else [], owner=owner
+        )
+        if refusal:
+            raise serializers.ValidationError({"destination_endpoint": refusal})
 
     def _check_slip(self, attrs: dict[str, Any]) -> None:
         """A slip longer than the schedule's shortest interval: 400 naming schedule_slip_s."""
@@ -489,7 +548,7 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         """The matrix the campaign would have with these changes (nothing written)."""
         current = self.instance
         draft = Campaign()
-        for name in CAMPAIGN_PARAMETER_FIELDS:
+        for name in (*CAMPAIGN_PARAMETER_FIELDS, "destination_endpoint"):
             if name in attrs:
                 setattr(draft, name, attrs[name])
             elif current is not None:
@@ -601,6 +660,7 @@ class RunListSerializer(serializers.ModelSerializer[Run]):
             "endpoint",
             "endpoint_name",
             "vantage_point",
+            "operation",
             "method",
             "pattern",
             "read_size",
@@ -634,6 +694,22 @@ class RunDetailSerializer(RunChartsSerializer):
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     params = serializers.DictField()
+    operation = serializers.CharField(help_text="read, write, tpc-pull, tpc-push, stat, open, list")
+    address_family = serializers.CharField(help_text="asked for: any, 4, 6 or each")
+    address = serializers.CharField(
+        allow_null=True, help_text="the peer address the run used (an IP), null if unknown"
+    )
+    bytes_written = serializers.IntegerField(allow_null=True, help_text="a write's bytes")
+    server_checksum = serializers.CharField(
+        allow_null=True, help_text='what the server reported of a written file ("adler32:...")'
+    )
+    tpc = serializers.DictField(
+        allow_null=True,
+        help_text="a third-party copy's {markers, rate_mbps, source, destination}; null otherwise",
+    )
+    ops_per_s = serializers.FloatField(
+        allow_null=True, help_text="a metadata storm's operations per second"
+    )
     wall_s = serializers.FloatField(allow_null=True)
     open_s = serializers.FloatField(allow_null=True)
     ttfb_s = serializers.FloatField(allow_null=True)

@@ -52,7 +52,7 @@ from webapp.api.serializers import (
 from webapp.campaigns.filters import RunFilter
 from webapp.campaigns.health import VantagePointHealth, vantage_points_health
 from webapp.campaigns.metrics import METRICS
-from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign, Run
 from webapp.campaigns.run_detail import run_charts
 from webapp.campaigns.schedules import (
     ScheduleConflict,
@@ -410,6 +410,7 @@ class SeriesQuery(serializers.Serializer[Any]):
     bucket = serializers.ChoiceField(choices=["day", "hour"], default="day")
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
+    operation = serializers.CharField(required=False)
     method = serializers.CharField(required=False)
     pattern = serializers.CharField(required=False)
     read_size = serializers.IntegerField(required=False, min_value=1)
@@ -421,8 +422,8 @@ class SeriesQuery(serializers.Serializer[Any]):
     mix = serializers.BooleanField(
         default=False,
         help_text="1: every parameter set the filters let through counts. Default: one "
-        "parameter set (method, pattern, read_size, fraction, clients), the one the filters "
-        "name in full, else the most measured one that agrees with them.",
+        "parameter set (operation, method, pattern, read_size, fraction, clients), the one "
+        "the filters name in full, else the most measured one that agrees with them.",
     )
 
 
@@ -458,8 +459,7 @@ class SeriesView(APIView):
         query = SeriesQuery(data=raw)
         query.is_valid(raise_exception=True)
         data = query.validated_data
-        parameters = ("method", "pattern", "read_size", "fraction", "clients")
-        filters = {k: data[k] for k in parameters if k in data}
+        filters = {k: data[k] for k in PARAMETER_SET_FIELDS if k in data}
         if "vantage_point" in data:
             filters["vantage_point__name"] = data["vantage_point"]
         series = endpoint_series(

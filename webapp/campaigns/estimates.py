@@ -8,11 +8,13 @@ vantage point. A run's time is, in this order of preference:
 1. the median duration (started to finished) of earlier succeeded runs with the same
    parameters: endpoint, test file, vantage point and every run parameter;
 2. else the bytes its readers ask for (as a run's bytes_read counts them, a copy's fraction
-   too, not its whole file) at the median throughput of the endpoint's earlier runs most
-   like it (the same method, pattern, read size and clients; else the same method,
-   pattern and read size; else the same method and read size; else the same method: never
-   another method's, as a copy streams what small direct reads wait for), plus their median
-   overhead (started to finished, less the engine's wall time: start-up, preflight, ingest);
+   too, not its whole file; a write's or a third-party copy's whole files) at the median
+   throughput of the endpoint's earlier runs of the same operation most like it (the same
+   method, pattern, read size and clients; else the same method, pattern and read size;
+   else the same method and read size; else the same method: never another method's, as a
+   copy streams what small direct reads wait for), plus their median overhead (started to
+   finished, less the engine's wall time: start-up, preflight, ingest); a metadata storm
+   (stat, open, list) at a target rate: its operations at that rate (it moves no bytes);
 3. else unknown.
 
 Each run's engine deadline bounds it from above (docs/engine.md, Deadlines), with the
@@ -35,7 +37,7 @@ from django.utils import timezone
 from webapp.campaigns.cron import CronError, parse_cron
 from webapp.campaigns.models import RUN_PARAMETERS, Campaign, MatrixRows, Run
 from webapp.sites.models import VantagePoint
-from workers.engine.params import RunParams
+from workers.engine.params import METADATA_OPERATIONS, TPC_OPERATIONS, Operation, RunParams
 
 # Earlier runs count for this long, the newest SAME_PARAMETERS_RUNS of a parameter set and
 # the newest ENDPOINT_RUNS of an endpoint: recent behaviour, in a bounded read.
@@ -80,13 +82,16 @@ class PlannedRun:
     @property
     def planned_bytes(self) -> int:
         """What its clients get, as the preview counts it (copies: whole files)."""
-        return self.params.run_delivered_bytes(self.file_size)
+        return run_moved_bytes(self.params, self.file_size)
 
     @property
     def read_bytes(self) -> int:
         """What its clients' readers ask for, as a run's bytes_read counts it (a copy too:
-        the fraction it reads of its copy), and so its throughput."""
+        the fraction it reads of its copy), and so its throughput; what a write writes, a
+        third-party copy copies (whole files); none for a metadata storm."""
         params = self.params
+        if params.operation != Operation.READ:
+            return run_moved_bytes(params, self.file_size)
         return params.clients * params.files * params.planned_bytes(self.file_size)
 
     def deadline_upper_s(self, rtt_s: float | None) -> float:
@@ -109,6 +114,20 @@ def run_planned(run: Run) -> PlannedRun:
     return PlannedRun(values, params, run.test_file.size)
 
 
+def run_moved_bytes(params: RunParams, file_size: int) -> int:
+    """The bytes a run moves: what its readers get (copies: whole files), what its writers
+    write (file_size per file), the test files a third-party copy copies; none for metadata
+    operations. `file_size` is the test file's."""
+    operation = params.operation
+    if operation == Operation.WRITE:
+        return params.clients * params.files * params.file_size
+    if operation in TPC_OPERATIONS:
+        return params.clients * params.files * file_size
+    if operation in METADATA_OPERATIONS:
+        return 0
+    return params.run_delivered_bytes(file_size)
+
+
 @dataclass(frozen=True)
 class RunEstimate:
     """How long one run should take (None: unknown), from what, and at most."""
@@ -120,6 +139,7 @@ class RunEstimate:
 
 @dataclass(frozen=True)
 class _EndpointRun:
+    operation: str
     method: str
     pattern: str
     read_size: int
@@ -149,8 +169,16 @@ class _History:
         return RunEstimate(None, "unknown", upper_s)
 
     def _from_throughput(self, plan: PlannedRun) -> float | None:
-        runs = self.endpoint_runs.get(plan.endpoint_id, [])
         params = plan.params
+        if params.operation in METADATA_OPERATIONS:
+            # No bytes to go by: a target rate says how long its operations take at least.
+            return params.ops / params.rate if params.rate > 0 else None
+        # A write's throughput says nothing of a read's (nor a copy's of either).
+        runs = [
+            r
+            for r in self.endpoint_runs.get(plan.endpoint_id, [])
+            if r.operation == params.operation
+        ]
         like: list[_EndpointRun] = []
         for key in _LIKENESS:
             wanted = key(params.method, params.pattern, params.read_size, params.clients)
@@ -216,6 +244,7 @@ def _endpoint_runs(
         .order_by("endpoint_id", "newest")
         .values_list(
             "endpoint_id",
+            "operation",
             "method",
             "pattern",
             "read_size",
@@ -229,11 +258,13 @@ def _endpoint_runs(
     )
     by_endpoint: dict[int, list[_EndpointRun]] = defaultdict(list)
     rtt_s: dict[int, float] = {}
-    for endpoint_id, method, pattern, read_size, clients, throughput, wall, *ends, rtt in rows:
+    for row in rows:
+        endpoint_id, operation, method, pattern, read_size, clients, throughput, wall = row[:8]
+        started, finished, rtt = row[8:]
         assert throughput is not None  # filtered on throughput_mbps__gt
-        overhead = _overhead_s(wall, *ends)
+        overhead = _overhead_s(wall, started, finished)
         by_endpoint[endpoint_id].append(
-            _EndpointRun(method, pattern, read_size, clients, throughput, overhead)
+            _EndpointRun(operation, method, pattern, read_size, clients, throughput, overhead)
         )
         if isinstance(rtt, int | float) and endpoint_id not in rtt_s:
             rtt_s[endpoint_id] = float(rtt)

@@ -120,6 +120,7 @@ class RunFilter(django_filters.FilterSet):
             "endpoint",
             "vantage_point",
             "status",
+            "operation",
             "method",
             "pattern",
             "read_size",

@@ -18,7 +18,14 @@ from webapp.accounts.roles import User
 from webapp.campaigns.cron import DEFAULT_ZONE, CronError, slip_error, time_zone
 from webapp.campaigns.cron_words import cron_phrase, cron_words
 from webapp.campaigns.estimates import CampaignDuration, campaign_duration
-from webapp.campaigns.models import AXES, CAMPAIGN_PARAMETER_FIELDS, SHARED, Campaign, RunParameter
+from webapp.campaigns.models import (
+    AXES,
+    CAMPAIGN_PARAMETER_FIELDS,
+    OPERATIONS_OFFERED,
+    SHARED,
+    Campaign,
+    RunParameter,
+)
 from webapp.campaigns.services import (
     MatrixPreview,
     campaign_preview,
@@ -26,12 +33,14 @@ from webapp.campaigns.services import (
     matrix_rows_draft,
 )
 from webapp.campaigns.validation import (
+    FLOAT_BOUNDS,
     FRACTION_ERROR,
     INT_BOUNDS,
     MAX_LIST,
     METHODS,
     PATTERNS,
     campaign_credential_refusal,
+    campaign_operation_errors,
     campaign_rule_errors,
     distinct,
     fraction_in_bounds,
@@ -84,6 +93,10 @@ def _choice(choices: Sequence[str]) -> Callable[[str], str]:
     return check
 
 
+# Each axis' value when none is typed: the one a run gets when nobody says otherwise.
+AXIS_DEFAULTS = {p.campaign_field: p.engine_default for p in AXES}
+
+
 class ValueListField(forms.CharField):
     """Comma-separated values, each parsed (and bounded) by `parse`, shown back by `show`;
     a value given twice counts once. Empty or left out: the axis' one default value (the
@@ -120,13 +133,65 @@ class ValueListField(forms.CharField):
         return value
 
 
-def _default(name: str) -> int:
+class OperationsField(forms.MultipleChoiceField):
+    """The operations, as checkboxes (a configuration file's comma-separated text too);
+    none checked: read. Replay is shown and refused with why (REPLAY_REFUSAL)."""
+
+    widget = forms.CheckboxSelectMultiple
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            choices=[(o, o) for o in (*OPERATIONS_OFFERED, "replay")],
+            required=False,
+            initial=[AXIS_DEFAULTS["operations"]],
+            **kwargs,
+        )
+
+    def to_python(self, value: Any) -> list[str]:
+        if isinstance(value, str):
+            value = [item.strip() for item in value.split(",") if item.strip()]
+        return distinct(super().to_python(value))
+
+    def clean(self, value: Any) -> list[str]:
+        return super().clean(value) or [AXIS_DEFAULTS["operations"]]
+
+
+def _default(name: str) -> Any:
     """The model's default of an advanced parameter (the API's default too)."""
     field = Campaign._meta.get_field(name)
     assert isinstance(field, Field)
     default = field.default
-    assert isinstance(default, int)
+    assert isinstance(default, int | float | str)
     return default
+
+
+class AdvancedChoiceField(forms.ChoiceField):
+    """One of the model field's choices; empty or left out: the default."""
+
+    def __init__(self, *, name: str, **kwargs: Any) -> None:
+        field = Campaign._meta.get_field(name)
+        assert isinstance(field, Field)
+        self.default = _default(name)
+        choices = [(value, label) for value, label in field.flatchoices]
+        super().__init__(choices=choices, required=False, initial=self.default, **kwargs)
+
+    def clean(self, value: Any) -> str:
+        return str(super().clean(value) or self.default)
+
+
+class AdvancedFloatField(forms.FloatField):
+    """A bounded number that, empty or left out, is the default (as in the API)."""
+
+    def __init__(self, *, name: str, **kwargs: Any) -> None:
+        low, high = FLOAT_BOUNDS[name]
+        self.default = _default(name)
+        super().__init__(
+            min_value=low, max_value=high, required=False, initial=self.default, **kwargs
+        )
+
+    def to_python(self, value: Any) -> float:  # type: ignore[override]
+        number = super().to_python(value)
+        return self.default if number is None else number
 
 
 class AdvancedSizeField(forms.CharField):
@@ -179,9 +244,6 @@ def _disabled(endpoint: Endpoint) -> str:
     return "" if endpoint.enabled else " - disabled: not read"
 
 
-# Each axis' value when none is typed: the one a run gets when nobody says otherwise.
-AXIS_DEFAULTS = {p.campaign_field: p.engine_default for p in AXES}
-
 # Fields the page folds away: each has a default, so a campaign needs none of them.
 ADVANCED = CAMPAIGN_PARAMETER_FIELDS[len(AXES) :]
 
@@ -196,6 +258,10 @@ def _advanced_field(parameter: RunParameter) -> forms.Field:
     model_field = Campaign._meta.get_field(name)
     if isinstance(model_field, Field) and model_field.null:
         return _bounded(name, required=False, **texts)
+    if isinstance(model_field, Field) and model_field.choices:
+        return AdvancedChoiceField(name=name, **texts)
+    if name in FLOAT_BOUNDS:
+        return AdvancedFloatField(name=name, **texts)
     if parameter.size:
         return AdvancedSizeField(name=name, **texts)
     return AdvancedIntegerField(name=name, **texts)
@@ -237,6 +303,16 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         required=False,
         help_text=f"None chosen: the {VantagePoint.LOCAL!r} vantage point (this host).",
     )
+    operations = OperationsField(
+        help_text="What the clients do: read the test files, write under the endpoint's "
+        "scratch path, copy the test files to the destination endpoint (tpc-pull, tpc-push), "
+        "or storm its metadata (stat and open the test files, list their folder)."
+    )
+    destination_endpoint = forms.ModelChoiceField(
+        queryset=Endpoint.objects.none(),
+        required=False,
+        help_text="Third-party copies (tpc-pull, tpc-push) land under its scratch path.",
+    )
     methods = ValueListField(
         parse=_choice(METHODS),
         default=AXIS_DEFAULTS["methods"],
@@ -275,6 +351,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             "endpoints",
             "test_files",
             "vantage_points",
+            "destination_endpoint",
             *CAMPAIGN_PARAMETER_FIELDS,
             "schedule",
             "schedule_tz",
@@ -322,6 +399,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         files = TestFile.objects.filter(endpoint__in=endpoints).select_related("endpoint")
         self.fields["endpoints"].queryset = endpoints  # type: ignore[attr-defined]
         self.fields["test_files"].queryset = files  # type: ignore[attr-defined]
+        self.fields["destination_endpoint"].queryset = endpoints  # type: ignore[attr-defined]
         self.fields["endpoints"].widget.choices = _grouped(
             list(endpoints.order_by("site__name", "name")),
             lambda e: e.site.name,
@@ -348,6 +426,10 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             endpoints=list(cleaned["endpoints"]),
             test_files=list(cleaned["test_files"]),
             methods=cleaned["methods"],
+        ) or campaign_operation_errors(
+            operations=cleaned["operations"],
+            endpoints=list(cleaned["endpoints"]),
+            destination=cleaned.get("destination_endpoint"),
         )
         for field, message in rule_errors.items():
             self.add_error(field, message)
@@ -357,6 +439,13 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             if refusal:
                 rule_errors["endpoints"] = refusal
                 self.add_error("endpoints", refusal)
+            destination = cleaned.get("destination_endpoint")
+            refusal = campaign_credential_refusal(
+                endpoints=[destination] if destination else [], owner=owner
+            )
+            if refusal:
+                rule_errors["destination_endpoint"] = refusal
+                self.add_error("destination_endpoint", refusal)
         slip = slip_error(schedule=cleaned["schedule"], slip_s=cleaned["schedule_slip_s"])
         if slip:
             self.add_error("schedule_slip_s", slip)

@@ -34,7 +34,17 @@ from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
 from workers.engine.errors import CREDENTIAL_PHASE, TESTER_FAULT_CLASSES, ErrorClass
 from workers.engine.params import INT_BOUNDS as ENGINE_INT_BOUNDS
-from workers.engine.params import MAX_TIMEOUT_S, Method, Pattern, RunParams, file_collection
+from workers.engine.params import (
+    MAX_TIMEOUT_S,
+    TPC_OPERATIONS,
+    AddressFamily,
+    Method,
+    Operation,
+    Pattern,
+    ReplayTiming,
+    RunParams,
+    file_collection,
+)
 
 # What a user who may not cancel is told (pages and API).
 RUN_CANCEL_REFUSAL = (
@@ -87,6 +97,7 @@ class RunParameter:
 # campaign's lists), the engine's RunParams, run_json, the estimates and the launch all go
 # by it. Adding one: a RunParams field, a field of RunParameters, an entry here (docs/).
 RUN_PARAMETERS = (
+    RunParameter("operation", "operations", axis=True, to_engine=Operation),
     RunParameter("method", "methods", axis=True, to_engine=Method),
     RunParameter("pattern", "patterns", axis=True, to_engine=Pattern),
     RunParameter("read_size", "read_sizes", axis=True),
@@ -107,6 +118,39 @@ RUN_PARAMETERS = (
     ),
     RunParameter("streams", "streams", help_text="Parallel TCP substreams."),
     RunParameter(
+        "file_size",
+        "file_size",
+        label="File size (write)",
+        help_text="Bytes each client writes per file, in read-size requests (write).",
+        size=True,
+    ),
+    # Run.ops is the run JSON's operation count: the parameter has a column of its own.
+    RunParameter(
+        "ops_per_client",
+        "ops_per_client",
+        engine="ops",
+        label="Operations per client",
+        help_text="Metadata operations each client makes (stat, open, list).",
+    ),
+    RunParameter(
+        "rate",
+        "rate",
+        label="Rate (ops/s)",
+        help_text="Target metadata operations per second per client; 0: as fast as possible.",
+    ),
+    RunParameter(
+        "address_family",
+        "address_family",
+        to_engine=AddressFamily,
+        help_text="Addresses used: any, 4 (IPv4), 6 (IPv6), or each address in turn.",
+    ),
+    RunParameter(
+        "replay_timing",
+        "replay_timing",
+        to_engine=ReplayTiming,
+        help_text="Replay pacing: asap, or recorded think times.",
+    ),
+    RunParameter(
         "deadline_s",
         "deadline_s",
         engine="timeout_s",
@@ -115,6 +159,26 @@ RUN_PARAMETERS = (
         bounds=(1, MAX_TIMEOUT_S),
     ),
 )
+# RunParams fields a run gets from elsewhere than a campaign's columns, and why.
+LAUNCH_FIELDS = {
+    "destination": "a TPC's destination directory: the campaign's destination endpoint's "
+    "scratch URL (Campaign.destination_endpoint)",
+    "run_tag": "names the files a write or a copy makes: the run's id, at launch",
+    # Not offered yet: a replay reads a recorder CSV on the worker, and the webapp cannot put
+    # one there (no trace upload yet): campaigns refuse operation replay (OPERATIONS_OFFERED).
+    "trace": "replay's recorder CSV on the worker: not offered until traces can be uploaded",
+}
+# The operations a campaign may have: replay waits for trace uploads (LAUNCH_FIELDS).
+OPERATIONS_OFFERED = tuple(o.value for o in Operation if o != Operation.REPLAY)
+REPLAY_REFUSAL = (
+    "replay is not offered by the web app yet: it needs a recorder trace on the worker, and "
+    "traces cannot be uploaded yet (use `python -m workers.engine probe --operation replay "
+    "--trace CSV`)"
+)
+# Operations that write under an endpoint's scratch path (a copy: the destination's).
+WRITE_OPERATIONS = frozenset({Operation.WRITE.value})
+COPY_OPERATIONS = frozenset(o.value for o in TPC_OPERATIONS)
+
 AXES = tuple(p for p in RUN_PARAMETERS if p.axis)
 # What makes runs comparable over time, a "parameter set" of the dashboards: the axes' values.
 PARAMETER_SET_FIELDS = tuple(p.name for p in AXES)
@@ -157,6 +221,26 @@ class RunParameters(models.Model):
     skip = models.PositiveIntegerField(default=3)
     readahead = models.PositiveBigIntegerField(default=0, help_text="bytes; 0 = unbuffered")
     streams = models.PositiveIntegerField(default=1)
+    file_size = models.PositiveBigIntegerField(
+        default=16 * 1024 * 1024, help_text="bytes each client writes per file (write)"
+    )
+    ops_per_client = models.PositiveIntegerField(
+        default=1000, help_text="metadata operations per client (stat, open, list)"
+    )
+    rate = models.FloatField(
+        default=0.0, help_text="target metadata operations per second per client; 0: flat out"
+    )
+    address_family = models.CharField(
+        max_length=4,
+        choices=[(a.value, a.value) for a in AddressFamily],
+        default=AddressFamily.ANY.value,
+        help_text="any, 4, 6, or each address of the endpoint's name in turn",
+    )
+    replay_timing = models.CharField(
+        max_length=10,
+        choices=[(t.value, t.value) for t in ReplayTiming],
+        default=ReplayTiming.ASAP.value,
+    )
 
     class Meta:
         abstract = True
@@ -181,6 +265,11 @@ def matrix_files(*, endpoints: Iterable[Endpoint], chosen: Iterable[TestFile]) -
     return [f for f in defaults if f is not None]
 
 
+def default_operations() -> list[str]:
+    """A campaign's operations when nobody says (campaigns made before there were others)."""
+    return [Operation.READ.value]
+
+
 # How many launches ahead pages and the API show (Campaign.schedule_next_launches).
 NEXT_LAUNCHES = 5
 
@@ -196,6 +285,16 @@ class Campaign(RunParameters):
     endpoints = models.ManyToManyField(Endpoint, related_name="campaigns")
     test_files = models.ManyToManyField(TestFile, blank=True, related_name="campaigns")
     vantage_points = models.ManyToManyField(VantagePoint, related_name="campaigns")
+    # Where its third-party copies land (tpc-pull, tpc-push): this endpoint's scratch path.
+    destination_endpoint = models.ForeignKey(
+        Endpoint,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="destination_of",
+        help_text="third-party copies (tpc-pull, tpc-push) land under its scratch path",
+    )
+    operations = models.JSONField(default=default_operations)
     methods = models.JSONField(default=list)
     patterns = models.JSONField(default=list)
     read_sizes = models.JSONField(default=list, help_text="bytes")
@@ -372,6 +471,16 @@ class Run(RunParameters):
     endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="runs")
     test_file = models.ForeignKey(TestFile, on_delete=models.PROTECT, related_name="runs")
     vantage_point = models.ForeignKey(VantagePoint, on_delete=models.PROTECT, related_name="runs")
+    # A copy's destination (the campaign's destination endpoint when it launched).
+    destination_endpoint = models.ForeignKey(
+        Endpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="copies_to"
+    )
+    operation = models.CharField(
+        max_length=10,
+        choices=[(o.value, o.value) for o in Operation],
+        default=Operation.READ.value,
+        db_default=Operation.READ.value,
+    )
     method = models.CharField(max_length=10, choices=[(m.value, m.value) for m in Method])
     pattern = models.CharField(max_length=12, choices=[(p.value, p.value) for p in Pattern])
     read_size = models.PositiveBigIntegerField(help_text="bytes")
@@ -464,6 +573,7 @@ class Run(RunParameters):
             models.Index(
                 fields=[
                     "endpoint",
+                    "operation",
                     "method",
                     "pattern",
                     "read_size",
@@ -489,6 +599,11 @@ class Run(RunParameters):
             test_file=cell.test_file,
             vantage_point=cell.vantage_point,
             repetition=cell.repetition,
+            destination_endpoint=(
+                campaign.destination_endpoint
+                if cell.parameters.get("operation") in COPY_OPERATIONS
+                else None
+            ),
             **cell.parameters,
             **fields,
         )
@@ -506,15 +621,23 @@ class Run(RunParameters):
 
     def measured_params(self, files: Sequence[TestFile] | None = None) -> RunParams:
         """What the engine measures for it, reading `files` (else files_to_read), without
-        what this host adds (credential, egress policy, CA folder: engine_params)."""
+        what this host adds (credential, egress policy, CA folder: engine_params).
+
+        A write's URLs are its endpoint's scratch directory, a listing's the test files'
+        directories; a copy reads the test files into the destination endpoint's scratch
+        directory. The run's id tags the files a write or a copy makes."""
         files = self.files_to_read() if files is None else files
-        urls = tuple(f.url for f in files)
+        urls = run_urls(self.operation, self.endpoint, files)
+        destination = None
+        if self.operation in COPY_OPERATIONS and self.destination_endpoint is not None:
+            destination = self.destination_endpoint.scratch_url()
+        reads_files = self.operation not in WRITE_OPERATIONS | {Operation.LIST.value}
         return RunParams(
             urls=urls,
             seed=self.pk or RunParams.seed,
-            adler32=tuple(
-                (url, f.adler32) for url, f in zip(urls, files, strict=True) if f.adler32
-            ),
+            adler32=tuple((f.url, f.adler32) for f in files if f.adler32) if reads_files else (),
+            destination=destination,
+            run_tag=str(self.pk) if self.pk else None,
             **engine_parameters(self.parameters()),
         )
 
@@ -543,6 +666,19 @@ class Run(RunParameters):
             return True
         launcher = self.launched_by_id
         return can_operate(user) and launcher is not None and launcher == getattr(user, "pk", None)
+
+
+def run_urls(operation: str, endpoint: Endpoint, files: Sequence[TestFile]) -> tuple[str, ...]:
+    """The URLs a run of `operation` gives the engine: the test files (read, copies' sources,
+    stat, open); their directories, once each (list); the endpoint's scratch directory
+    (write; none without a scratch path: the campaign's checks refuse that first)."""
+    if operation in WRITE_OPERATIONS:
+        scratch = endpoint.scratch_url()
+        return (scratch,) if scratch else ()
+    if operation == Operation.LIST:
+        folders = (f.path.rstrip("/").rpartition("/")[0] + "/" for f in files)
+        return tuple(endpoint.file_url(folder) for folder in dict.fromkeys(folders))
+    return tuple(f.url for f in files)
 
 
 # The first error's classes that are the tester's own (docs/watch.md "Tester faults").

@@ -153,3 +153,49 @@ class RunChartsSerializer(serializers.Serializer[Any]):
         child=LatencyHistSerializer(), help_text="per operation kind, merged over the clients"
     )
     served_by_clients = ServedByClientsSerializer(many=True)
+
+
+# The run page's chart of a copy's progress: an SVG of this size (its viewBox), drawn on
+# the server from the run JSON's tpc.markers (a few dozen at most: one per 5 s per client).
+TPC_CHART_WIDTH = 300
+TPC_CHART_HEIGHT = 80
+
+
+def tpc_progress(tpc: object) -> dict[str, Any] | None:
+    """A third-party copy's performance markers as the run page shows them: each marker
+    (seconds from the copy's start, bytes the server said it had moved, the rate since the
+    marker before it, MB/s) and the polyline of bytes over time; None without markers."""
+    markers = tpc.get("markers") if isinstance(tpc, dict) else None
+    if not isinstance(markers, list):
+        return None
+    points = sorted(
+        (float(m["t_s"]), int(m["bytes"]))
+        for m in markers
+        if isinstance(m, dict)
+        and isinstance(m.get("t_s"), int | float)
+        and isinstance(m.get("bytes"), int)
+    )
+    if not points:
+        return None
+    rows = []
+    for i, (t_s, n_bytes) in enumerate(points):
+        rate = None
+        if i:
+            before_t, before_bytes = points[i - 1]
+            if t_s > before_t and n_bytes >= before_bytes:
+                rate = (n_bytes - before_bytes) / (t_s - before_t) / 1e6
+        rows.append({"t_s": t_s, "bytes": n_bytes, "rate_mbps": rate})
+    last_t = max(points[-1][0], 1e-9)
+    most = max(1, *(n for _, n in points))
+    polyline = " ".join(
+        f"{t / last_t * TPC_CHART_WIDTH:.1f},{TPC_CHART_HEIGHT - n / most * TPC_CHART_HEIGHT:.1f}"
+        for t, n in points
+    )
+    return {
+        "markers": rows,
+        "points": polyline,
+        "last_t_s": points[-1][0],
+        "most_bytes": most,
+        "width": TPC_CHART_WIDTH,
+        "height": TPC_CHART_HEIGHT,
+    }

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from django.db.models import Aggregate, Avg, Count, F, FloatField, Max, Min, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 
+from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.metrics import METRICS, RUN_METRICS
 from webapp.campaigns.models import PARAMETER_SET_FIELDS, Campaign, ClientAttempt, Run
 from webapp.core import sql
+from workers.engine.params import Operation
 
 if TYPE_CHECKING:  # django-stubs-ext is a development dependency
     from django_stubs_ext import WithAnnotations
@@ -62,7 +64,9 @@ def run_list() -> QuerySet[Run]:
 
 def run_detail(run_id: int) -> Run:
     return (
-        Run.objects.select_related("campaign", "endpoint__site", "vantage_point", "test_file")
+        Run.objects.select_related(
+            "campaign", "endpoint__site", "vantage_point", "test_file", "destination_endpoint"
+        )
         .prefetch_related("attempts")
         .get(pk=run_id)
     )
@@ -224,9 +228,13 @@ def _run_progress(run: Run, attempts: dict[int, tuple[str, int]]) -> RunProgress
 
 
 def _client_planned_bytes(run: Run) -> list[int]:
-    """What each client plans to read, of the files the engine gives it."""
+    """What each client plans to read, of the files the engine gives it; what it writes or
+    copies (whole files), nothing for metadata operations."""
     files = run.files_to_read()
-    return run.measured_params(files).client_planned_bytes({f.url: f.size for f in files})
+    params = run.measured_params(files)
+    if run.operation != Operation.READ:
+        return [run_moved_bytes(params, run.test_file.size) // run.clients] * run.clients
+    return params.client_planned_bytes({f.url: f.size for f in files})
 
 
 def endpoint_series(
@@ -339,8 +347,13 @@ def _series_points_in_python(
     return points
 
 
+# The run JSON's figures of operations other than reads, as the engine writes them.
+RUN_JSON_OPERATION_FIELDS = ("address", "bytes_written", "server_checksum", "tpc", "ops_per_s")
+
+
 def run_json(run: Run) -> dict[str, Any]:
     """A run as the run JSON of docs/engine.md, with its clients' records."""
+    result = run.result if isinstance(run.result, dict) else {}
     params = {
         "endpoint": run.endpoint_id,
         "test_file": run.test_file_id,
@@ -359,6 +372,12 @@ def run_json(run: Run) -> dict[str, Any]:
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "params": params,
+        # What the run did (docs/engine.md): its operation, the address family asked for
+        # and the address used, what it wrote, the server's checksum, a copy's markers, a
+        # metadata storm's rate; null where the run JSON has none (a read's, an older one).
+        "operation": run.operation,
+        "address_family": result.get("address_family", run.address_family),
+        **{name: result.get(name) for name in RUN_JSON_OPERATION_FIELDS},
         "wall_s": run.wall_s,
         "open_s": run.open_s,
         "ttfb_s": run.ttfb_s,

@@ -7,6 +7,7 @@ reaper ends runs whose worker died.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,9 +24,18 @@ from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.metrics import RUN_METRICS
-from webapp.campaigns.models import Campaign, ClientAttempt, MatrixRows, Run, matrix_files
-from webapp.campaigns.validation import campaign_credential_refusal
+from webapp.campaigns.models import (
+    COPY_OPERATIONS,
+    WRITE_OPERATIONS,
+    Campaign,
+    ClientAttempt,
+    MatrixRows,
+    Run,
+    matrix_files,
+)
+from webapp.campaigns.validation import campaign_credential_refusal, campaign_operation_errors
 from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, run_probe
@@ -137,7 +147,7 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
     endpoints: dict[int, Endpoint] = {}
     for cell in campaign.cells(rows):
         params = Run.from_cell(cell, campaign=campaign).measured_params(files=[cell.test_file])
-        planned += params.run_delivered_bytes(cell.test_file.size)
+        planned += run_moved_bytes(params, cell.test_file.size)
         endpoints.setdefault(cell.endpoint.pk, cell.endpoint)
     now = timezone.now()
     expiries = (endpoint_credential_expiry(e, now=now) for e in endpoints.values())
@@ -193,12 +203,23 @@ def campaign_launch(
     refusal = campaign_preview(campaign=campaign).refusal
     if refusal:
         raise ValidationError({"matrix": refusal})
-    # Its runs spend their endpoints' credentials: the campaign's owner must be allowed to,
-    # whoever launches it (a person, or the schedule).
+    endpoints = list(
+        campaign.endpoints.select_related("site__owner").prefetch_related("credential_teams")
+    )
+    # A scratch path or a write scope may have gone since the campaign was saved.
+    needs = campaign_operation_errors(
+        operations=campaign.operations,
+        endpoints=endpoints,
+        destination=campaign.destination_endpoint,
+    )
+    if needs:
+        raise ValidationError(needs)
+    # Its runs spend their endpoints' credentials (a copy's destination's too): the
+    # campaign's owner must be allowed to, whoever launches it (a person, or the schedule).
+    destination = campaign.destination_endpoint
+    copies = COPY_OPERATIONS & set(campaign.operations)
     spending = campaign_credential_refusal(
-        endpoints=campaign.endpoints.select_related("site__owner").prefetch_related(
-            "credential_teams"
-        ),
+        endpoints=[*endpoints, *([destination] if destination and copies else [])],
         owner=campaign.owner,
     )
     if spending:
@@ -600,11 +621,24 @@ def runs_reap(*, stale_after_s: float | None = None) -> int:
 
 
 def _reap_run(run_id: int, stale: object) -> int:
+    """End one lost run; one that wrote (a write, a copy) gets its files cleaned up by a
+    worker of its vantage point: its clients died before they could delete them."""
+    from webapp.campaigns.dispatch import enqueue_cleanup
+
+    reaped = _reap_run_ended(run_id)
+    wrote = reaped is not None and reaped.operation in WRITE_OPERATIONS | COPY_OPERATIONS
+    # An enrolled agent takes no tasks from the queue: its lost runs are not cleaned up yet.
+    if reaped is not None and wrote and not reaped.vantage_point.is_remote:
+        enqueue_cleanup(reaped)
+    return int(reaped is not None)
+
+
+def _reap_run_ended(run_id: int) -> Run | None:
     message = "the worker stopped reporting (lost)"
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id, status=Run.Status.RUNNING).first()
         if run is None:
-            return 0
+            return None
         attempts = run.attempts.select_for_update()
         attempts.filter(status=ClientAttempt.Status.RUNNING).update(
             status=ClientAttempt.Status.LOST,
@@ -618,7 +652,45 @@ def _reap_run(run_id: int, stale: object) -> int:
         # The tester's fault (class lost), never the endpoint's.
         run.errors = [{"class": ErrorClass.LOST.value, "message": message, "client": None}]
         run.save(update_fields=["status", "finished_at", "errors"])
-    return 1
+    return run
+
+
+def run_cleanup(*, run_id: int) -> list[str]:
+    """Delete the files a lost write or copy run left (fedprobe-<run id>-*, in the scratch
+    directories it wrote to, and nothing else), with the credential of the endpoint written
+    to; return their URLs. A failure is logged, not raised: the next write run of the same
+    directory does not depend on it, and the names are the run's alone."""
+    run = Run.objects.select_related("endpoint", "destination_endpoint", "test_file").get(pk=run_id)
+    if run.operation not in WRITE_OPERATIONS | COPY_OPERATIONS:
+        return []
+    written_to = run.destination_endpoint if run.operation in COPY_OPERATIONS else run.endpoint
+    if written_to is None:
+        return []
+    measured = run.measured_params()
+    urls = (measured.destination,) if run.operation in COPY_OPERATIONS else measured.urls
+    try:
+        params = written_to.engine_params(measured)
+        deleted: list[str] = cleanup_written(
+            run_tag=str(run.pk),
+            urls=[url for url in urls if url],
+            credential=params.credential,
+            ca_dir=params.ca_dir,
+            egress=params.egress,
+            file_roots=params.file_roots,
+        )
+    except (InvalidParams, ProbeError) as exc:
+        log.warning("run %s: cleanup of its written files failed: %s", run.pk, exc)
+        return []
+    log.info("run %s: cleanup deleted %d files", run.pk, len(deleted))
+    return deleted
+
+
+def cleanup_written(**kwargs: Any) -> list[str]:
+    """The engine's cleanup of a write run's files by tag (workers/engine/cleanup.py, from
+    the write operation's branch of issue 20; imported by name until it is on main)."""
+    cleanup = importlib.import_module("workers.engine.cleanup")
+    deleted: list[str] = cleanup.cleanup_written(**kwargs)
+    return deleted
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,13 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from webapp.campaigns import schedules, services
-from webapp.campaigns.dispatch import LAUNCH_DUE_CAMPAIGNS, MEASURE_RUN, REAP_RUNS, RESEND_RUNS
+from webapp.campaigns.dispatch import (
+    CLEANUP_RUN,
+    LAUNCH_DUE_CAMPAIGNS,
+    MEASURE_RUN,
+    REAP_RUNS,
+    RESEND_RUNS,
+)
 from webapp.celery import app
 from workers.engine.params import MAX_TIMEOUT_S
 
@@ -43,6 +49,18 @@ def measure_run(self: Task[[int], None], run_id: int) -> None:
 )
 def reap_runs() -> int:
     return services.runs_reap()
+
+
+@app.task(
+    name=CLEANUP_RUN,
+    # Deletes only the run's own names, so doing it twice is harmless: tried again when the
+    # database is restarting.
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    max_retries=5,
+)
+def cleanup_run(run_id: int) -> list[str]:
+    return services.run_cleanup(run_id=run_id)
 
 
 @app.task(

@@ -10,10 +10,17 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from webapp.accounts.roles import User
-from webapp.campaigns.models import RUN_PARAMETERS
+from webapp.campaigns.models import (
+    COPY_OPERATIONS,
+    OPERATIONS_OFFERED,
+    REPLAY_REFUSAL,
+    RUN_PARAMETERS,
+    WRITE_OPERATIONS,
+)
 from webapp.sites.models import Endpoint, TestFile
-from workers.engine.params import Method, Pattern
+from workers.engine.params import MAX_RATE, Method, Operation, Pattern
 from workers.engine.protocols import protocol_of
+from workers.engine.urls import GRIDFTP_SCHEMES
 
 # The largest id a query may name: the databases' ids are signed 64-bit (a larger one overflows
 # SQLite's binding instead of matching nothing).
@@ -28,7 +35,13 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
     **{p.campaign_field: p.int_bounds for p in RUN_PARAMETERS if p.int_bounds is not None},
     "repetitions": (1, MAX_REPETITIONS),
 }
+# (lowest, highest) of each fractional field of a campaign.
+FLOAT_BOUNDS: dict[str, tuple[float, float]] = {"rate": (0.0, MAX_RATE)}
 FRACTION_ERROR = "each fraction must be in (0, 1]"
+OPERATIONS = (*OPERATIONS_OFFERED, Operation.REPLAY.value)
+# The WLCG scope a write needs on the scratch path: creating the files, and deleting them
+# after (storage.create alone cannot delete: the run would leave its files behind).
+WRITE_SCOPE = "storage.modify"
 
 
 _Value = TypeVar("_Value", bound=Hashable)
@@ -71,3 +84,71 @@ def campaign_credential_refusal(*, endpoints: Iterable[Endpoint], owner: User | 
         if refusal:
             return refusal
     return ""
+
+
+def campaign_operation_errors(
+    *, operations: Sequence[str], endpoints: Sequence[Endpoint], destination: Endpoint | None
+) -> dict[str, str]:
+    """What a campaign's operations need and lack, by field: replay is not offered yet; a
+    write needs a scratch path on every endpoint, a copy a destination endpoint with one;
+    and a token whose scopes are known must allow writing there (a write token is not a
+    read token: checked before any run, not found out by a failed one)."""
+    if Operation.REPLAY in operations:
+        return {"operations": REPLAY_REFUSAL}
+    writers: list[Endpoint] = []
+    if WRITE_OPERATIONS & set(operations):
+        missing = [e.name for e in endpoints if not e.scratch_path]
+        if missing:
+            return {
+                "operations": f"write needs a scratch path on every endpoint: "
+                f"{', '.join(missing)} has none (set the endpoint's scratch_path)"
+            }
+        writers.extend(endpoints)
+    if COPY_OPERATIONS & set(operations):
+        copies = ", ".join(sorted(COPY_OPERATIONS & set(operations)))
+        if destination is None:
+            return {"destination_endpoint": f"{copies} needs a destination endpoint"}
+        if not destination.scratch_path:
+            return {
+                "destination_endpoint": f"{copies} lands under the destination's scratch path: "
+                f"endpoint {destination.name} has none (set its scratch_path)"
+            }
+        if destination.protocol in GRIDFTP_SCHEMES or any(
+            e.protocol in GRIDFTP_SCHEMES for e in endpoints
+        ):
+            return {"operations": f"{copies} is an HTTP or XRootD copy: not over GridFTP"}
+        writers.append(destination)
+    for endpoint in writers:
+        refusal = write_scope_refusal(endpoint)
+        if refusal:
+            field = "destination_endpoint" if endpoint == destination else "operations"
+            return {field: refusal}
+    return {}
+
+
+def write_scope_refusal(endpoint: Endpoint) -> str:
+    """Why the endpoint's token cannot write and delete under its scratch path ("" when it
+    can, or when its scopes are not known: no credential, an X.509 proxy, an opaque token)."""
+    scopes = endpoint.credential_info().get("scopes") or []
+    if not scopes or not endpoint.scratch_path:
+        return ""
+    path = "/" + endpoint.scratch_path.strip("/")
+    if scopes_allow(scopes, WRITE_SCOPE, path):
+        return ""
+    return (
+        f"the token of endpoint {endpoint.name} cannot write under its scratch path {path}: "
+        f"its scopes ({' '.join(scopes)}) have no {WRITE_SCOPE}:{path} or a scope above it "
+        "(writes create and then delete their files)"
+    )
+
+
+def scopes_allow(scopes: Iterable[str], name: str, path: str) -> bool:
+    """Does a WLCG scope `name:/dir` in `scopes` cover `path` (the dir itself or below)?"""
+    for scope in scopes:
+        scope_name, _, where = scope.partition(":")
+        if scope_name != name:
+            continue
+        base = "/" + where.strip("/")
+        if base in ("/", path) or path.startswith(base.rstrip("/") + "/"):
+            return True
+    return False

@@ -30,7 +30,7 @@ from webapp.campaigns.models import (
     Campaign,
     Run,
 )
-from webapp.campaigns.run_detail import run_charts
+from webapp.campaigns.run_detail import run_charts, tpc_progress
 from webapp.campaigns.run_table import RunError, run_list_columns
 from webapp.campaigns.schedules import (
     ScheduleConflict,
@@ -291,6 +291,8 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
             progress=progress,
             clients=[(c, attempts.get(c.client)) for c in progress.clients],
             charts=run_charts(run),
+            outcome=run.result or {},
+            tpc=tpc_progress((run.result or {}).get("tpc")),
             live={
                 "run": run.pk,
                 "final": run.is_final,

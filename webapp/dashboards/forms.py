@@ -17,6 +17,7 @@ from webapp.campaigns.validation import (
     FRACTION_ERROR,
     MAX_ID,
     METHODS,
+    OPERATIONS,
     PATTERNS,
     fraction_in_bounds,
 )
@@ -41,7 +42,7 @@ from webapp.dashboards.selectors.results import ResultsFilter
 from webapp.dashboards.selectors.thresholds import order_error, threshold_errors
 from webapp.dashboards.widgets import LightSelect
 from webapp.sites.models import Endpoint, Site, VantagePoint
-from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Pattern
+from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Operation, Pattern
 from workers.engine.units import format_size
 
 MOST_MEASURED = "most measured"
@@ -83,6 +84,7 @@ class MatrixForm(forms.Form):
     good = forms.FloatField(help_text=OVERRIDE_HELP)
     bad = forms.FloatField(help_text=OVERRIDE_HELP)
     view = forms.ChoiceField(choices=VIEWS, required=False)
+    operation = forms.ChoiceField(choices=[("", "most common")] + [(o, o) for o in Operation])
     method = forms.ChoiceField(choices=[("", "most common")] + [(m, m) for m in Method])
     pattern = forms.ChoiceField(choices=[("", "most common")] + [(p, p) for p in Pattern])
     read_size = forms.IntegerField(
@@ -175,6 +177,7 @@ class AlertsForm(forms.Form):
         empty_label="all",
         widget=LightSelect,
     )
+    operation = forms.ChoiceField(choices=[("", "any")] + [(o, o) for o in Operation])
     method = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in Method])
     pattern = forms.ChoiceField(choices=[("", "any")] + [(p, p) for p in Pattern])
     read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
@@ -225,6 +228,9 @@ class CompareForm(forms.Form):
     metric = forms.ChoiceField(
         choices=[(m.name, m.title) for m in RUN_METRICS],
         required=False,
+    )
+    operation = forms.ChoiceField(
+        choices=[("", MOST_MEASURED)] + [(o.value, o.value) for o in Operation], required=False
     )
     method = forms.ChoiceField(
         choices=[("", MOST_MEASURED)] + [(m.value, m.value) for m in Method], required=False
@@ -356,6 +362,9 @@ class ResultsForm(forms.Form):
         forms.IntegerField(min_value=1, max_value=MAX_ID), help_text="endpoint ids"
     )
     vantage_point = ValuesField(forms.CharField(max_length=50), help_text="vantage point names")
+    operation = ValuesField(
+        forms.ChoiceField(choices=[(o, o) for o in OPERATIONS]), help_text="operations"
+    )
     method = ValuesField(
         forms.ChoiceField(choices=[(m, m) for m in METHODS]), help_text="access methods"
     )

@@ -29,6 +29,7 @@ FAILURE_STATUSES = [
 class ParameterSetSerializer(serializers.Serializer[Any]):
     """A ParameterSet in API output (series, site summary)."""
 
+    operation = serializers.CharField()
     method = serializers.CharField()
     pattern = serializers.CharField()
     read_size = serializers.IntegerField()

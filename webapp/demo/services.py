@@ -33,8 +33,9 @@ def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
     named `lab-<site>` (tier "lab"), which tells them apart from real ones. Each endpoint's
     largest file is its default test file. Authenticated endpoints get the
     lab's credentials: an oauth client of its issuer where a token is asked for, a fresh
-    proxy of its CA where an X.509 proxy is. With `ca_dir`, that folder is made the CA
-    folder of this host plus the lab's CA (settings.LOCAL_CA_DIR: the embedded mode's).
+    proxy of its CA where an X.509 proxy is; each its scratch path, where the lab has one.
+    With `ca_dir`, that folder is made the CA folder of this host plus the lab's CA
+    (settings.LOCAL_CA_DIR: the embedded mode's).
     """
     sites, endpoints, files = set(), 0, 0
     for lab_endpoint in lab.endpoints():
@@ -54,6 +55,9 @@ def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
                 "enabled": True,
                 "credential_kind": kind,
                 "credential": credential,
+                # Where the lab lets writes go (`lab status --json`'s scratch_path); a lab
+                # from before writes has none: the endpoint takes no writes.
+                "scratch_path": getattr(lab_endpoint, "scratch_path", None) or "",
             },
         )
         endpoints += 1

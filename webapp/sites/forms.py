@@ -97,6 +97,7 @@ class EndpointForm(forms.ModelForm):  # type: ignore[type-arg]
             "base_url",
             "role",
             "enabled",
+            "scratch_path",
             "credential_kind",
             "credential_hosts",
             "credential_teams",

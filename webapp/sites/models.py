@@ -71,6 +71,22 @@ def validate_base_url(value: str) -> None:
 validate_base_url_egress = validate_base_url
 
 
+def validate_scratch_path(value: str) -> None:
+    """A scratch path is an absolute path, without `..` (it could climb out of the place the
+    site gave), a query or a fragment (the run's file names are appended to it)."""
+    if not value:
+        return
+    if not value.startswith("/"):
+        raise ValidationError("must be an absolute path (starting with /)", code="relative")
+    if any(part == ".." for part in value.split("/")):
+        raise ValidationError("must not contain '..'", code="parent")
+    if any(c in value for c in "?#") or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ValidationError(
+            "must be a plain path: no query (?), fragment (#) or control characters",
+            code="query",
+        )
+
+
 def _host_list(value: object) -> list[str]:
     """credential_hosts as stored: a JSON list of texts (the admin could give any JSON)."""
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
@@ -176,6 +192,16 @@ class Endpoint(models.Model):
     base_url = models.CharField(max_length=500, validators=[validate_base_url])
     role = models.CharField(max_length=12, choices=Role.choices, default=Role.DATA)
     enabled = models.BooleanField(default=True)
+    # Where write tests and third-party copies may put files (fedprobe-<run id>-c<client>-f<k>,
+    # deleted after each run): nothing outside it is ever written or deleted. Empty: no writes.
+    scratch_path = models.CharField(
+        max_length=1000,
+        blank=True,
+        default="",
+        validators=[validate_scratch_path],
+        help_text="absolute path on the endpoint under which write tests and copies put their "
+        "files (deleted after each run); empty: the endpoint takes no writes",
+    )
     # What the endpoint is presented (webapp.sites.credentials): a bearer token, an oauth
     # client's JSON or an X.509 proxy, encrypted at rest with FEDPROBE_CREDENTIAL_KEY.
     credential_kind = models.CharField(max_length=12, choices=KIND_CHOICES, default="none")
@@ -289,6 +315,14 @@ class Endpoint(models.Model):
         if self.protocol in XROOT.scheme_names:
             return f"{base}//{path.lstrip('/')}"
         return f"{base}/{path.lstrip('/')}"
+
+    def scratch_url(self) -> str | None:
+        """The directory URL write tests and copies put their files under (the scratch path
+        on this endpoint, as file_url builds a test file's URL, ending in /); None without a
+        scratch path."""
+        if not self.scratch_path:
+            return None
+        return self.file_url(self.scratch_path.rstrip("/") + "/")
 
     def credential_info(self) -> CredentialInfo:
         """What may be shown of the credential: its kind, and the claims, subject, issuer and

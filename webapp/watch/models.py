@@ -18,7 +18,16 @@ from webapp.sites.models import Endpoint, Site, VantagePoint
 
 # What names a series: an endpoint, a vantage point and a parameter set (rollups.SERIES_FIELDS
 # are the same as columns).
-SERIES_KEY = ("endpoint", "vantage_point", "method", "pattern", "read_size", "fraction", "clients")
+SERIES_KEY = (
+    "endpoint",
+    "vantage_point",
+    "operation",
+    "method",
+    "pattern",
+    "read_size",
+    "fraction",
+    "clients",
+)
 
 
 class SeriesKey(models.Model):
@@ -26,6 +35,8 @@ class SeriesKey(models.Model):
 
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="+")
     vantage_point = models.ForeignKey(VantagePoint, on_delete=models.CASCADE, related_name="+")
+    # db_default: rows rolled up before there were other operations were reads.
+    operation = models.CharField(max_length=10, default="read", db_default="read")
     method = models.CharField(max_length=10)
     pattern = models.CharField(max_length=12)
     read_size = models.PositiveBigIntegerField()
@@ -148,6 +159,7 @@ class Regression(models.Model):
         VantagePoint, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
     protocol = models.CharField(max_length=10, blank=True)
+    operation = models.CharField(max_length=10, blank=True, default="", db_default="")
     method = models.CharField(max_length=10, blank=True)
     pattern = models.CharField(max_length=12, blank=True)
     read_size = models.PositiveBigIntegerField(null=True, blank=True)

@@ -152,13 +152,17 @@ def _wanted_parameter_sets() -> dict[tuple[int, int], list[Axes]]:
     running = Campaign.objects.exclude(schedule="").filter(schedule_paused_at__isnull=True)
     axes = {
         row["pk"]: {
+            # A campaign from before operations existed has none stored: it reads.
+            "operation": row["operations"] or ["read"],
             "method": row["methods"],
             "pattern": row["patterns"],
             "read_size": row["read_sizes"],
             "fraction": row["fractions"],
             "clients": row["clients"],
         }
-        for row in running.values("pk", "methods", "patterns", "read_sizes", "fractions", "clients")
+        for row in running.values(
+            "pk", "operations", "methods", "patterns", "read_sizes", "fractions", "clients"
+        )
     }
     chosen: dict[int, set[int]] = defaultdict(set)
     for campaign, endpoint in Campaign.test_files.through.objects.filter(

@@ -34,6 +34,7 @@ ROLLUP_METRICS = tuple(m.name for m in RUN_METRICS)
 SERIES_FIELDS = (
     "endpoint_id",
     "vantage_point_id",
+    "operation",
     "method",
     "pattern",
     "read_size",

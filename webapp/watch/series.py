@@ -28,6 +28,7 @@ class SeriesId:
 
     endpoint_id: int
     vantage_point_id: int
+    operation: str
     method: str
     pattern: str
     read_size: int
@@ -35,9 +36,12 @@ class SeriesId:
     clients: int
 
     def key(self, metric: str) -> str:
-        """The regression key of one of its metrics ("availability", a run metric)."""
+        """The regression key of one of its metrics ("availability", a run metric). A read's
+        key is as it was before there were other operations (its regressions keep theirs);
+        another operation's says it with the method ("write+direct")."""
+        method = self.method if self.operation == "read" else f"{self.operation}+{self.method}"
         return (
-            f"series:{self.endpoint_id}:{self.vantage_point_id}:{self.method}:{self.pattern}:"
+            f"series:{self.endpoint_id}:{self.vantage_point_id}:{method}:{self.pattern}:"
             f"{self.read_size}:{self.fraction:g}:{self.clients}:{metric}"
         )
 

@@ -156,9 +156,10 @@ def test_every_error_is_named_by_line_and_field_and_nothing_changes(nightly: Cam
         "Ensure this value is less than or equal to 32.",
         "broken.yaml:20: campaigns[0].parameters.read_sizes[1]: "
         "'huge' is not a size (examples: 4096, 4k, 1M, 1G)",
-        "broken.yaml:23: campaigns[0].parameters.colour: unknown field (known: methods, "
-        "patterns, read_sizes, fractions, clients, files, depth, vector_size, skip, readahead, "
-        "streams, repetitions, deadline_s)",
+        "broken.yaml:23: campaigns[0].parameters.colour: unknown field (known: operations, "
+        "methods, patterns, read_sizes, fractions, clients, files, depth, vector_size, skip, "
+        "readahead, streams, file_size, ops_per_client, rate, address_family, replay_timing, "
+        "repetitions, deadline_s)",
     ]
     assert _counts() == before
     assert not Site.objects.filter(name="LAB").exists()

@@ -12,8 +12,22 @@ from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from webapp.watch.evaluate import watch_evaluate
 
-P = {"method": "direct", "pattern": "random", "read_size": 65536, "fraction": 0.1, "clients": 2}
-Q = {"method": "copy", "pattern": "sequential", "read_size": 1 << 20, "fraction": 1.0, "clients": 1}
+P = {
+    "operation": "read",
+    "method": "direct",
+    "pattern": "random",
+    "read_size": 65536,
+    "fraction": 0.1,
+    "clients": 2,
+}
+Q = {
+    **P,
+    "method": "copy",
+    "pattern": "sequential",
+    "read_size": 1 << 20,
+    "fraction": 1.0,
+    "clients": 1,
+}
 
 
 def night(days_ago: int, hour: int = 2) -> datetime:

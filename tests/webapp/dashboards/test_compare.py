@@ -34,7 +34,14 @@ from webapp.sites.models import Endpoint
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 DAY = date(2026, 3, 10)
-SET = {"method": "direct", "pattern": "random", "read_size": 4096, "fraction": 0.01, "clients": 1}
+SET = {
+    "operation": "read",
+    "method": "direct",
+    "pattern": "random",
+    "read_size": 4096,
+    "fraction": 0.01,
+    "clients": 1,
+}
 OTHER = {**SET, "method": "copy", "pattern": "sequential", "read_size": 1 << 20, "fraction": 1.0}
 
 

@@ -52,6 +52,7 @@ ENDPOINT = Shape(
         "role": TEXT,
         "enabled": BOOL,
         "credential_hosts": LIST,
+        "scratch_path": TEXT,
         "test_files": LIST,
     },
     required=("name", "protocol", "base_url"),
@@ -69,6 +70,7 @@ CAMPAIGN = Shape(
         "endpoints": LIST,
         "test_files": LIST,
         "vantage_points": LIST,
+        "destination_endpoint": TEXT,
         "parameters": MAP,
         "schedule": TEXT,
         "schedule_tz": TEXT,
@@ -82,7 +84,8 @@ PARAMETERS = Shape(
         name: LIST if name in {p.campaign_field for p in AXES} else SCALAR
         for name in CAMPAIGN_PARAMETER_FIELDS
     },
-    required=tuple(p.campaign_field for p in AXES),
+    # Files written before operations existed name no operations: they read.
+    required=tuple(p.campaign_field for p in AXES if p.campaign_field != "operations"),
 )
 # A campaign's endpoints given by what they are rather than by name (resolved on import).
 ENDPOINT_SELECTOR = Shape(

@@ -98,6 +98,7 @@ def endpoint_document(endpoint: Endpoint, *, with_files: bool = True) -> dict[st
         role=endpoint.role,
         enabled=endpoint.enabled,
         credential_hosts=list(endpoint.credential_hosts),
+        scratch_path=endpoint.scratch_path,
         test_files=[test_file_document(f) for f in files],
     )
 
@@ -126,6 +127,9 @@ def campaign_document(campaign: Campaign) -> dict[str, Any]:
             for f in sorted(files, key=lambda f: (f.endpoint.name, f.path))
         ],
         vantage_points=sorted(v.name for v in campaign.vantage_points.all()),
+        destination_endpoint=(
+            campaign.destination_endpoint.name if campaign.destination_endpoint else ""
+        ),
         parameters={name: _parameter(name, getattr(campaign, name)) for name in PARAMETERS.fields},
         schedule=campaign.schedule,
         schedule_tz=campaign.schedule_tz,

@@ -391,7 +391,15 @@ class _Import:
         self, value: Any, path: str, name: str, site: Site, stored: Endpoint | None
     ) -> Endpoint | None:
         """The endpoint as the file gives it, saved if valid and permitted; None if not."""
-        fields = ("site_id", "protocol", "base_url", "role", "enabled", "credential_hosts")
+        fields = (
+            "site_id",
+            "protocol",
+            "base_url",
+            "role",
+            "enabled",
+            "credential_hosts",
+            "scratch_path",
+        )
         before = _values(stored, fields)
         if before is not None:
             before["site"] = before.pop("site_id")  # the plan's name for it
@@ -628,7 +636,8 @@ class ImportedCampaignForm(CampaignForm):
         # A file names every axis (documents.PARAMETERS): an empty list is an error there,
         # not the page's default.
         for axis in AXES:
-            self.fields[axis.campaign_field].required = True
+            # Left out, operations is read (files from before operations existed).
+            self.fields[axis.campaign_field].required = axis.campaign_field != "operations"
 
 
 # The campaign form's own fields, with those added below its class (the advanced parameters):
@@ -651,6 +660,7 @@ def _campaign_data(
         "test_files": [test_file.pk for test_file in test_files],
         "vantage_points": [vantage_point.pk for vantage_point in vantage_points],
         **{key: as_text(value.get(key)) for key in _SCHEDULE},
+        "destination_endpoint": _endpoint_pk(as_text(value.get("destination_endpoint"))),
     }
     for key, item in value["parameters"].items():
         if isinstance(item, list):
@@ -658,6 +668,13 @@ def _campaign_data(
         else:
             data[key] = as_text(item)
     return data
+
+
+def _endpoint_pk(name: str) -> int | str:
+    """A campaign's destination endpoint as its form reads it: the endpoint's id, else the
+    name (the form then says no such choice, at destination_endpoint)."""
+    endpoint = Endpoint.objects.filter(name=name).first() if name else None
+    return endpoint.pk if endpoint is not None else name
 
 
 def _campaign_values(campaign: Campaign, cleaned: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -671,6 +688,7 @@ def _campaign_values(campaign: Campaign, cleaned: dict[str, Any] | None = None) 
         "description": campaign.description,
         **{name: getattr(campaign, name) for name in CAMPAIGN_PARAMETER_FIELDS},
         **{name: getattr(campaign, name) for name in _SCHEDULE},
+        "destination_endpoint": getattr(campaign.destination_endpoint, "name", ""),
         "endpoints": sorted(endpoint.name for endpoint in relations["endpoints"]),
         "test_files": sorted(str(test_file) for test_file in relations["test_files"]),
         "vantage_points": sorted(v.name for v in relations["vantage_points"])

@@ -64,6 +64,7 @@ class GroupRow(TypedDict):
     site: int
     site_name: str
     protocol: str
+    operation: str
     method: str
     pattern: str
     read_size: int
@@ -180,6 +181,7 @@ def _key(row: GroupRow, metric: str) -> str:
     series = SeriesId(
         row["endpoint"],
         row["vantage_point_id"],
+        row["operation"],
         row["method"],
         row["pattern"],
         row["read_size"],
@@ -236,6 +238,7 @@ def _group_row(row: dict[str, Any]) -> GroupRow:
         "site": row["site"],
         "site_name": row["site_name"],
         "protocol": row["protocol"],
+        "operation": parameter_set.operation,
         "method": parameter_set.method,
         "pattern": parameter_set.pattern,
         "read_size": parameter_set.read_size,

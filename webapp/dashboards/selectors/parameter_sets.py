@@ -29,8 +29,9 @@ def higher_is_better(metric: str) -> bool:
 
 @dataclass(frozen=True)
 class ParameterSet:
-    """What a run read and how: the runs of one parameter set are comparable over time."""
+    """What a run did and how: the runs of one parameter set are comparable over time."""
 
+    operation: str
     method: str
     pattern: str
     read_size: int
@@ -41,7 +42,9 @@ class ParameterSet:
     def label(self) -> str:
         clients = f"{self.clients} client{'s' if self.clients != 1 else ''}"
         read_size = format_size(self.read_size)
-        return f"{self.method} · {self.pattern} · {read_size} · {self.fraction:g} · {clients}"
+        label = f"{self.method} · {self.pattern} · {read_size} · {self.fraction:g} · {clients}"
+        # Reads are most runs: their labels stay as they were; another operation leads.
+        return label if self.operation == "read" else f"{self.operation} · {label}"
 
     def query(self) -> dict[str, Any]:
         """As query parameters (the RunFilter names)."""
@@ -118,6 +121,7 @@ def matrix_url(chosen: Mapping[str, Any], parameter_set: ParameterSet | None) ->
 class ParameterSetJSON(TypedDict):
     """A ParameterSet's query parameters with its label, as the pages' JSON gives it."""
 
+    operation: str
     method: str
     pattern: str
     read_size: int
@@ -130,6 +134,7 @@ def parameter_set_json(parameter_set: ParameterSet | None) -> ParameterSetJSON |
     if parameter_set is None:
         return None
     return {
+        "operation": parameter_set.operation,
         "method": parameter_set.method,
         "pattern": parameter_set.pattern,
         "read_size": parameter_set.read_size,

@@ -112,6 +112,7 @@ class ResultsFilter:
 
     endpoint: Sequence[int] = ()
     vantage_point: Sequence[str] = ()
+    operation: Sequence[str] = ()
     method: Sequence[str] = ()
     pattern: Sequence[str] = ()
     read_size: Sequence[int] = ()

@@ -1,0 +1,320 @@
+"""Operations beyond reads in the web app (issue 20): an endpoint's scratch path is checked,
+a campaign that writes or copies needs scratch paths, a destination and a token that may
+write there (each refusal names its field and the endpoint), a launch gives the engine the
+scratch directories and the run's id as its tag, and the run page shows what a write and a
+copy did, from run JSON written by hand from the contract (docs/engine.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.test import Client
+from rest_framework.test import APIClient
+
+from tests.webapp.factories import (
+    CampaignFactory,
+    EndpointFactory,
+    RunFactory,
+    TestFileFactory,
+    VantagePointFactory,
+    jwt,
+)
+from webapp.accounts.services import user_set_role
+from webapp.campaigns.estimates import run_moved_bytes
+from webapp.campaigns.forms import CampaignForm
+from webapp.campaigns.models import Campaign, Run
+from webapp.sites.models import Endpoint
+from workers.engine.params import AddressFamily, Operation
+
+pytestmark = pytest.mark.django_db
+
+MiB = 1024 * 1024
+
+
+def operator(name: str = "olga") -> User:
+    user = User.objects.create_user(name)
+    user_set_role(user=user, role="operator")
+    return user
+
+
+def writable(**fields: Any) -> Endpoint:
+    """An endpoint with a test file and a scratch path."""
+    endpoint = EndpointFactory(scratch_path="/scratch/fedprobe", **fields)
+    TestFileFactory(endpoint=endpoint, path="/data/set/file-1")
+    return endpoint  # type: ignore[no-any-return]
+
+
+def form_data(endpoint: Endpoint, **fields: Any) -> dict[str, Any]:
+    return {
+        "name": "writes",
+        "endpoints": [endpoint.pk],
+        "methods": "direct",
+        "patterns": "sequential",
+        "read_sizes": "1M",
+        "fractions": "1",
+        "clients": "1",
+        **fields,
+    }
+
+
+def form_errors(data: dict[str, Any], user: User) -> dict[str, list[str]]:
+    form = CampaignForm(data=data, user=user)
+    form.is_valid()
+    return {name: [str(m) for m in messages] for name, messages in form.errors.items()}
+
+
+# -- the endpoint's scratch path --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("scratch/x", "absolute"),
+        ("/scratch/../data", ".."),
+        ("/scratch?x=1", "query"),
+        ("/scratch#top", "fragment"),
+    ],
+)
+def test_a_scratch_path_is_absolute_plain_and_never_climbs(path: str, why: str) -> None:
+    endpoint = EndpointFactory()
+    endpoint.scratch_path = path
+    with pytest.raises(ValidationError) as refused:
+        endpoint.full_clean()
+    assert why in refused.value.message_dict["scratch_path"][0]
+
+
+def test_the_api_refuses_a_bad_scratch_path_naming_it_and_changes_nothing() -> None:
+    user = User.objects.create_superuser("ada")
+    endpoint = EndpointFactory(scratch_path="/scratch/ok")
+    api = APIClient()
+    api.force_authenticate(user)
+    answer = api.patch(f"/api/v1/endpoints/{endpoint.pk}/", {"scratch_path": "/a/../b"})
+    assert answer.status_code == 400 and "scratch_path" in answer.json()
+    endpoint.refresh_from_db()
+    assert endpoint.scratch_path == "/scratch/ok"
+    answer = api.patch(f"/api/v1/endpoints/{endpoint.pk}/", {"scratch_path": "/scratch/new"})
+    assert answer.status_code == 200 and answer.json()["scratch_path"] == "/scratch/new"
+
+
+def test_the_scratch_url_is_built_as_test_file_urls_are() -> None:
+    root = EndpointFactory(base_url="root://127.0.0.1:1094/", scratch_path="/scratch/s1")
+    https = EndpointFactory(
+        protocol="https", base_url="https://127.0.0.1:8443/", scratch_path="/scratch/s1/"
+    )
+    assert root.scratch_url() == "root://127.0.0.1:1094//scratch/s1/"
+    assert https.scratch_url() == "https://127.0.0.1:8443/scratch/s1/"
+    assert EndpointFactory().scratch_url() is None
+
+
+# -- what a campaign needs for its operations --------------------------------------------------
+
+
+def test_a_write_needs_a_scratch_path_on_every_endpoint_naming_operations_and_the_endpoint() -> (
+    None
+):
+    user = operator()
+    endpoint = EndpointFactory(name="no-scratch")
+    TestFileFactory(endpoint=endpoint)
+    errors = form_errors(form_data(endpoint, operations=["read", "write"]), user)
+    assert list(errors) == ["operations"]
+    assert "no-scratch" in errors["operations"][0] and "scratch" in errors["operations"][0]
+    # Reading alone needs none.
+    assert form_errors(form_data(endpoint, operations=["read", "stat"]), user) == {}
+
+
+def test_a_copy_needs_a_destination_with_a_scratch_path() -> None:
+    user = operator()
+    source = writable()
+    errors = form_errors(form_data(source, operations=["tpc-pull"]), user)
+    assert list(errors) == ["destination_endpoint"]
+    assert "tpc-pull needs a destination endpoint" in errors["destination_endpoint"][0]
+    bare = EndpointFactory(name="bare-destination")
+    errors = form_errors(
+        form_data(source, operations=["tpc-push"], destination_endpoint=bare.pk), user
+    )
+    assert "bare-destination" in errors["destination_endpoint"][0]
+    destination = writable()
+    data = form_data(source, operations=["tpc-pull"], destination_endpoint=destination.pk)
+    assert form_errors(data, user) == {}
+
+
+def test_replay_is_refused_until_traces_can_be_uploaded() -> None:
+    errors = form_errors(form_data(writable(), operations=["replay"]), operator())
+    assert "replay is not offered by the web app yet" in errors["operations"][0]
+
+
+def test_a_write_token_is_not_a_read_token_scopes_are_checked_before_any_run() -> None:
+    user = User.objects.create_superuser("ada")
+    read_only = writable(
+        name="read-token",
+        credential_kind="token",
+        credential=jwt(iss="https://issuer.example", scope="storage.read:/"),
+    )
+    errors = form_errors(form_data(read_only, operations=["write"]), user)
+    message = errors["operations"][0]
+    assert "read-token" in message and "storage.modify:/scratch/fedprobe" in message
+    may_write = writable(
+        name="write-token",
+        credential_kind="token",
+        credential=jwt(
+            iss="https://issuer.example", scope="storage.read:/ storage.modify:/scratch"
+        ),
+    )
+    assert form_errors(form_data(may_write, operations=["write"]), user) == {}
+    # A copy's destination is checked too, under its own field.
+    data = form_data(may_write, operations=["tpc-push"], destination_endpoint=read_only.pk)
+    assert "read-token" in form_errors(data, user)["destination_endpoint"][0]
+
+
+def test_the_api_refuses_as_the_form_does_and_defaults_to_reading() -> None:
+    user = operator("api-olga")
+    api = APIClient()
+    api.force_authenticate(user)
+    endpoint = EndpointFactory(name="api-no-scratch")
+    TestFileFactory(endpoint=endpoint)
+    body = {
+        "name": "api writes",
+        "endpoints": [endpoint.pk],
+        "methods": ["direct"],
+        "patterns": ["sequential"],
+        "read_sizes": [MiB],
+        "fractions": [1],
+        "clients": [1],
+    }
+    answer = api.post("/api/v1/campaigns/", {**body, "operations": ["write"]}, format="json")
+    assert answer.status_code == 400 and "api-no-scratch" in answer.json()["operations"][0]
+    answer = api.post("/api/v1/campaigns/", {**body, "operations": ["tpc-pull"]}, format="json")
+    assert answer.status_code == 400 and "destination_endpoint" in answer.json()
+    assert not Campaign.objects.exists()
+    answer = api.post("/api/v1/campaigns/", body, format="json")
+    assert answer.status_code == 201 and answer.json()["operations"] == ["read"]
+    assert answer.json()["address_family"] == "any" and answer.json()["rate"] == 0.0
+
+
+# -- what a launch gives the engine ------------------------------------------------------------
+
+
+def test_a_write_run_writes_under_the_scratch_directory_tagged_with_its_id() -> None:
+    endpoint = writable(base_url="root://127.0.0.1:1094/")
+    campaign = CampaignFactory(
+        endpoints=[endpoint],
+        vantage_points=[VantagePointFactory()],
+        operations=["write", "list"],
+        file_size=2 * MiB,
+        address_family="6",
+    )
+    write_cell, list_cell = campaign.cells()
+    run = Run.from_cell(write_cell, campaign=campaign)
+    run.save()
+    params = run.measured_params()
+    assert params.operation == Operation.WRITE
+    assert params.urls == ("root://127.0.0.1:1094//scratch/fedprobe/",)
+    assert params.run_tag == str(run.pk)
+    assert (params.file_size, params.address_family) == (2 * MiB, AddressFamily.IPV6)
+    assert params.adler32 == ()  # the test file is not read
+    params.validate()
+    listing = Run.from_cell(list_cell, campaign=campaign).measured_params()
+    assert listing.operation == Operation.LIST
+    assert listing.urls == ("root://127.0.0.1:1094//data/set/",)
+    # A write moves what it writes (two clients, one file each), not the test file's size:
+    # the estimate and the preview count that.
+    assert run_moved_bytes(params, 16 * MiB) == 2 * 2 * MiB
+
+
+def test_a_copy_run_reads_the_test_file_into_the_destinations_scratch_directory() -> None:
+    source, destination = writable(), writable(base_url="root://127.0.0.2:1094/")
+    campaign = CampaignFactory(
+        endpoints=[source],
+        vantage_points=[VantagePointFactory()],
+        operations=["tpc-pull"],
+        destination_endpoint=destination,
+    )
+    (cell,) = campaign.cells()
+    run = Run.from_cell(cell, campaign=campaign)
+    run.save()
+    params = run.measured_params()
+    assert params.operation == Operation.TPC_PULL
+    assert params.urls == (run.test_file.url,)
+    assert params.destination == "root://127.0.0.2:1094//scratch/fedprobe/"
+    assert run.destination_endpoint == destination
+
+
+# -- the run page -------------------------------------------------------------------------------
+
+
+def page(run: Run) -> str:
+    client = Client()
+    client.force_login(operator("viewer"))
+    answer = client.get(f"/runs/{run.pk}/")
+    assert answer.status_code == 200
+    return answer.content.decode()
+
+
+def test_the_run_page_shows_what_a_write_did() -> None:
+    endpoint = writable()
+    run = RunFactory(
+        test_file=endpoint.files.get(),
+        operation="write",
+        file_size=4 * MiB,
+        status=Run.Status.SUCCEEDED,
+        wall_s=0.5,
+        throughput_mbps=8.4,
+        result={
+            "operation": "write",
+            "address_family": "4",
+            "address": "127.0.0.1",
+            "bytes_written": 8 * MiB,
+            "server_checksum": "adler32:0a1b2c3d",
+            "tpc": None,
+            "ops_per_s": None,
+            "latency_us": {"write": {"count": 8, "p50": 900.0}, "delete": {"count": 2}},
+        },
+    )
+    html = page(run)
+    assert '<dd id="run-operation">write</dd>' in html
+    assert "127.0.0.1" in html and "adler32:0a1b2c3d" in html
+    assert "8.0 MiB" in html or "8 MiB" in html
+    assert "/scratch/fedprobe/" in html
+    assert 'id="tpc-card"' not in html
+
+
+def test_the_run_page_draws_a_copys_markers() -> None:
+    source, destination = writable(), writable(name="dest-1")
+    run = RunFactory(
+        test_file=source.files.get(),
+        operation="tpc-pull",
+        destination_endpoint=destination,
+        status=Run.Status.SUCCEEDED,
+        wall_s=12.0,
+        throughput_mbps=20.0,
+        result={
+            "operation": "tpc-pull",
+            "address_family": "any",
+            "address": None,
+            "bytes_written": None,
+            "server_checksum": "adler32:00000001",
+            "ops_per_s": None,
+            "tpc": {
+                "markers": [
+                    {"t_s": 5.0, "bytes": 100_000_000},
+                    {"t_s": 10.0, "bytes": 200_000_000},
+                    {"t_s": 11.5, "bytes": 268_435_456},
+                ],
+                "rate_mbps": 22.4,
+                "source": run_source_url(source),
+                "destination": destination.scratch_url(),
+            },
+        },
+    )
+    html = page(run)
+    assert 'id="tpc-card"' in html and "<polyline" in html
+    assert "dest-1" in html
+    # The rate between the first two markers: 100 MB in 5 s.
+    assert '<td class="num">20.0</td>' in html
+
+
+def run_source_url(endpoint: Endpoint) -> str:
+    return str(endpoint.files.get().url)
