@@ -62,5 +62,6 @@ urlpatterns = [
     path("agent/runs/<int:pk>/progress/", agents.ProgressView.as_view(), name="agent-progress"),
     path("agent/runs/<int:pk>/result/", agents.ResultView.as_view(), name="agent-result"),
     path("agent/runs/<int:pk>/failure/", agents.FailureView.as_view(), name="agent-failure"),
+    path("agent/traces/<str:sha256>/", agents.TraceView.as_view(), name="agent-trace"),
     path("", include(router.urls)),
 ]
