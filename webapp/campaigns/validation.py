@@ -92,7 +92,8 @@ def campaign_operation_errors(
     """What a campaign's operations need and lack, by field (a replay's trace:
     campaign_trace_errors): a write needs a scratch path on every endpoint, a copy a
     destination endpoint with one; and a token whose scopes are known must allow writing
-    there (a write token is not a read token: checked before any run, not found out by a failed one)."""
+    there (a write token is not a read token: checked before any run, not found out by a
+    failed one)."""
     writers: list[Endpoint] = []
     if WRITE_OPERATIONS & set(operations):
         missing = [e.name for e in endpoints if not e.scratch_path]
