@@ -114,10 +114,10 @@ def trace_create(*, name: str, text: str, owner: User | None) -> Trace:
         raise TraceRefused("name", "a trace needs a name")
     if len(name) > MAX_NAME:
         raise TraceRefused("name", f"at most {MAX_NAME} characters")
-    summary = trace_summary(text)
-    sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if Trace.objects.filter(name=name).exists():
         raise TraceRefused("name", f"a trace named {name!r} exists already")
+    summary = trace_summary(text)
+    sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
     same = Trace.objects.filter(sha256=sha256).first()
     if same is not None:
         raise TraceRefused("trace", f"the same CSV is stored already, as {same.name!r}")
