@@ -4,10 +4,9 @@ a delete button for one no campaign replays."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -58,7 +57,7 @@ class TraceListView(OperatorRequiredMixin, View):
                 trace = trace_create(
                     name=form.cleaned_data["name"],
                     text=form.cleaned_data["trace"],
-                    owner=request.user,  # type: ignore[arg-type]
+                    owner=request.user if isinstance(request.user, User) else None,
                 )
             except TraceRefused as exc:
                 form.add_error(exc.field, exc.message)
@@ -67,7 +66,9 @@ class TraceListView(OperatorRequiredMixin, View):
                 return redirect("campaigns:trace-list")
         return self._render(request, form, status=400)
 
-    def _render(self, request: HttpRequest, form: TraceUploadForm, status: int = 200) -> Any:
+    def _render(
+        self, request: HttpRequest, form: TraceUploadForm, status: int = 200
+    ) -> HttpResponse:
         traces = Trace.objects.select_related("owner").defer("text")
         return render(request, self.template_name, {"form": form, "traces": traces}, status=status)
 
@@ -75,7 +76,7 @@ class TraceListView(OperatorRequiredMixin, View):
 class TraceDeleteView(OperatorRequiredMixin, View):
     def post(self, request: HttpRequest, pk: int) -> HttpResponse:
         trace = get_object_or_404(Trace, pk=pk)
-        if not can_edit(request.user, trace):  # type: ignore[arg-type]
+        if not can_edit(request.user, trace):
             raise PermissionDenied("only its owner or an admin deletes this trace")
         try:
             trace_delete(trace=trace)
