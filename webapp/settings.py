@@ -15,7 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from workers.agent.config import amqp_tls_options
 from workers.engine.egress import parse_networks
-from workers.engine.params import Method, Pattern
+from workers.engine.params import Method, Operation, Pattern
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("FEDPROBE_VAR_DIR", BASE_DIR / "var"))
@@ -437,6 +437,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MethodEnum": [m.value for m in Method],
         "PatternEnum": [p.value for p in Pattern],
+        # A run's operation and a campaign's list of them (replay included: traces).
+        "OperationEnum": [o.value for o in Operation],
         "CredentialKindEnum": "webapp.sites.credentials.KIND_CHOICES",
         # Two "severity" fields: a downtime's (GOCDB's) and a regression's.
         "DowntimeSeverityEnum": "webapp.sites.models.Downtime.Severity",
