@@ -350,6 +350,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         help_text="Replay: the recorded job (Traces) its runs replay. Its files are read at "
         "the same paths on each endpoint, which must hold them (at least as large as the "
         "recording read).",
+        error_messages={"invalid_choice": "no such trace: upload it (Traces) first"},
     )
 
     class Meta:

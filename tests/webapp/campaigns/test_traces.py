@@ -23,6 +23,8 @@ from tests.webapp.factories import (
     page_for,
     user,
 )
+from webapp.campaigns.configuration.export import configuration_export
+from webapp.campaigns.configuration.importing import configuration_import
 from webapp.campaigns.models import Campaign
 from webapp.campaigns.services import campaign_launch
 from webapp.campaigns.traces import MAX_TRACE_TEXT, Trace, params_with_trace, trace_create
@@ -236,3 +238,22 @@ def test_a_trace_path_from_another_host_is_never_taken() -> None:
     with pytest.raises(InvalidParams) as refused:
         RunParams.from_json({**sent, "tracefile": "x"})
     assert refused.value.field == "tracefile"
+
+
+def test_configuration_as_code_names_the_trace_which_must_be_uploaded() -> None:
+    olga = user("olga")
+    trace = trace_create(name="job", text=JOB, owner=olga)
+    campaign = CampaignFactory(
+        name="replay", endpoints=[replay_endpoint()], operations=["replay"], trace=trace
+    )
+    text = configuration_export(campaigns=[campaign])
+    assert "  trace: job\n" in text
+    again = configuration_import(text=text, as_user=None, dry_run=False)
+    assert again.errors == [] and {s.action for s in again.plan} == {"unchanged"}
+    elsewhere = configuration_import(
+        text=text.replace("trace: job", "trace: not-uploaded"), as_user=None, dry_run=False
+    )
+    assert [(e.path, e.message) for e in elsewhere.errors] == [
+        ("campaigns[0].trace", "no such trace: upload it (Traces) first")
+    ]
+    assert Campaign.objects.get().trace == trace
