@@ -151,9 +151,10 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
     """`rows` preview a campaign not saved yet (a form's): nothing is read from its relations."""
     planned = 0
     endpoints: dict[int, Endpoint] = {}
+    trace_bytes = campaign.trace.bytes_read if campaign.trace else None
     for cell in campaign.cells(rows):
         params = Run.from_cell(cell, campaign=campaign).measured_params(files=[cell.test_file])
-        planned += run_moved_bytes(params, cell.test_file.size)
+        planned += run_moved_bytes(params, cell.test_file.size, trace_bytes=trace_bytes)
         endpoints.setdefault(cell.endpoint.pk, cell.endpoint)
     now = timezone.now()
     expiries = (endpoint_credential_expiry(e, now=now) for e in endpoints.values())

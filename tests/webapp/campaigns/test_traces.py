@@ -144,6 +144,7 @@ def test_a_replay_campaign_needs_a_trace_and_its_runs_read_the_recorded_paths() 
     made = api.post("/api/v1/campaigns/", campaign_body(endpoint, trace=trace.pk), format="json")
     assert made.status_code == 201, made.content
     assert made.json()["trace"] == trace.pk
+    assert made.json()["planned_bytes"] == trace.bytes_read  # one client, the recorded bytes
     campaign = Campaign.objects.get()
     (run,) = campaign_launch(campaign=campaign, trigger="api")
     params = run.measured_params()
