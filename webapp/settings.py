@@ -437,7 +437,6 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MethodEnum": [m.value for m in Method],
         "PatternEnum": [p.value for p in Pattern],
-        # A run's operation and a campaign's list of them (replay included: traces).
         "OperationEnum": [o.value for o in Operation],
         "CredentialKindEnum": "webapp.sites.credentials.KIND_CHOICES",
         # Two "severity" fields: a downtime's (GOCDB's) and a regression's.

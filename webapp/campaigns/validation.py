@@ -20,7 +20,6 @@ from webapp.campaigns.traces import Trace
 from webapp.sites.models import Endpoint, TestFile
 from workers.engine.params import MAX_RATE, Method, Operation, Pattern
 from workers.engine.protocols import protocol_of
-from workers.engine.urls import GRIDFTP_SCHEMES
 
 # The largest id a query may name: the databases' ids are signed 64-bit (a larger one overflows
 # SQLite's binding instead of matching nothing).
@@ -91,9 +90,9 @@ def campaign_operation_errors(
 ) -> dict[str, str]:
     """What a campaign's operations need and lack, by field (a replay's trace:
     campaign_trace_errors): a write needs a scratch path on every endpoint, a copy a
-    destination endpoint with one; and a token whose scopes are known must allow writing
-    there (a write token is not a read token: checked before any run, not found out by a
-    failed one)."""
+    destination endpoint with one; a token whose scopes are known must allow writing there
+    (a write token is not a read token: checked before any run, not found out by a failed
+    one); and every endpoint's protocol must do the operations (workers/engine/protocols.py)."""
     writers: list[Endpoint] = []
     if WRITE_OPERATIONS & set(operations):
         missing = [e.name for e in endpoints if not e.scratch_path]
@@ -112,17 +111,30 @@ def campaign_operation_errors(
                 "destination_endpoint": f"{copies} lands under the destination's scratch path: "
                 f"endpoint {destination.name} has none (set its scratch_path)"
             }
-        if destination.protocol in GRIDFTP_SCHEMES or any(
-            e.protocol in GRIDFTP_SCHEMES for e in endpoints
-        ):
-            return {"operations": f"{copies} is an HTTP or XRootD copy: not over GridFTP"}
         writers.append(destination)
     for endpoint in writers:
         refusal = write_scope_refusal(endpoint)
         if refusal:
             field = "destination_endpoint" if endpoint == destination else "operations"
             return {field: refusal}
-    return {}
+    copying = destination if COPY_OPERATIONS & set(operations) else None
+    unsupported = _unsupported(operations, [*endpoints, *([copying] if copying else [])])
+    return {"operations": unsupported} if unsupported else {}
+
+
+def _unsupported(operations: Sequence[str], endpoints: Sequence[Endpoint]) -> str:
+    """The first operation an endpoint's protocol does not do (yet), said with the endpoint
+    (workers/engine/protocols.py declares what each protocol does); "" when all do."""
+    for endpoint in endpoints:
+        protocol = protocol_of(endpoint.protocol)
+        for operation in operations:
+            if operation not in protocol.operations:
+                later = " yet" if operation in protocol.planned else ""
+                return (
+                    f"{operation} is not done over {protocol.title}{later}: endpoint "
+                    f"{endpoint.name} ({endpoint.protocol})"
+                )
+    return ""
 
 
 def write_scope_refusal(endpoint: Endpoint) -> str:

@@ -55,9 +55,9 @@ def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
                 "enabled": True,
                 "credential_kind": kind,
                 "credential": credential,
-                # Where the lab lets writes go (`lab status --json`'s scratch_path); a lab
-                # from before writes has none: the endpoint takes no writes.
-                "scratch_path": getattr(lab_endpoint, "scratch_path", None) or "",
+                # Where the lab lets writes go (`lab status --json`'s scratch_path); none
+                # (the federation, the cache): the endpoint takes no writes.
+                "scratch_path": lab_endpoint.scratch_path or "",
             },
         )
         endpoints += 1

@@ -20,6 +20,7 @@ from workers.engine.results import RunJson
 NOT_METRICS = {
     "fraction": "a run parameter (the share of the file read)",
     "deadline_s": "a run parameter (the run's limit)",
+    "rate": "a run parameter (a metadata storm's target rate per client)",
     "latency_max_us": "one outlier read: shown on the run page, never compared over runs",
     "ops": "a count of reads, which the parameters fix",
     "bytes_requested": "what the parameters asked for, not how the endpoint did",
