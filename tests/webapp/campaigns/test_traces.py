@@ -178,7 +178,10 @@ def test_the_form_offers_traces_and_refuses_replay_without_one() -> None:
     assert "trace: replay needs a trace" in refused
     saved = page.post("/campaigns/new/", {**data, "trace": trace.pk})
     assert saved.status_code == 302
-    assert Campaign.objects.get().trace == trace
+    campaign = Campaign.objects.get()
+    assert campaign.trace == trace
+    detail = page.get(f"/campaigns/{campaign.pk}/").content.decode()
+    assert "<code>/fedprobe/file-4M</code>, <code>/fedprobe/file-1M</code> on each" in detail
 
 
 def test_the_traces_page_uploads_and_shows_a_bad_line_on_its_field() -> None:
