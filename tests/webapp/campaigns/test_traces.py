@@ -192,6 +192,8 @@ def test_the_traces_page_uploads_and_shows_a_bad_line_on_its_field() -> None:
     text = answer.content.decode()
     assert 'id="id_trace_error"' in text and "trace: line 11: " in text
     assert not Trace.objects.exists()
+    big = page.post("/traces/", {"name": "job", "trace": _file("x" * (MAX_TRACE_TEXT + 1))})
+    assert "trace: has 4194305 bytes, more than 4194304 (4 MiB)" in big.content.decode()
     done = page.post("/traces/", {"name": "job", "trace": _file(JOB)})
     assert done.status_code == 302
     listing = page.get("/traces/").content.decode()
