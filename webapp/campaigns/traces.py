@@ -14,7 +14,6 @@ import hashlib
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import cached_property
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -58,15 +57,10 @@ class Trace(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @cached_property
-    def parsed(self) -> ParsedTrace:
-        """The engine's reading of the text (checked at upload, so it parses); once per
-        instance (a campaign's preview builds every cell's URLs from it)."""
-        return parse_trace(io.StringIO(self.text, newline=""))
-
     def urls_at(self, root_url: str) -> tuple[str, ...]:
-        """A replay's URLs on an endpoint: the recorded paths there, one per file, in order."""
-        return recorded_paths_at(self.parsed, root_url)
+        """A replay's URLs on an endpoint: the recorded paths there, one per file, in order
+        (from the paths stored at upload: no parse of the CSV per run)."""
+        return recorded_paths_at(ParsedTrace(tuple(self.files), (), ()), root_url)
 
 
 class TraceRefused(Exception):

@@ -263,3 +263,15 @@ def test_configuration_as_code_names_the_trace_which_must_be_uploaded() -> None:
         ("campaigns[0].trace", "no such trace: upload it (Traces) first")
     ]
     assert Campaign.objects.get().trace == trace
+
+
+def test_the_recorded_paths_are_read_at_the_same_paths_over_either_protocol() -> None:
+    trace = trace_create(name="job", text=JOB, owner=None)
+    assert trace.urls_at("https://door.example:8443/") == (
+        "https://door.example:8443/fedprobe/file-4M",
+        "https://door.example:8443/fedprobe/file-1M",
+    )
+    assert trace.urls_at("roots://door.example:1095") == (
+        "roots://door.example:1095//fedprobe/file-4M",
+        "roots://door.example:1095//fedprobe/file-1M",
+    )
