@@ -390,6 +390,11 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 
+# Request bodies Django reads whole: a trace upload's JSON (webapp/campaigns/traces.py: up to
+# 4 MiB of recorder CSV, every quote of it escaped). nginx (deploy/nginx.conf) keeps 1 MiB
+# for every other path.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # `Authorization: Token KEY`, stored as a digest (webapp.accounts.models.ApiToken)

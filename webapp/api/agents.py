@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -28,6 +29,7 @@ from webapp.campaigns.agents import (
     agent_heartbeat,
     agent_progress,
     agent_result,
+    agent_trace,
 )
 from webapp.campaigns.services import CLAIM_RETRY_S, RunMustWait
 from webapp.sites.broker_accounts import BrokerAccountsUnavailable
@@ -159,8 +161,29 @@ class ClaimView(AgentView):
             )
         if claim is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(
-            {"run": claim.run_id, "params": claim.params, "credential": claim.sealed_credential},
+        answer: dict[str, object] = {
+            "run": claim.run_id,
+            "params": claim.params,
+            "credential": claim.sealed_credential,
+        }
+        if claim.trace_sha256:
+            answer["trace_sha256"] = claim.trace_sha256
+        return Response(answer, headers={"Cache-Control": "no-store"})
+
+
+class TraceView(AgentView):
+    """GET: the recorder CSV (text/csv) with this sha256, which a replay the agent is
+    measuring replays (404 for any other: another vantage point's, or no running replay)."""
+
+    @extend_schema(request=None, responses={(200, "text/csv"): str, 404: None})
+    def get(self, request: Request, sha256: str) -> HttpResponse:
+        try:
+            text = agent_trace(vantage_point=self.vantage_point(request), sha256=sha256)
+        except UnknownRun:
+            raise NotFound() from None
+        return HttpResponse(
+            text.encode("utf-8"),
+            content_type="text/csv; charset=utf-8",
             headers={"Cache-Control": "no-store"},
         )
 

@@ -31,6 +31,7 @@ from webapp.campaigns.services import (
     campaign_preview_draft,
     campaign_save,
 )
+from webapp.campaigns.traces import Trace
 from webapp.campaigns.validation import (
     FLOAT_BOUNDS,
     FRACTION_ERROR,
@@ -42,6 +43,7 @@ from webapp.campaigns.validation import (
     campaign_credential_refusal,
     campaign_operation_errors,
     campaign_rule_errors,
+    campaign_trace_errors,
     distinct,
     fraction_in_bounds,
 )
@@ -382,8 +384,8 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         serializers.ChoiceField(choices=OPERATIONS),
         default=default_operations,
         help_text="read (default), write (under each endpoint's scratch_path), tpc-pull and "
-        "tpc-push (to destination_endpoint's scratch_path), stat, open, list; replay is not "
-        "offered yet",
+        "tpc-push (to destination_endpoint's scratch_path), stat, open, list, replay (the "
+        "trace's recorded files, at the same paths on each endpoint)",
     )
     destination_endpoint = serializers.PrimaryKeyRelatedField(
         queryset=Endpoint.objects.all(),
@@ -405,6 +407,13 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         many=True, queryset=TestFile.objects.all(), required=False
     )
     owner = serializers.CharField(source="owner.username", read_only=True, default=None)
+    trace = serializers.PrimaryKeyRelatedField(
+        queryset=Trace.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="replay: the recorded job (/api/v1/traces/) its runs replay, read at the "
+        "same paths on each endpoint (which must hold those files)",
+    )
     matrix_size = serializers.SerializerMethodField()
     planned_bytes = serializers.SerializerMethodField()
     schedule_words = serializers.CharField(
@@ -450,6 +459,7 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
             "vantage_points",
             "destination_endpoint",
             *CAMPAIGN_PARAMETER_FIELDS,
+            "trace",
             "schedule",
             "schedule_tz",
             "schedule_slip_s",
@@ -512,6 +522,9 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
             endpoints=endpoints,
             destination=value("destination_endpoint", None),
         )
+        errors = errors or campaign_trace_errors(
+            operations=value("operations", default_operations()), trace=value("trace", None)
+        )
         if errors:
             raise serializers.ValidationError(errors)
 
@@ -548,7 +561,7 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         """The matrix the campaign would have with these changes (nothing written)."""
         current = self.instance
         draft = Campaign()
-        for name in (*CAMPAIGN_PARAMETER_FIELDS, "destination_endpoint"):
+        for name in (*CAMPAIGN_PARAMETER_FIELDS, "destination_endpoint", "trace"):
             if name in attrs:
                 setattr(draft, name, attrs[name])
             elif current is not None:

@@ -8,6 +8,7 @@ from webapp.api.availability import AvailabilityAPIView
 from webapp.api.downtimes import DowntimeViewSet
 from webapp.api.regressions import RegressionViewSet
 from webapp.api.teams import TeamViewSet
+from webapp.api.traces import TraceViewSet
 from webapp.dashboards.api import (
     AlertsAPIView,
     CampaignResultsAPIView,
@@ -30,6 +31,7 @@ router.register("regressions", RegressionViewSet, basename="regression")
 router.register("downtimes", DowntimeViewSet, basename="downtime")
 router.register("teams", TeamViewSet, basename="team")
 router.register("archivers", ArchiverViewSet, basename="archiver")
+router.register("traces", TraceViewSet, basename="trace")
 
 urlpatterns = [
     path("series/", views.SeriesView.as_view(), name="series"),
@@ -62,5 +64,6 @@ urlpatterns = [
     path("agent/runs/<int:pk>/progress/", agents.ProgressView.as_view(), name="agent-progress"),
     path("agent/runs/<int:pk>/result/", agents.ResultView.as_view(), name="agent-result"),
     path("agent/runs/<int:pk>/failure/", agents.FailureView.as_view(), name="agent-failure"),
+    path("agent/traces/<str:sha256>/", agents.TraceView.as_view(), name="agent-trace"),
     path("", include(router.urls)),
 ]

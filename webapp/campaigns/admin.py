@@ -2,6 +2,22 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from webapp.campaigns.models import Campaign, ClientAttempt, Run, ScheduledLaunch
+from webapp.campaigns.traces import Trace
+
+
+@admin.register(Trace)
+class TraceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Read-only: a trace is uploaded checked (the Traces page, the API), never edited."""
+
+    list_display = ["name", "owner", "operations", "bytes_read", "created_at"]
+    search_fields = ["name", "sha256"]
+    exclude = ["text"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 @admin.register(Campaign)

@@ -28,10 +28,12 @@ from webapp.campaigns.services import (
     run_ingest,
     run_refused,
 )
+from webapp.campaigns.traces import Trace
 from webapp.sites.enrolment import vantage_revoke
 from webapp.sites.models import VantagePoint
 from workers.agent.sealing import Sealed, seal
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.params import Operation
 from workers.engine.results import check_client_record, check_run_json
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,8 @@ class AgentClaim:
     run_id: int
     params: dict[str, object]
     sealed_credential: str | None
+    # A replay's trace, by the sha256 of its text: the agent fetches it (agent_trace).
+    trace_sha256: str | None = None
 
 
 def _own_run(vantage_point: VantagePoint, run_id: int) -> Run:
@@ -89,7 +93,24 @@ def agent_claim(*, vantage_point: VantagePoint, run_id: int, worker: str) -> Age
         sealed = seal(credential, vantage_point.public_key)
     answer = params.to_json()
     answer.pop("ca_dir", None)  # the agent verifies servers against its own CA folder
-    return AgentClaim(run_id, answer, sealed)
+    answer.pop("trace", None)  # a path on the agent's host, where the agent writes it
+    trace = run.campaign.trace if run.operation == Operation.REPLAY else None
+    return AgentClaim(run_id, answer, sealed, trace.sha256 if trace else None)
+
+
+def agent_trace(*, vantage_point: VantagePoint, sha256: str) -> str:
+    """The text of the trace with this sha256, for a replay the vantage point is measuring
+    (a run of its own, running, whose campaign replays it); UnknownRun for any other: an
+    agent reads only what its own runs replay."""
+    trace = Trace.objects.filter(
+        sha256=sha256,
+        campaigns__runs__vantage_point=vantage_point,
+        campaigns__runs__status=Run.Status.RUNNING,
+        campaigns__runs__operation=Operation.REPLAY,
+    ).first()
+    if trace is None:
+        raise UnknownRun(sha256)
+    return trace.text
 
 
 def agent_progress(

@@ -114,11 +114,14 @@ def run_planned(run: Run) -> PlannedRun:
     return PlannedRun(values, params, run.test_file.size)
 
 
-def run_moved_bytes(params: RunParams, file_size: int) -> int:
+def run_moved_bytes(params: RunParams, file_size: int, *, trace_bytes: int | None = None) -> int:
     """The bytes a run moves: what its readers get (copies: whole files), what its writers
     write (file_size per file), the test files a third-party copy copies; none for metadata
-    operations. `file_size` is the test file's."""
+    operations; a replay's clients each what the recorded job read (`trace_bytes`, the
+    campaign's Trace.bytes_read, when the caller knows it). `file_size` is the test file's."""
     operation = params.operation
+    if operation == Operation.REPLAY and trace_bytes is not None:
+        return params.clients * trace_bytes
     if operation == Operation.WRITE:
         return params.clients * params.files * params.file_size
     if operation in TPC_OPERATIONS:

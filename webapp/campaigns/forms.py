@@ -32,6 +32,7 @@ from webapp.campaigns.services import (
     campaign_save,
     matrix_rows_draft,
 )
+from webapp.campaigns.traces import Trace
 from webapp.campaigns.validation import (
     FLOAT_BOUNDS,
     FRACTION_ERROR,
@@ -42,6 +43,7 @@ from webapp.campaigns.validation import (
     campaign_credential_refusal,
     campaign_operation_errors,
     campaign_rule_errors,
+    campaign_trace_errors,
     distinct,
     fraction_in_bounds,
 )
@@ -135,13 +137,13 @@ class ValueListField(forms.CharField):
 
 class OperationsField(forms.MultipleChoiceField):
     """The operations, as checkboxes (a configuration file's comma-separated text too);
-    none checked: read. Replay is shown and refused with why (REPLAY_REFUSAL)."""
+    none checked: read. Replay needs the campaign's trace (campaign_trace_errors)."""
 
     widget = forms.CheckboxSelectMultiple
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(
-            choices=[(o, o) for o in (*OPERATIONS_OFFERED, "replay")],
+            choices=[(o, o) for o in OPERATIONS_OFFERED],
             required=False,
             initial=[AXIS_DEFAULTS["operations"]],
             **kwargs,
@@ -342,6 +344,14 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
     # The advanced parameters (ADVANCED): folded away on the page, each defaulted as the
     # API defaults it; those of RUN_PARAMETERS are added below the class (_advanced_field).
     repetitions = AdvancedIntegerField(name="repetitions")
+    trace = forms.ModelChoiceField(
+        queryset=Trace.objects.all(),
+        required=False,
+        help_text="Replay: the recorded job (Traces) its runs replay. Its files are read at "
+        "the same paths on each endpoint, which must hold them (at least as large as the "
+        "recording read).",
+        error_messages={"invalid_choice": "no such trace: upload it (Traces) first"},
+    )
 
     class Meta:
         model = Campaign
@@ -355,6 +365,7 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             "operations",
             "destination_endpoint",
             *(name for name in CAMPAIGN_PARAMETER_FIELDS if name != "operations"),
+            "trace",
             "schedule",
             "schedule_tz",
             "schedule_slip_s",
@@ -432,6 +443,9 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
             operations=cleaned["operations"],
             endpoints=list(cleaned["endpoints"]),
             destination=cleaned.get("destination_endpoint"),
+        )
+        rule_errors = rule_errors or campaign_trace_errors(
+            operations=cleaned["operations"], trace=cleaned.get("trace")
         )
         for field, message in rule_errors.items():
             self.add_error(field, message)

@@ -29,6 +29,7 @@ from webapp.campaigns.cron import (
 )
 from webapp.campaigns.cron_words import cron_words
 from webapp.campaigns.metrics import METRICS
+from webapp.campaigns.traces import Trace
 from webapp.core import sql
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine.credentials import AuthMethod
@@ -164,17 +165,11 @@ LAUNCH_FIELDS = {
     "destination": "a TPC's destination directory: the campaign's destination endpoint's "
     "scratch URL (Campaign.destination_endpoint)",
     "run_tag": "names the files a write or a copy makes: the run's id, at launch",
-    # Not offered yet: a replay reads a recorder CSV on the worker, and the webapp cannot put
-    # one there (no trace upload yet): campaigns refuse operation replay (OPERATIONS_OFFERED).
-    "trace": "replay's recorder CSV on the worker: not offered until traces can be uploaded",
+    "trace": "replay's recorder CSV on the worker: the campaign's trace (Campaign.trace), "
+    "written by the run's worker to its private folder (traces.py)",
 }
-# The operations a campaign may have: replay waits for trace uploads (LAUNCH_FIELDS).
-OPERATIONS_OFFERED = tuple(o.value for o in Operation if o != Operation.REPLAY)
-REPLAY_REFUSAL = (
-    "replay is not offered by the web app yet: it needs a recorder trace on the worker, and "
-    "traces cannot be uploaded yet (use `python -m workers.engine probe --operation replay "
-    "--trace CSV`)"
-)
+# The operations a campaign may have.
+OPERATIONS_OFFERED = tuple(o.value for o in Operation)
 # Operations that write under an endpoint's scratch path (a copy: the destination's).
 WRITE_OPERATIONS = frozenset({Operation.WRITE.value})
 COPY_OPERATIONS = frozenset(o.value for o in TPC_OPERATIONS)
@@ -317,6 +312,16 @@ class Campaign(RunParameters):
     clients = models.JSONField(default=list)
     repetitions = models.PositiveIntegerField(default=1)
     deadline_s = models.PositiveIntegerField(null=True, blank=True)
+    # The recorded job its replay runs replay (operation replay needs one; traces.py).
+    trace = models.ForeignKey(
+        Trace,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="campaigns",
+        help_text="the recorded job replay runs replay, at the same paths on each endpoint "
+        "(which must hold those files)",
+    )
     schedule = models.CharField(
         max_length=100,
         blank=True,
@@ -647,6 +652,8 @@ class Run(RunParameters):
         if self.operation in COPY_OPERATIONS and self.destination_endpoint is not None:
             destination = self.destination_endpoint.scratch_url()
         reads_files = self.operation not in WRITE_OPERATIONS | {Operation.LIST.value}
+        if self.operation == Operation.REPLAY:
+            urls, reads_files = replay_urls(self.campaign.trace, self.endpoint), False
         return RunParams(
             urls=urls,
             seed=self.pk or RunParams.seed,
@@ -681,6 +688,14 @@ class Run(RunParameters):
             return True
         launcher = self.launched_by_id
         return can_operate(user) and launcher is not None and launcher == getattr(user, "pk", None)
+
+
+def replay_urls(trace: Trace | None, endpoint: Endpoint) -> tuple[str, ...]:
+    """A replay's URLs: the trace's recorded files at the same paths on the endpoint, in the
+    order the job first opened them (the endpoint must hold them; the engine's preflight
+    refuses a missing or shorter one); none without a trace (a draft's preview: the
+    campaign's checks refuse a replay without one, campaign_trace_errors)."""
+    return () if trace is None else trace.urls_at(endpoint.base_url)
 
 
 def run_urls(operation: str, endpoint: Endpoint, files: Sequence[TestFile]) -> tuple[str, ...]:

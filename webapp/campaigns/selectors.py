@@ -239,7 +239,11 @@ def _client_planned_bytes(run: Run) -> list[int]:
     files = run.files_to_read()
     params = run.measured_params(files)
     if run.operation != Operation.READ:
-        return [run_moved_bytes(params, run.test_file.size) // run.clients] * run.clients
+        trace = run.campaign.trace
+        moved = run_moved_bytes(
+            params, run.test_file.size, trace_bytes=trace.bytes_read if trace else None
+        )
+        return [moved // run.clients] * run.clients
     return params.client_planned_bytes({f.url: f.size for f in files})
 
 

@@ -35,12 +35,18 @@ from webapp.campaigns.models import (
     Run,
     matrix_files,
 )
-from webapp.campaigns.validation import campaign_credential_refusal, campaign_operation_errors
+from webapp.campaigns.traces import params_with_trace
+from webapp.campaigns.validation import (
+    campaign_credential_refusal,
+    campaign_operation_errors,
+    campaign_trace_errors,
+)
 from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, run_probe
 from workers.engine.beats import ProgressBeats
 from workers.engine.errors import ErrorClass, OutsideFileRoots
+from workers.engine.params import Operation
 from workers.engine.results import ClientErrorJson, ClientRecordJson, RunJson
 
 log = logging.getLogger(__name__)
@@ -145,9 +151,10 @@ def campaign_preview(*, campaign: Campaign, rows: MatrixRows | None = None) -> M
     """`rows` preview a campaign not saved yet (a form's): nothing is read from its relations."""
     planned = 0
     endpoints: dict[int, Endpoint] = {}
+    trace_bytes = campaign.trace.bytes_read if campaign.trace else None
     for cell in campaign.cells(rows):
         params = Run.from_cell(cell, campaign=campaign).measured_params(files=[cell.test_file])
-        planned += run_moved_bytes(params, cell.test_file.size)
+        planned += run_moved_bytes(params, cell.test_file.size, trace_bytes=trace_bytes)
         endpoints.setdefault(cell.endpoint.pk, cell.endpoint)
     now = timezone.now()
     expiries = (endpoint_credential_expiry(e, now=now) for e in endpoints.values())
@@ -212,6 +219,7 @@ def campaign_launch(
         endpoints=endpoints,
         destination=campaign.destination_endpoint,
     )
+    needs = needs or campaign_trace_errors(operations=campaign.operations, trace=campaign.trace)
     if needs:
         raise ValidationError(needs)
     # Its runs spend their endpoints' credentials (a copy's destination's too): the
@@ -371,11 +379,10 @@ def run_execute(*, run_id: int, worker: str) -> None:
         return
     with _heartbeat(run.pk) as heartbeat:
         try:
-            result = run_probe(
-                run.engine_params(),
-                on_progress=heartbeat.update,
-                should_cancel=heartbeat.cancelled,
-            )
+            with params_with_trace(run.engine_params(), run_trace_text(run)) as params:
+                result = run_probe(
+                    params, on_progress=heartbeat.update, should_cancel=heartbeat.cancelled
+                )
         except (InvalidParams, ProbeError) as exc:
             run_refused(run_id=run.pk, refusal=exc)
             return
@@ -386,6 +393,13 @@ def run_execute(*, run_id: int, worker: str) -> None:
             run_fail(run_id=run.pk, message=message, error_class=ErrorClass.HARNESS)
             raise
     _ingest_retrying(run_id=run.pk, run_json=result.to_json())
+
+
+def run_trace_text(run: Run) -> str | None:
+    """The recorder CSV a run replays: its campaign's trace (None for other operations)."""
+    if run.operation != Operation.REPLAY or run.campaign.trace is None:
+        return None
+    return run.campaign.trace.text
 
 
 def _ingest_retrying(*, run_id: int, run_json: RunJson) -> bool:

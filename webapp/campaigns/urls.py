@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.campaigns import site_pages, views
+from webapp.campaigns import site_pages, trace_pages, views
 
 app_name = "campaigns"
 
@@ -26,6 +26,8 @@ urlpatterns = [
     path("runs/status/", views.RunStatusView.as_view(), name="run-status"),
     path("runs/<int:pk>/", views.RunDetailView.as_view(), name="run-detail"),
     path("runs/<int:pk>/cancel/", views.RunCancelView.as_view(), name="run-cancel"),
+    path("traces/", trace_pages.TraceListView.as_view(), name="trace-list"),
+    path("traces/<int:pk>/delete/", trace_pages.TraceDeleteView.as_view(), name="trace-delete"),
 ]
 
 # The sites app's page that shows campaign data (site_pages.py) keeps its name in the sites

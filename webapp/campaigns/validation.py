@@ -13,10 +13,10 @@ from webapp.accounts.roles import User
 from webapp.campaigns.models import (
     COPY_OPERATIONS,
     OPERATIONS_OFFERED,
-    REPLAY_REFUSAL,
     RUN_PARAMETERS,
     WRITE_OPERATIONS,
 )
+from webapp.campaigns.traces import Trace
 from webapp.sites.models import Endpoint, TestFile
 from workers.engine.params import MAX_RATE, Method, Operation, Pattern
 from workers.engine.protocols import protocol_of
@@ -37,7 +37,7 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
 # (lowest, highest) of each fractional field of a campaign.
 FLOAT_BOUNDS: dict[str, tuple[float, float]] = {"rate": (0.0, MAX_RATE)}
 FRACTION_ERROR = "each fraction must be in (0, 1]"
-OPERATIONS = (*OPERATIONS_OFFERED, Operation.REPLAY.value)
+OPERATIONS = OPERATIONS_OFFERED
 # The WLCG scope a write needs on the scratch path: creating the files, and deleting them
 # after (storage.create alone cannot delete: the run would leave its files behind).
 WRITE_SCOPE = "storage.modify"
@@ -88,13 +88,11 @@ def campaign_credential_refusal(*, endpoints: Iterable[Endpoint], owner: User | 
 def campaign_operation_errors(
     *, operations: Sequence[str], endpoints: Sequence[Endpoint], destination: Endpoint | None
 ) -> dict[str, str]:
-    """What a campaign's operations need and lack, by field: replay is not offered yet; a
-    write needs a scratch path on every endpoint, a copy a destination endpoint with one;
-    a token whose scopes are known must allow writing there (a write token is not a read
-    token: checked before any run, not found out by a failed one); and every endpoint's
-    protocol must do the operations (workers/engine/protocols.py)."""
-    if Operation.REPLAY in operations:
-        return {"operations": REPLAY_REFUSAL}
+    """What a campaign's operations need and lack, by field (a replay's trace:
+    campaign_trace_errors): a write needs a scratch path on every endpoint, a copy a
+    destination endpoint with one; a token whose scopes are known must allow writing there
+    (a write token is not a read token: checked before any run, not found out by a failed
+    one); and every endpoint's protocol must do the operations (workers/engine/protocols.py)."""
     writers: list[Endpoint] = []
     if WRITE_OPERATIONS & set(operations):
         missing = [e.name for e in endpoints if not e.scratch_path]
@@ -165,3 +163,13 @@ def scopes_allow(scopes: Iterable[str], name: str, path: str) -> bool:
         if base in ("/", path) or path.startswith(base.rstrip("/") + "/"):
             return True
     return False
+
+
+def campaign_trace_errors(*, operations: Sequence[str], trace: Trace | None) -> dict[str, str]:
+    """A replay replays a recorded job: the campaign must name one (Campaign.trace)."""
+    if Operation.REPLAY in operations and trace is None:
+        return {
+            "trace": "replay needs a trace: upload the job's recorder CSV (Traces) and "
+            "choose it; each endpoint must hold the recorded files at the same paths"
+        }
+    return {}

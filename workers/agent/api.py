@@ -4,7 +4,9 @@ enrolment. Plain http:// only to a server on this host's loopback (a test, or a 
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ CALL_TIMEOUT_S = 30.0
 # A result is handed in again after these pauses (the server restarting): storing it twice
 # stores it once.
 RESULT_RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+TRACE_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class AgentApiError(Exception):
@@ -55,6 +58,8 @@ class Claim:
     run_id: int
     params: dict[str, Any]
     credential: str | None
+    # A replay's trace, by the sha256 of its text (AgentApi.trace fetches it).
+    trace_sha256: str | None = None
 
 
 class AgentApi:
@@ -84,7 +89,34 @@ class AgentApi:
         if response.status_code in (204, 409):
             return None
         answer = self._json(response, (200,))
-        return Claim(int(answer["run"]), dict(answer["params"]), answer.get("credential"))
+        return Claim(
+            int(answer["run"]),
+            dict(answer["params"]),
+            answer.get("credential"),
+            answer.get("trace_sha256"),
+        )
+
+    def trace(self, sha256: str) -> str:
+        """The recorder CSV whose UTF-8 text has this sha256 (a replay this agent measures);
+        AgentApiError if the server does not give it, or gives other bytes than the hash
+        names (so the claim's hash, not the transfer, decides what is replayed)."""
+        if not TRACE_SHA256.fullmatch(sha256):
+            raise AgentApiError(f"{sha256!r} is not a sha256 (64 hex digits)")
+        path = f"traces/{sha256}/"
+        try:
+            response = self._client.get(path)
+        except httpx.HTTPError as exc:
+            raise AgentApiError(
+                f"{self.server} did not answer {path}: {type(exc).__name__}: {exc}"
+            ) from None
+        if response.status_code != 200:
+            raise AgentApiError(
+                f"{self.server} answered {response.status_code} to {path}", response.status_code
+            )
+        body = response.content
+        if hashlib.sha256(body).hexdigest() != sha256:
+            raise AgentApiError(f"{self.server} sent a trace whose sha256 is not {sha256}")
+        return body.decode("utf-8")
 
     def progress(
         self, run_id: int, client_bytes: Sequence[int], finished: Sequence[dict[str, Any]]

@@ -8,7 +8,9 @@ that touched the database now a call to the server's agent API.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import replace
 
 from nacl.public import PrivateKey
@@ -17,7 +19,7 @@ from workers.agent.api import AgentApi, AgentApiError, Claim
 from workers.agent.config import AgentConfig, HostSettings
 from workers.agent.sealing import SealingError, open_sealed
 from workers.engine.beats import ProgressBeats
-from workers.engine.credentials import Credential, CredentialKind
+from workers.engine.credentials import Credential, CredentialKind, private_run_file
 from workers.engine.driver import run_probe
 from workers.engine.errors import ErrorClass, InvalidParams, OutsideFileRoots
 from workers.engine.params import RunParams
@@ -53,9 +55,28 @@ def measure(
     except SealingError as exc:
         api.failure(run_id, f"the run's credential: {exc}", str(ErrorClass.HARNESS), "credential")
         return
-    with _progress(api, run_id) as progress:
+    try:
+        trace = api.trace(claim.trace_sha256) if claim.trace_sha256 else None
+    except (AgentApiError, UnicodeDecodeError) as exc:
+        api.failure(run_id, f"trace: {exc}", str(ErrorClass.HARNESS))
+        return
+    with (
+        _with_trace(params, trace) as params,
+        _progress(api, run_id) as progress,
+    ):
         result = run_probe(params, on_progress=progress.update, should_cancel=progress.cancelled)
     api.result(run_id, dict(result.to_json()))
+
+
+@contextlib.contextmanager
+def _with_trace(params: RunParams, text: str | None) -> Iterator[RunParams]:
+    """A replay's parameters with its trace (fetched by hash) in a 0600 file of a private run
+    folder on this host, removed after the run; other runs' unchanged."""
+    if text is None:
+        yield params
+        return
+    with private_run_file("trace.csv", text) as path:
+        yield replace(params, trace=path)
 
 
 def _params(claim: Claim, config: AgentConfig, key: PrivateKey, host: HostSettings) -> RunParams:

@@ -447,6 +447,24 @@ def run_secrets(
         os.close(lock)  # after the removal: no cleaner takes the folder while it is emptied
 
 
+@contextlib.contextmanager
+def private_run_file(name: str, text: str, *, base: Path | None = None) -> Iterator[str]:
+    """`text` in a 0600 file `name` of a private run folder (as run_secrets keeps a
+    credential: a 0700 folder, locked while the run lasts, removed after it and by
+    remove_stale_run_dirs if the worker dies): what a run gets over the network rather than
+    from this host's disk (a replay's trace). Yields the file's path."""
+    folder, lock = _private_folder(base or secrets_base())
+    try:
+        path = folder / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        yield str(path)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.close(lock)
+
+
 def remove_stale_run_dirs(base: Path | None = None) -> list[Path]:
     """Remove the run folders no run holds any more (a worker killed mid-run): those whose
     lock can be taken, and those left by a version before the locks whose process is gone; a

@@ -396,9 +396,10 @@ class RunParams:
     def from_json(cls, data: Mapping[str, object]) -> RunParams:
         """What to_json wrote (a remote vantage point's claim answer), checked as validate
         checks; a field of the wrong shape is InvalidParams naming it. Nothing this host adds
-        (file roots, egress policy, credential, CA folder) is read from it."""
+        (file roots, egress policy, credential, CA folder, a replay's trace file) is read
+        from it."""
         known = {f.name for f in fields(cls)} - _HOST_FIELDS
-        unknown = sorted(set(data) - known - {"ca_dir"})
+        unknown = sorted(set(data) - known - {"ca_dir", "trace"})
         if unknown:
             raise InvalidParams(unknown[0], "is not a run parameter")
         values = {name: data[name] for name in known if name in data}
@@ -437,8 +438,18 @@ _CHOICES: dict[str, type[StrEnum]] = {
 }
 
 # What a host adds to a run's parameters itself: never taken from another host's JSON.
+# A replay's trace is a path on this host: a remote vantage point writes the file itself
+# (fetched by its hash), never a path another host named.
 _HOST_FIELDS = frozenset(
-    {"file_roots", "egress", "credential", "destination_credential", "ca_dir", "scratch_dir"}
+    {
+        "file_roots",
+        "egress",
+        "credential",
+        "destination_credential",
+        "ca_dir",
+        "scratch_dir",
+        "trace",
+    }
 )
 
 

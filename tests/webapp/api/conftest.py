@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -23,8 +24,12 @@ from webapp.accounts.services import team_create
 from webapp.accounts.throttles import WriteRateThrottle
 from webapp.archivers.models import Archiver
 from webapp.campaigns.models import Run
+from webapp.campaigns.traces import trace_create
 from webapp.notifications.models import Subscription
 from webapp.sites.models import Downtime
+
+# A recorded job (the engine's test data): the seeded trace.
+TRACE = Path(__file__).parents[2] / "workers" / "engine" / "data" / "recorded-job.csv"
 
 
 @pytest.fixture
@@ -37,7 +42,11 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
     endpoint = EndpointFactory(site=site, owner=operator, base_url="root://fuzz.invalid:1094/")
     test_file = TestFileFactory(endpoint=endpoint, adler32="0000abcd")
     vantage_point = VantagePointFactory(name="fuzz")  # no worker consumes its queue
-    campaign = CampaignFactory(owner=operator, endpoints=[endpoint], vantage_points=[vantage_point])
+    # The campaign holds the trace (a delete is refused until the campaign's is done).
+    trace = trace_create(name="fuzz", text=TRACE.read_text(), owner=operator)
+    campaign = CampaignFactory(
+        owner=operator, endpoints=[endpoint], vantage_points=[vantage_point], trace=trace
+    )
     run = RunFactory(
         campaign=campaign, test_file=test_file, vantage_point=vantage_point,
         status=Run.Status.SUCCEEDED, throughput_mbps=12.0,
@@ -53,6 +62,7 @@ def seeded(transactional_db: None) -> tuple[User, dict[str, int]]:
         "endpoints": endpoint.pk,
         "vantage-points": vantage_point.pk,
         "campaigns": campaign.pk,
+        "traces": trace.pk,
         "runs": run.pk,
         "subscriptions": Subscription.objects.create(
             owner=operator, channel="email", email="fuzzer@example.org"

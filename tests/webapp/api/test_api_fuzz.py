@@ -55,6 +55,7 @@ DELETE_ORDER = (
     "sites",
     "vantage-points",
     "campaigns",
+    "traces",  # after the campaign that replays it
     "matrix",
     "subscriptions",
     "teams",

@@ -165,9 +165,9 @@ def test_a_copy_needs_a_destination_with_a_scratch_path() -> None:
     valid_unless_not_done(form_errors(data, user), "tpc-pull")
 
 
-def test_replay_is_refused_until_traces_can_be_uploaded() -> None:
+def test_replay_is_refused_without_a_trace() -> None:
     errors = form_errors(form_data(writable(), operations=["replay"]), operator())
-    assert "replay is not offered by the web app yet" in errors["operations"][0]
+    assert "replay needs a trace" in errors["trace"][0]  # tests/webapp/campaigns/test_traces.py
 
 
 def test_a_write_token_is_not_a_read_token_scopes_are_checked_before_any_run() -> None:

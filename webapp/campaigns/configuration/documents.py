@@ -71,6 +71,7 @@ CAMPAIGN = Shape(
         "test_files": LIST,
         "vantage_points": LIST,
         "destination_endpoint": TEXT,
+        "trace": TEXT,
         "parameters": MAP,
         "schedule": TEXT,
         "schedule_tz": TEXT,

@@ -130,6 +130,7 @@ def campaign_document(campaign: Campaign) -> dict[str, Any]:
         destination_endpoint=(
             campaign.destination_endpoint.name if campaign.destination_endpoint else ""
         ),
+        trace=campaign.trace.name if campaign.trace else "",
         parameters={name: _parameter(name, getattr(campaign, name)) for name in PARAMETERS.fields},
         schedule=campaign.schedule,
         schedule_tz=campaign.schedule_tz,

@@ -47,6 +47,7 @@ from webapp.campaigns.configuration.export import (
 )
 from webapp.campaigns.forms import CampaignForm, ValueListField
 from webapp.campaigns.models import AXES, CAMPAIGN_PARAMETER_FIELDS, Campaign
+from webapp.campaigns.traces import Trace
 from webapp.sites.forms import EndpointForm, SiteForm, TestFileForm, VantagePointForm
 from webapp.sites.models import Endpoint, Site, TestFile, VantagePoint
 
@@ -661,6 +662,7 @@ def _campaign_data(
         "vantage_points": [vantage_point.pk for vantage_point in vantage_points],
         **{key: as_text(value.get(key)) for key in _SCHEDULE},
         "destination_endpoint": _endpoint_pk(as_text(value.get("destination_endpoint"))),
+        "trace": _trace_pk(as_text(value.get("trace"))),
     }
     for key, item in value["parameters"].items():
         if isinstance(item, list):
@@ -677,6 +679,13 @@ def _endpoint_pk(name: str) -> int | str:
     return endpoint.pk if endpoint is not None else name
 
 
+def _trace_pk(name: str) -> int | str:
+    """A replay campaign's trace as its form reads it: the trace's id, else the name (the
+    form then says no such choice, at trace). Traces are uploaded, not configured."""
+    trace = Trace.objects.filter(name=name).first() if name else None
+    return trace.pk if trace is not None else name
+
+
 def _campaign_values(campaign: Campaign, cleaned: dict[str, Any] | None = None) -> dict[str, Any]:
     """What an import compares of a campaign: its fields, and its relations by name (those
     a form cleaned, else the saved ones). No vantage point is the local one, as saved."""
@@ -689,6 +698,7 @@ def _campaign_values(campaign: Campaign, cleaned: dict[str, Any] | None = None) 
         **{name: getattr(campaign, name) for name in CAMPAIGN_PARAMETER_FIELDS},
         **{name: getattr(campaign, name) for name in _SCHEDULE},
         "destination_endpoint": getattr(campaign.destination_endpoint, "name", ""),
+        "trace": getattr(campaign.trace, "name", ""),
         "endpoints": sorted(endpoint.name for endpoint in relations["endpoints"]),
         "test_files": sorted(str(test_file) for test_file in relations["test_files"]),
         "vantage_points": sorted(v.name for v in relations["vantage_points"])
