@@ -1,33 +1,39 @@
-"""One client of a run: runs in its own process, opens, reads its plan, closes, reports.
+"""One client of a run: runs in its own process, does its operation, reports.
 
-The read loops are the measurement: they do nothing per operation but read, time the
-call, append the latency to an array and publish the byte count for the progress bar.
-Latencies are folded into histograms after the client's clock has stopped.
+A read opens, reads its plan, closes; a write creates, writes, commits, asks the server's
+checksum and deletes (always: also after a failure, the deadline or SIGTERM); a metadata
+storm stats, opens and closes, or lists its URLs `ops` times (client_ops.py has those two).
+The loops are the measurement: they do nothing per operation but the call, time it,
+append the latency to an array and publish the count for the progress bar. Latencies
+are folded into histograms after the client's clock has stopped.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import signal
 import threading
 import time
 import traceback
 import zlib
 from array import array
-from collections.abc import MutableSequence, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import astuple, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import Backend, OpenOptions, RemoteFile
 from workers.engine.backends.local import LOCAL_VECTOR_LIMITS, LocalBackend
+from workers.engine.client_ops import SIGTERM, WriteSource, run_metadata, run_write
 from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
-from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.metrics import ClientError, ClientResult, op_kinds
+from workers.engine.params import METADATA_OPERATIONS, Method, Operation, Pattern, RunParams
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
@@ -89,8 +95,9 @@ def client_main(
     # A process group of its own: the run can stop this client and any copy tool it runs.
     os.setpgid(0, 0)
     die_with(spec.run_pid)
+    signal.signal(signal.SIGTERM, SIGTERM.handle)
     spec.access.apply_environment()
-    result = ClientResult(client=spec.client)
+    result = ClientResult(client=spec.client, op_kinds=op_kinds(str(spec.params.operation)))
     try:
         if spec.access.guard is not None:
             spec.access.guard.attach(client_label(spec.client))
@@ -120,7 +127,10 @@ class Client:
         self.progress = progress
         self.backend: Backend = backend_for(self.params.scheme)
         self.backend.prepare(spec.access)
-        self.plans = [self._plan(target) for target in spec.targets]
+        reads = self.params.operation == Operation.READ
+        self.plans = [self._plan(target) for target in spec.targets] if reads else []
+        writes = self.params.operation == Operation.WRITE
+        self.source = WriteSource.of(self.params) if writes else None
         self.expected_adler32 = dict(self.params.adler32)
         self.delivered = 0
         self.opened: list[RemoteFile] = []
@@ -162,12 +172,7 @@ class Client:
             access=self.spec.access,
         )
         try:
-            if self.params.method == Method.DIRECT:
-                self._run_direct()
-            elif self.params.method == Method.COPY:
-                self._run_copy()
-            else:
-                self._run_stage()
+            self._runner()()
         finally:
             self.result.wall_s = self.now()
             self.result.bytes_read = self.delivered
@@ -178,6 +183,21 @@ class Client:
             for kind, latencies in self.samples.items():
                 self.result.histogram(kind).record_all(latencies)
             self.progress[self.spec.client] = self.delivered
+
+    def _runner(self) -> Callable[[], None]:
+        """What the client does, by the run's operation: the one place to add one."""
+        operation = self.params.operation
+        if operation == Operation.READ:
+            return {
+                Method.DIRECT: self._run_direct,
+                Method.COPY: self._run_copy,
+                Method.STAGE: self._run_stage,
+            }[self.params.method]
+        if operation == Operation.WRITE:
+            return partial(run_write, self)
+        if operation in METADATA_OPERATIONS:
+            return partial(run_metadata, self)
+        raise ProbeError(ErrorClass.HARNESS, f"this engine does not do {operation} yet")
 
     # -- methods -------------------------------------------------------------------------
 

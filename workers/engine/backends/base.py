@@ -3,6 +3,12 @@
 A backend opens one file for one client (`RemoteFile`) and can copy a whole file to local
 scratch (`copy_to_local`). Reads raise `ProbeError` with an error class; they never return
 short data silently.
+
+Beyond reads (Operation in params.py): a backend that lists an operation in `operations`
+creates and writes files (`create` -> `WritableFile`), asks the server for a file's adler32
+(`checksum`), deletes (`delete`), and answers metadata storms with prepared calls
+(`metadata_call`: stat, open-close, directory listing), each reusing the client's one
+connection as a real job does.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from pathlib import Path
 from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
+from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.urls import host_of
 
 # Called once per completed asynchronous request: (latency in ns, bytes delivered).
@@ -104,8 +111,29 @@ class RemoteFile(abc.ABC):
         """Close the file; a backend's close may fail like any other operation."""
 
 
+class WritableFile(abc.ABC):
+    """One file being written on an endpoint, as one client writes it."""
+
+    served_by: str
+
+    @abc.abstractmethod
+    def write(self, offset: int, data: bytes) -> None:
+        """Write `data` at `offset`; returns once the server acknowledged it."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close the file: the server commits it (a failure here is a failed write)."""
+
+
+# A prepared metadata operation on one URL: called once per operation, timed by the client.
+MetadataCall = Callable[[], object]
+
+
 class Backend(abc.ABC):
     """A protocol: how to open, size and copy files behind URLs of its schemes."""
+
+    # What its clients can do to an endpoint (Operation values; reads by default).
+    operations: frozenset[str] = frozenset({"read"})
 
     # True when a library or tool of the protocol makes connections itself, resolving names
     # and following redirections out of our sight (XrdCl, xrdcp, globus-url-copy): a run
@@ -171,3 +199,33 @@ class Backend(abc.ABC):
     def copy_source(self, url: str, options: OpenOptions) -> str:
         """The server a finished copy came from (asked outside the timed phase)."""
         return host_of(url)
+
+    # -- beyond reads: backends that list the operation in `operations` override these --
+
+    def create(self, url: str, options: OpenOptions) -> WritableFile:
+        """Create `url`, which must not exist yet (never overwrite), and open it to write."""
+        raise self.unsupported("write")
+
+    def checksum(self, url: str, options: OpenOptions) -> str:
+        """The adler32 (8 lowercase hex digits) the server computes of the file it stored;
+        ProbeError (class checksum) when it cannot say."""
+        raise self.unsupported("write")
+
+    def delete(self, url: str, options: OpenOptions) -> None:
+        """Delete the file `url` (only ever one this engine wrote)."""
+        raise self.unsupported("write")
+
+    def list_names(self, url: str, options: OpenOptions) -> list[str]:
+        """The names in the directory `url` (what the cleanup looks through)."""
+        raise self.unsupported("list")
+
+    def metadata_call(self, operation: str, url: str, options: OpenOptions) -> MetadataCall:
+        """A call doing one `operation` ("stat", "open": open and close, "list") on `url`,
+        prepared before the clock (parsed URL, the client's one connection) so that each
+        timed operation is the protocol request alone; it raises ProbeError on failure."""
+        raise self.unsupported(operation)
+
+    def unsupported(self, operation: str) -> ProbeError:
+        return ProbeError(
+            ErrorClass.HARNESS, f"{type(self).__name__} does not do the {operation} operation"
+        )
