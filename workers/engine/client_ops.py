@@ -95,6 +95,14 @@ class Sigterm:
 SIGTERM = Sigterm()
 
 
+def past_deadline(client: Client, exc: ProbeError) -> ProbeError:
+    """A failure once the deadline has passed is the deadline's (class timeout): XrdCl,
+    its stream timed out, reconnects and the server no longer knows the open file (3004)."""
+    if exc.error_class == ErrorClass.CANCELLED or client.options.deadline.remaining() > 0:
+        return exc
+    return ProbeError(ErrorClass.TIMEOUT, f"deadline passed: {exc.message}")
+
+
 # -- writes ----------------------------------------------------------------------------
 
 
@@ -148,6 +156,8 @@ def _write(client: Client, file: WritableFile) -> None:
             offset += len(data)
             written += len(data)
             progress[slot] = written
+    except ProbeError as exc:
+        raise past_deadline(client, exc) from None
     finally:
         client.result.bytes_written = written
         done = client.now()
@@ -228,6 +238,8 @@ def run_metadata(client: Client) -> None:
             _storm_paced(client, calls, ops, rate, record)
         else:
             _storm(client, calls, ops, record)
+    except ProbeError as exc:
+        raise past_deadline(client, exc) from None
     finally:
         client.result.add_phase(kind, started, client.now())
 
