@@ -128,7 +128,7 @@ def _write_one(client: Client, url: str) -> None:
 def _create(client: Client, url: str) -> WritableFile:
     started = client.now()
     try:
-        file = client.backend.create(url, client.options)
+        file = client.backend.create(url, client.params.file_size, client.options)
     finally:  # a refused create is still the open the run measured
         ended = client.now()
         client.result.add_phase("open", started, ended)

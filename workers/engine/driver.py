@@ -318,8 +318,8 @@ class _Execution:
         self.on_progress = on_progress
         self.should_cancel = should_cancel
         # Writers are asked to stop first (SIGTERM) and given this long to delete their files.
-        writes = bool(specs) and specs[0].params.operation == Operation.WRITE
-        self.stop_grace_s = WRITE_STOP_GRACE_S if writes else 0.0
+        self.operation = specs[0].params.operation if specs else Operation.READ
+        self.stop_grace_s = WRITE_STOP_GRACE_S if self.operation == Operation.WRITE else 0.0
         ctx = client_context()
         self.ctx = ctx
         self.release = ctx.Event()
@@ -464,7 +464,12 @@ class _Execution:
     ) -> ClientResult:
         """The record of a client that could not report: what the parent knows of it."""
         elapsed = self.result.deadline_s if error_class == ErrorClass.TIMEOUT else 0.0
-        record = ClientResult(client=client, bytes_read=int(self.progress[client]))
+        record = ClientResult(client=client)
+        done = int(self.progress[client])  # bytes read or written, or metadata operations
+        if self.operation == Operation.WRITE:
+            record.bytes_written = done
+        elif self.operation == Operation.READ:
+            record.bytes_read = done
         record.wall_s = elapsed
         record.error = ClientError(error_class, message, round(elapsed, 6))
         return record

@@ -202,8 +202,9 @@ class Backend(abc.ABC):
 
     # -- beyond reads: backends that list the operation in `operations` override these --
 
-    def create(self, url: str, options: OpenOptions) -> WritableFile:
-        """Create `url`, which must not exist yet (never overwrite), and open it to write."""
+    def create(self, url: str, size: int, options: OpenOptions) -> WritableFile:
+        """Create `url` to write `size` bytes in it; it must not exist yet (never overwrite).
+        (The size is what an HTTP PUT announces as its Content-Length.)"""
         raise self.unsupported("write")
 
     def checksum(self, url: str, options: OpenOptions) -> str:

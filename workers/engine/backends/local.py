@@ -174,7 +174,7 @@ class LocalBackend(Backend):
             raise os_error(exc, f"copy {url}") from exc
         return CopyResult(dest.stat().st_size, LOCAL_SERVER)
 
-    def create(self, url: str, options: OpenOptions) -> WritableFile:
+    def create(self, url: str, size: int, options: OpenOptions) -> WritableFile:
         return LocalWritableFile(local_path(url))
 
     def checksum(self, url: str, options: OpenOptions) -> str:

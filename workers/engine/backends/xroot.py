@@ -323,7 +323,7 @@ class XRootDBackend(Backend):
             return None, f"the server's checksum query failed: {status.message.strip()}"
         return parse_checksum_answer(answer or b"")
 
-    def create(self, url: str, options: OpenOptions) -> WritableFile:
+    def create(self, url: str, size: int, options: OpenOptions) -> WritableFile:
         return XRootDWritableFile(self._client_url(url, options), options)
 
     def checksum(self, url: str, options: OpenOptions) -> str:
