@@ -15,7 +15,7 @@ import argparse
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from urllib.parse import urlsplit
 
 from common import in_client_process, writable_xrootd
 
@@ -26,16 +26,16 @@ FILE = "metadata-bench-file"
 ENTRIES = 100  # the listed directory's size
 
 
-def bare_storm(operation: str, url: str, ops: int) -> float:
-    """Seconds of `ops` operations of the bare loop (one FileSystem, as the engine keeps)."""
+def bare_storm(operation: str, url: str, ops: int) -> tuple[float, float]:
+    """(seconds, CPU seconds of the process) of `ops` operations of the bare loop (one
+    FileSystem, as the engine keeps)."""
     from XRootD import client
     from XRootD.client.flags import OpenFlags
 
     user_url = url.replace("root://", "root://bare@")
-    root, _, path = user_url.partition("//scratch")
-    path = "/scratch" + path
-    fs = client.FileSystem(root)
-    started = time.perf_counter()
+    parts = urlsplit(user_url)
+    fs, path = client.FileSystem(f"{parts.scheme}://{parts.netloc}"), parts.path
+    started, cpu_started = time.perf_counter(), time.process_time()
     for _ in range(ops):
         if operation == "stat":
             status, _ = fs.stat(path)
@@ -46,15 +46,21 @@ def bare_storm(operation: str, url: str, ops: int) -> float:
             status, _ = f.open(user_url, OpenFlags.READ)
             f.close()
         assert status.ok, status
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu_started
 
 
-def engine_ops_per_s(operation: str, url: str, ops: int) -> float:
+def engine_storm(operation: str, url: str, ops: int) -> tuple[float, float]:
+    """(operations per second, client CPU seconds) of the engine's storm."""
     run = run_probe(RunParams(urls=(url,), operation=Operation(operation), ops=ops))
     (client,) = run.clients
     assert client.ok, client.error
     assert client.ops_per_s is not None
-    return client.ops_per_s
+    return client.ops_per_s, client.cpu_user_s + client.cpu_sys_s
+
+
+def bare_rate(operation: str, url: str, ops: int) -> tuple[float, float]:
+    seconds, cpu_s = in_client_process(bare_storm, operation, url, ops)
+    return ops / seconds, cpu_s
 
 
 def prepare(folder: Path | None, directory: str) -> dict[str, str]:
@@ -80,27 +86,31 @@ def main() -> None:
     args = parser.parse_args()
     with writable_xrootd(args.url) as (directory, folder):
         urls = prepare(folder, directory)
-        print("| operation | engine ops/s | bare loop ops/s | engine / bare (median of pairs) | IQR |")
-        print("|---|---|---|---|---|")
+        print(
+            "| operation | engine ops/s | bare loop ops/s | engine / bare (median of pairs) "
+            "| IQR | client CPU per op, engine / bare |"
+        )
+        print("|---|---|---|---|---|---|")
         for operation, url in urls.items():
-            engine, bare, ratios = [], [], []
+            engine, bare, ratios, engine_cpu, bare_cpu = [], [], [], [], []
             for trial in range(args.trials):
-                order: list[Any] = [
-                    lambda: engine_ops_per_s(operation, url, args.ops),
-                    lambda: args.ops / in_client_process(bare_storm, operation, url, args.ops),
-                ]
                 if trial % 2:
-                    bare_rate, engine_rate = order[1](), order[0]()
+                    bare_ops, bare_cpu_s = bare_rate(operation, url, args.ops)
+                    engine_ops, engine_cpu_s = engine_storm(operation, url, args.ops)
                 else:
-                    engine_rate, bare_rate = order[0](), order[1]()
-                engine.append(engine_rate)
-                bare.append(bare_rate)
-                ratios.append(engine_rate / bare_rate)
+                    engine_ops, engine_cpu_s = engine_storm(operation, url, args.ops)
+                    bare_ops, bare_cpu_s = bare_rate(operation, url, args.ops)
+                engine.append(engine_ops)
+                bare.append(bare_ops)
+                ratios.append(engine_ops / bare_ops)
+                engine_cpu.append(engine_cpu_s / args.ops * 1e6)
+                bare_cpu.append(bare_cpu_s / args.ops * 1e6)
             q1, _, q3 = statistics.quantiles(ratios, n=4)
             print(
                 f"| {operation} | {statistics.median(engine):,.0f} "
                 f"| {statistics.median(bare):,.0f} | {statistics.median(ratios):.1%} "
-                f"| {q1:.0%}-{q3:.0%} |",
+                f"| {q1:.0%}-{q3:.0%} | {statistics.median(engine_cpu):.0f} / "
+                f"{statistics.median(bare_cpu):.0f} us |",
                 flush=True,
             )
 

@@ -16,6 +16,7 @@ import argparse
 import statistics
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from common import in_client_process, writable_xrootd
 
@@ -31,8 +32,9 @@ WORKLOADS: dict[str, dict[str, Any]] = {
 }
 
 
-def bare_write(directory: str, fields: dict[str, Any], name: str) -> float:
-    """Seconds of the bare loop: create (kXR_new), write every request, close, rm."""
+def bare_write(directory: str, fields: dict[str, Any], name: str) -> tuple[float, float]:
+    """(seconds, CPU seconds) of the bare write loop: create (kXR_new), write every request
+    (timed), close, rm."""
     from XRootD import client
     from XRootD.client.flags import OpenFlags
 
@@ -42,22 +44,24 @@ def bare_write(directory: str, fields: dict[str, Any], name: str) -> float:
     status, _ = f.open(url, OpenFlags.NEW)
     assert status.ok, status
     offset = 0
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for data in source.requests():
         status, _ = f.write(data, offset, len(data))
         offset += len(data)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     f.close()
-    fs = client.FileSystem(url.split("//scratch")[0])
-    fs.rm("/scratch/" + name)
-    return elapsed
+    parts = urlsplit(url)
+    client.FileSystem(f"{parts.scheme}://{parts.netloc}").rm(parts.path)
+    return elapsed, cpu
 
 
-def engine_write_s(directory: str, fields: dict[str, Any], tag: str) -> float:
+def engine_write_s(directory: str, fields: dict[str, Any], tag: str) -> tuple[float, float]:
+    """(seconds of the write phase, client CPU seconds of the whole client: its create,
+    commit, checksum query and delete too, so an upper bound of the loop's)."""
     params = RunParams(urls=(directory,), operation=Operation.WRITE, run_tag=tag, **fields)
     (client,) = run_probe(params).clients
     assert client.ok, client.error
-    return client.write_s
+    return client.write_s, client.cpu_user_s + client.cpu_sys_s
 
 
 def main() -> None:
@@ -66,25 +70,36 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=9)
     args = parser.parse_args()
     with writable_xrootd(args.url) as (directory, _):
-        print("| workload | engine MB/s | bare loop MB/s | engine / bare (median of pairs) | IQR |")
-        print("|---|---|---|---|---|")
+        print(
+            "| workload | engine MB/s | bare loop MB/s | engine / bare (median of pairs) | IQR "
+            "| client CPU per request, engine (whole client) / bare (loop) |"
+        )
+        print("|---|---|---|---|---|---|")
         for name, fields in WORKLOADS.items():
-            engine, bare, ratios = [], [], []
+            engine, bare, ratios, engine_cpu, bare_cpu = [], [], [], [], []
+            requests = -(-fields["file_size"] // fields["read_size"])
             for trial in range(args.trials):
                 tag = f"bench{trial}"
                 if trial % 2:
-                    bare_s = in_client_process(bare_write, directory, fields, f"bare-{trial}")
-                    engine_s = engine_write_s(directory, fields, tag)
+                    bare_s, bare_cpu_s = in_client_process(
+                        bare_write, directory, fields, f"bare-{trial}"
+                    )
+                    engine_s, engine_cpu_s = engine_write_s(directory, fields, tag)
                 else:
-                    engine_s = engine_write_s(directory, fields, tag)
-                    bare_s = in_client_process(bare_write, directory, fields, f"bare-{trial}")
+                    engine_s, engine_cpu_s = engine_write_s(directory, fields, tag)
+                    bare_s, bare_cpu_s = in_client_process(
+                        bare_write, directory, fields, f"bare-{trial}"
+                    )
                 engine.append(fields["file_size"] / engine_s / 1e6)
                 bare.append(fields["file_size"] / bare_s / 1e6)
                 ratios.append(bare_s / engine_s)
+                engine_cpu.append(engine_cpu_s / requests * 1e6)
+                bare_cpu.append(bare_cpu_s / requests * 1e6)
             q1, _, q3 = statistics.quantiles(ratios, n=4)
             print(
                 f"| {name} | {statistics.median(engine):,.0f} | {statistics.median(bare):,.0f} "
-                f"| {statistics.median(ratios):.1%} | {q1:.0%}-{q3:.0%} |",
+                f"| {statistics.median(ratios):.1%} | {q1:.0%}-{q3:.0%} "
+                f"| {statistics.median(engine_cpu):.0f} / {statistics.median(bare_cpu):.0f} us |",
                 flush=True,
             )
 

@@ -60,11 +60,12 @@ def relay_to(lab: Any) -> Iterator[Callable[..., tuple[RelayHost, str]]]:
 
 @dataclass(frozen=True)
 class WritableDoor:
-    """A writable xrootd of a test's own: `url` of its scratch directory (root://) and the
-    local folder behind it (`folder`)."""
+    """A writable xrootd of a test's own: `url` of its scratch directory (root://), the
+    same over XrdHttp (`http_url`), and the local folder behind them (`folder`)."""
 
     url: str
     folder: Path
+    http_url: str = ""
 
     def names(self) -> list[str]:
         return sorted(os.listdir(self.folder))
@@ -78,7 +79,7 @@ def writable_door() -> Iterator[WritableDoor]:
     base.chmod(0o755)
     for folder in ("data/scratch", "admin", "logs"):
         (base / folder).mkdir(parents=True)
-    port = free_port()
+    port, http_port = free_port(), free_port()
     config = base / "xrootd.cfg"
     config.write_text(
         "\n".join(
@@ -86,6 +87,7 @@ def writable_door() -> Iterator[WritableDoor]:
                 "xrd.allow host 127.0.0.1",
                 "xrd.network nodnr",
                 f"xrd.port {port}",
+                f"xrd.protocol XrdHttp:{http_port} libXrdHttp.so",
                 f"all.adminpath {base / 'admin'}",
                 f"all.pidpath {base / 'admin'}",
                 "all.export /",
@@ -112,7 +114,9 @@ def writable_door() -> Iterator[WritableDoor]:
             assert time.monotonic() < give_up, f"xrootd not ready: {_text_of(log)[-2000:]}"
             time.sleep(0.1)
         scratch = base / "data" / "scratch"
-        yield WritableDoor(f"root://127.0.0.1:{port}//scratch", scratch)
+        yield WritableDoor(
+            f"root://127.0.0.1:{port}//scratch", scratch, f"http://127.0.0.1:{http_port}/scratch"
+        )
     finally:
         process.terminate()
         try:
