@@ -142,7 +142,7 @@ def test_cleanup_refuses_a_tag_that_could_match_other_names() -> None:
 
 # A file that takes seconds to write on loopback (small requests): long enough to stop the
 # run while it is being written.
-SLOW = {"file_size": 256 * MiB, "read_size": 16 * 1024}
+SLOW = {"file_size": 1024 * MiB, "read_size": 16 * 1024}
 
 
 @pytest.mark.faults
