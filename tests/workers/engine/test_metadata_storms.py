@@ -20,7 +20,7 @@ def two_files(writable_door: WritableDoor) -> list[str]:
     names = ["storm-a", "storm-b"]
     for name in names:
         (writable_door.folder / name).write_bytes(b"x" * 1000)
-    return [f"{writable_door.url}/{name}" for name in names]
+    return [f"{writable_door.url}{name}" for name in names]
 
 
 @pytest.mark.parametrize("operation", [Operation.STAT, Operation.OPEN])
@@ -59,7 +59,7 @@ def test_local_storms_count_too(tmp_path: Path) -> None:
 
 
 def test_a_missing_file_is_class_not_found(writable_door: WritableDoor) -> None:
-    params = RunParams(urls=(f"{writable_door.url}/missing",), operation=Operation.STAT, ops=10)
+    params = RunParams(urls=(f"{writable_door.url}missing",), operation=Operation.STAT, ops=10)
     run = run_probe(params).to_json()
     assert run["status"] == "failed"
     assert run["errors"][0]["class"] == "not-found"
@@ -77,7 +77,7 @@ def test_a_file_gone_mid_storm_ends_its_client_as_not_found(
         return False
 
     params = RunParams(
-        urls=(f"{writable_door.url}/storm-doomed",), operation=Operation.STAT, ops=100, rate=20
+        urls=(f"{writable_door.url}storm-doomed",), operation=Operation.STAT, ops=100, rate=20
     )
     run = run_probe(params, should_cancel=remove_once_running).to_json()
     assert run["status"] == "failed"

@@ -31,18 +31,21 @@ def engine(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.lab
 def test_write_from_the_command_line_says_what_it_did(writable_door: WritableDoor) -> None:
-    done = engine(writable_door.url, "--operation", "write", "--file-size", "2M", "--clients", "2")
+    done = engine(
+        writable_door.url, "--operation", "write", "--file-size", "2M", "--clients", "2",
+        "--run-tag", "cliwrite",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "write 1 file(s) of 2 MiB per client in 4 KiB requests" in done.stdout
     assert "server checksum   adler32:" in done.stdout
     assert "written           4 MiB" in done.stdout
-    assert [n for n in writable_door.names() if n.startswith("fedprobe-")] == []
+    assert [n for n in writable_door.names() if n.startswith("fedprobe-cliwrite-")] == []
 
 
 @pytest.mark.lab
 def test_stat_storm_json_has_the_stable_shape(writable_door: WritableDoor) -> None:
     (writable_door.folder / "cli-stat").write_bytes(b"x")
-    url = f"{writable_door.url}/cli-stat"
+    url = f"{writable_door.url}cli-stat"
     done = engine(url, "--operation", "stat", "--ops", "20", "--rate", "0", "--json")
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)
@@ -59,8 +62,8 @@ def test_cleanup_command_deletes_the_tagged_files_only(writable_door: WritableDo
     done = engine("cleanup", "--run-tag", "cli", writable_door.url)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        f"deleted {writable_door.url}/fedprobe-cli-c0-f0",
-        f"deleted {writable_door.url}/fedprobe-cli-c3-f1",
+        f"deleted {writable_door.url}fedprobe-cli-c0-f0",
+        f"deleted {writable_door.url}fedprobe-cli-c3-f1",
     ]
     assert "fedprobe-clix-c0-f0" in writable_door.names()
     (writable_door.folder / "fedprobe-clix-c0-f0").unlink()

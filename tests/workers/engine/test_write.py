@@ -11,6 +11,7 @@ import sys
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from tests.workers.engine.conftest import MiB, WritableDoor
 from workers.engine import RunParams, run_probe
 from workers.engine.cleanup import cleanup_written
 from workers.engine.client_ops import WriteSource
+from workers.engine.credentials import Credential
 from workers.engine.errors import InvalidParams
 from workers.engine.params import Operation, written_name
 
@@ -102,7 +104,7 @@ def test_a_write_never_overwrites_a_file_of_the_same_name(writable_door: Writabl
 def test_a_write_to_a_missing_directory_fails_before_the_clients(
     writable_door: WritableDoor,
 ) -> None:
-    params = RunParams(urls=(writable_door.url + "/nowhere",), operation=Operation.WRITE)
+    params = RunParams(urls=(writable_door.url + "nowhere/",), operation=Operation.WRITE)
     run = run_probe(params).to_json()
     assert run["status"] == "failed"
     assert run["errors"][0]["class"] == "not-found"
@@ -200,7 +202,7 @@ def test_files_of_a_writer_killed_outright_are_deleted_by_the_cleanup_and_nothin
         left = _when_still(writable_door, "killed")
         assert left == ["fedprobe-killed-c0-f0", "fedprobe-killed-c1-f0"]
         deleted = cleanup_written(run_tag="killed", urls=[writable_door.url])
-        assert deleted == [f"{writable_door.url}/{name}" for name in left]
+        assert deleted == [f"{writable_door.url}{name}" for name in left]
         assert ours(writable_door, "killed") == []
         for name in others:
             assert (writable_door.folder / name).read_bytes() == b"keep me"
@@ -222,3 +224,33 @@ def _when_still(door: WritableDoor, tag: str) -> list[str]:
         sizes = now
         time.sleep(0.2)
     raise AssertionError(f"still being written: {sizes}")
+
+
+def _token_write(lab: Any, kind: str, tag: str) -> dict[str, Any]:
+    endpoint = lab.endpoint("local-roots")
+    url = endpoint.file_url(endpoint.scratch_path)
+    token = Credential.token(lab.token_file(kind).read_text().strip())
+    params = RunParams(
+        urls=(url,),
+        operation=Operation.WRITE,
+        file_size=MiB,
+        read_size=256 * 1024,
+        run_tag=tag,
+        credential=token,
+        ca_dir=str(lab.ca_dir()),
+    )
+    return dict(run_probe(params).to_json())
+
+
+def test_a_write_token_writes_over_roots_and_a_read_token_is_refused(
+    lab: Any, writable_door: WritableDoor
+) -> None:
+    written = _token_write(lab, "write", "tokwrite")
+    assert written["status"] == "succeeded", written["errors"]
+    assert written["auth"] == "token"
+    assert written["server_checksum"] is not None
+    refused = _token_write(lab, "read", "tokread")
+    assert refused["status"] == "failed"
+    assert refused["errors"][0]["class"] == "auth"
+    assert "permission denied" in refused["errors"][0]["message"]
+    assert ours(writable_door, "tokwrite") == ours(writable_door, "tokread") == []
