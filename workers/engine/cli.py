@@ -29,6 +29,7 @@ from workers.engine.errors import InvalidParams, ProbeError
 from workers.engine.nagios import Verdict, judge_run, parse_probe_thresholds, unknown
 from workers.engine.params import METADATA_OPERATIONS, Method, Operation, Pattern, RunParams
 from workers.engine.plugin import BadThreshold, State, Thresholds
+from workers.engine.protocols import PROTOCOLS, Protocol
 from workers.engine.results import RunJson, RunResult, RunStatus
 from workers.engine.units import format_size, parse_size
 from workers.engine.urls import check_credential_hosts
@@ -43,6 +44,10 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _schemes(protocol: Protocol) -> str:
+    return " ".join(f"{scheme.name}://" for scheme in protocol.schemes)
+
+
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     """The probe options of docs/engine.md (shared with the Django management command)."""
     d = RunParams(urls=("",))
@@ -50,8 +55,8 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         "urls",
         nargs="+",
         metavar="URL",
-        help="file to read (root://, http(s)://, davs://, file://, gsiftp://, "
-        "ftp://); several URLs form the collection clients read with --files; "
+        help=f"file to read ({', '.join(f'{p.name}: {_schemes(p)}' for p in PROTOCOLS)}); "
+        "several URLs form the collection clients read with --files; "
         "for a write or a list, directories",
     )
     parser.add_argument(

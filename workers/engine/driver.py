@@ -40,7 +40,7 @@ from workers.engine.credentials import (
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard, client_label
-from workers.engine.errors import NO_TLS, ErrorClass, InvalidParams, ProbeError
+from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import (
     METADATA_OPERATIONS,
@@ -52,6 +52,7 @@ from workers.engine.params import (
 )
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
+from workers.engine.protocols import protocol_of
 from workers.engine.results import RunResult
 
 PREFLIGHT_TIMEOUT_S = 60.0
@@ -94,7 +95,6 @@ def run_probe(
     """Validate, plan and execute one run. Raises InvalidParams before anything starts."""
     params.validate()
     scheme = params.scheme
-    check_operation(params)
     if params.operation == Operation.WRITE and params.run_tag is None:
         params = replace(params, run_tag=secrets.token_hex(6))
     credential = params.credential
@@ -132,31 +132,20 @@ def run_probe(
     return result
 
 
-def check_operation(params: RunParams) -> None:
-    """InvalidParams (operation) for an operation the protocol's backend does not do."""
-    backend = backend_for(params.scheme)
-    if str(params.operation) not in backend.operations:
-        raise InvalidParams(
-            "operation",
-            f"{params.scheme}:// does not do {params.operation} "
-            f"(it does {', '.join(sorted(backend.operations))})",
-        )
-
-
 def guarded_by(
     params: RunParams, scheme: str, auth: AuthMethod
 ) -> tuple[EgressPolicy | None, AddressScope | None]:
     """What the egress guard holds the run's processes to, if they need it: the egress
     policy, and where the credential may go (credential_scope.py). Only for protocols whose
     libraries connect on their own; the HTTP backend checks both itself."""
-    backend = backend_for(scheme)
-    if not backend.connects_itself:
+    protocol = protocol_of(scheme)
+    if not protocol.connects_itself:
         return None, None
     scope = None
     if auth != AuthMethod.NONE:
         scope = AddressScope(
             CredentialScope.of(
-                params.urls, params.credential_hosts, any_port=backend.credential_any_port
+                params.urls, params.credential_hosts, any_port=protocol.credential_any_port
             )
         )
     return params.egress, scope

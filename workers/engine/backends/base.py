@@ -4,9 +4,10 @@ A backend opens one file for one client (`RemoteFile`) and can copy a whole file
 scratch (`copy_to_local`). Reads raise `ProbeError` with an error class; they never return
 short data silently.
 
-Beyond reads (Operation in params.py): a backend that lists an operation in `operations`
-creates and writes files (`create` -> `WritableFile`), asks the server for a file's adler32
-(`checksum`), deletes (`delete`), and answers metadata storms with prepared calls
+Beyond reads (Operation in params.py): a backend whose protocol declares an operation
+(protocols.py, `Protocol.operations`) creates and writes files (`create` ->
+`WritableFile`), asks the server for a file's adler32 (`checksum`), deletes (`delete`),
+lists a directory (`list_names`) and answers metadata storms with prepared calls
 (`metadata_call`: stat, open-close, directory listing), each reusing the client's one
 connection as a real job does.
 """
@@ -131,19 +132,6 @@ MetadataCall = Callable[[], object]
 
 class Backend(abc.ABC):
     """A protocol: how to open, size and copy files behind URLs of its schemes."""
-
-    # What its clients can do to an endpoint (Operation values; reads by default).
-    operations: frozenset[str] = frozenset({"read"})
-
-    # True when a library or tool of the protocol makes connections itself, resolving names
-    # and following redirections out of our sight (XrdCl, xrdcp, globus-url-copy): a run
-    # with an egress policy then puts its processes under the egress guard. The HTTP
-    # backend connects only to addresses it has checked; file:// connects nowhere.
-    connects_itself = False
-    # Where such a protocol's credential may go on the endpoint's own host: its own port only
-    # (another port is another server), or any port (GridFTP: the data channel goes to a port
-    # the server names). Listed hosts take any port (credential_scope.py).
-    credential_any_port = False
 
     def check_egress(self, url: str, options: OpenOptions) -> None:
         """Refuse (ProbeError, class egress) before any connection a URL whose host, or a

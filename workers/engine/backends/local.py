@@ -142,8 +142,6 @@ class LocalWritableFile(WritableFile):
 class LocalBackend(Backend):
     """file:// URLs."""
 
-    operations = frozenset({"read", "write", "stat", "open", "list"})
-
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         return LocalFile(local_path(url))
 

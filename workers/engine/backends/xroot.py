@@ -231,10 +231,6 @@ def query_vector_limits(url: str, timeout_s: int) -> VectorLimits:
 class XRootDBackend(Backend):
     """root://, xroot://: direct reads through XrdCl, copies through xrdcp."""
 
-    connects_itself = True
-
-    operations = frozenset({"read", "write", "stat", "open", "list"})
-
     def __init__(self) -> None:
         self._configured = False
         # One FileSystem per server for the client's metadata operations, as a job keeps one.
