@@ -95,6 +95,10 @@ def _sweep_main(
         sink.send(("probe", str(exc.error_class), exc.message))
     except InvalidParams as exc:
         sink.send(("invalid", exc.field, exc.message))
+    except Exception as exc:  # a bug of ours: said as such, not as "the process died"
+        sink.send(
+            ("probe", str(ErrorClass.HARNESS), f"cleanup failed: {type(exc).__name__}: {exc}")
+        )
 
 
 def sweep(params: RunParams, access: Access, deadline: Deadline) -> list[str]:

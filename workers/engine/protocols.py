@@ -122,8 +122,8 @@ HTTP = Protocol(
         Scheme("https", 443, token=True, proxy="x509"),
         Scheme("davs", 443, token=True, proxy="x509"),
     ),
-    operations=frozenset({"read"}),
-    planned=frozenset({"write", "tpc-pull", "tpc-push", "stat", "open", "list"}),
+    operations=frozenset({"read", "write", "stat", "open", "list"}),
+    planned=frozenset({"tpc-pull", "tpc-push"}),
     backend=_http,
 )
 GRIDFTP = Protocol(
