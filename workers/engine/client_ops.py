@@ -113,16 +113,18 @@ def run_write(client: Client) -> None:
 
 
 def _write_one(client: Client, url: str) -> None:
-    failed = True
+    unfinished: WritableFile | None = None
     try:
-        file = _create(client, url)
-        _write(client, file)
+        unfinished = _create(client, url)
+        _write(client, unfinished)
+        file, unfinished = unfinished, None
         _commit(client, file)
         _verify(client, url)
         client.result.files_done += 1
-        failed = False
-    finally:
-        _delete(client, url, quiet=failed)
+    except BaseException:
+        _delete(client, url, quiet=True, unfinished=unfinished)
+        raise
+    _delete(client, url, quiet=False, unfinished=None)
 
 
 def _create(client: Client, url: str) -> WritableFile:
@@ -195,11 +197,13 @@ def _verify(client: Client, url: str) -> None:
         )
 
 
-def _delete(client: Client, url: str, *, quiet: bool) -> None:
+def _delete(client: Client, url: str, *, quiet: bool, unfinished: WritableFile | None) -> None:
     """Delete the file, whatever happened before, within DELETE_TIMEOUT_S past the deadline
     and deaf to another SIGTERM. After a failure (`quiet`), a delete that fails (the create
     never happened) does not hide the failure; after a success, it fails the client."""
     with SIGTERM.held_back():
+        if unfinished is not None:  # nothing more of it may land after the delete
+            unfinished.abort()
         _delete_now(client, url, quiet=quiet)
     if not quiet:
         SIGTERM.raise_once()

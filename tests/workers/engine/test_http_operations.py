@@ -3,6 +3,8 @@ server's Digest, DELETE; HEAD, a one-byte GET and PROPFIND Depth 1."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.workers.engine.conftest import MiB, WritableDoor
@@ -61,3 +63,24 @@ def test_http_missing_file_is_not_found(writable_door: WritableDoor) -> None:
     url = f"{writable_door.http_url}http-missing"
     run = run_probe(RunParams(urls=(url,), operation=Operation.STAT, ops=5)).to_json()
     assert run["errors"][0]["class"] == "not-found"
+
+
+@pytest.mark.faults
+def test_a_cancelled_http_write_abandons_its_put_and_deletes(writable_door: WritableDoor) -> None:
+    def ours() -> list[str]:
+        return [n for n in writable_door.names() if n.startswith("fedprobe-httpcancel-")]
+
+    params = RunParams(
+        urls=(writable_door.http_url,),
+        operation=Operation.WRITE,
+        file_size=1024 * MiB,
+        read_size=16 * 1024,
+        run_tag="httpcancel",
+    )
+    run = run_probe(params, should_cancel=lambda: bool(ours())).to_json()
+    assert run["status"] == "cancelled"
+    client = run["clients"][0]
+    assert client["error"] is not None and client["error"]["class"] == "cancelled"
+    assert "delete" in [p["phase"] for p in client["phases"]]
+    time.sleep(1)  # an upload still streaming would show its file again by now
+    assert ours() == []

@@ -15,6 +15,7 @@ connection as a real job does.
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -124,6 +125,13 @@ class WritableFile(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Close the file: the server commits it (a failure here is a failed write)."""
+
+    def abort(self) -> None:
+        """Give up a write that failed or was stopped, before its file is deleted: nothing
+        of it may reach the server after the delete. By default a close whose failure is
+        of no interest any more."""
+        with contextlib.suppress(ProbeError):
+            self.close()
 
 
 # A prepared metadata operation on one URL: called once per operation, timed by the client.

@@ -10,6 +10,7 @@ waits for the server's answer, which is the commit.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Iterator
@@ -32,6 +33,14 @@ MULTISTATUS = 207
 _DAV_HREF = "{DAV:}href"
 # How often a write blocked on a full slot looks whether the sender has failed.
 _POLL_S = 0.5
+# How long an abandoned PUT may take to drop its connection.
+ABORT_WAIT_S = 2.0
+# Put in the slot to end the body unfinished.
+_ABORT = b"abort"
+
+
+class _Aborted(Exception):
+    """The body's generator ends the request: the write was given up."""
 
 
 class HttpUpload(WritableFile):
@@ -58,6 +67,8 @@ class HttpUpload(WritableFile):
 
     def _body(self) -> Iterator[bytes]:
         while (chunk := self._slot.get()) is not None:
+            if chunk is _ABORT:
+                raise _Aborted  # httpx drops the request and its connection
             yield chunk
 
     def _send(self, client: httpx.Client, request: httpx.Request) -> None:
@@ -72,6 +83,17 @@ class HttpUpload(WritableFile):
             self._failure = exc
         except httpx.StreamError as exc:  # a redirection would need the body again
             self._failure = ProbeError(ErrorClass.SERVER_ERROR, f"PUT {self._url}: {exc}")
+        except _Aborted:
+            self._failure = ProbeError(ErrorClass.CANCELLED, f"PUT {self._url}: abandoned")
+
+    def abort(self) -> None:
+        """End the PUT unfinished (its connection dropped), so that the server stores
+        nothing more of it once the file is deleted."""
+        with contextlib.suppress(queue.Empty):
+            self._slot.get_nowait()
+        with contextlib.suppress(queue.Full):
+            self._slot.put_nowait(_ABORT)
+        self._sender.join(ABORT_WAIT_S)
 
     def write(self, offset: int, data: bytes) -> None:
         while True:
