@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit
 
 from workers.engine.cleanup import cleanup_written
@@ -27,7 +27,14 @@ from workers.engine.credentials import (
 from workers.engine.driver import Progress, run_probe
 from workers.engine.errors import InvalidParams, ProbeError
 from workers.engine.nagios import Verdict, judge_run, parse_probe_thresholds, unknown
-from workers.engine.params import METADATA_OPERATIONS, Method, Operation, Pattern, RunParams
+from workers.engine.params import (
+    METADATA_OPERATIONS,
+    Method,
+    Operation,
+    Pattern,
+    ReplayTiming,
+    RunParams,
+)
 from workers.engine.plugin import BadThreshold, State, Thresholds
 from workers.engine.protocols import PROTOCOLS, Protocol
 from workers.engine.results import RunJson, RunResult, RunStatus
@@ -191,6 +198,20 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         help="CA folder servers are verified against (default: $FEDPROBE_CA_DIR, "
         f"$X509_CERT_DIR, {GRID_CA_DIR} if it exists, else the system store)",
     )
+    parser.add_argument(
+        "--trace",
+        default=None,
+        metavar="CSV",
+        help="replay this XRootD client recorder CSV (implies operation replay); the URLs "
+        "are the trace's files, in the order it first opens them",
+    )
+    parser.add_argument(
+        "--replay-timing",
+        choices=[str(t) for t in ReplayTiming],
+        default=str(d.replay_timing),
+        help="asap: each operation as soon as the one before ends; recorded: at its recorded "
+        "time from the start (default asap)",
+    )
     parser.add_argument("--json", action="store_true", help="print the run JSON")
     parser.add_argument(
         "--nagios",
@@ -220,6 +241,10 @@ def params_from_options(options: dict[str, object]) -> RunParams:
     urls = get("urls")
     assert isinstance(urls, list | tuple)
     d = RunParams(urls=("",))
+    operation = Operation(str(options.get("operation") or Operation.READ))
+    replay = _replay_options(options)
+    if replay and operation not in (Operation.READ, Operation.REPLAY):
+        raise InvalidParams("trace", f"a trace is replayed, not with --operation {operation}")
     params = RunParams(
         urls=tuple(str(u) for u in urls),
         method=Method(str(get("method"))),
@@ -233,7 +258,6 @@ def params_from_options(options: dict[str, object]) -> RunParams:
         skip=_int(get("skip")),
         readahead=_int(get("readahead")),
         streams=_int(get("streams")),
-        operation=Operation(str(options.get("operation") or Operation.READ)),
         file_size=_int(options.get("file_size", d.file_size)),
         ops=_int(options.get("ops", d.ops)),
         rate=float(str(options.get("rate", d.rate))),
@@ -247,9 +271,19 @@ def params_from_options(options: dict[str, object]) -> RunParams:
             _texts(options.get("credential_host")), field="credential_host"
         ),
         ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
+        **{"operation": operation, **replay},
     )
     params.validate()
     return params
+
+
+def _replay_options(options: dict[str, object]) -> dict[str, Any]:
+    """--trace makes a replay, paced by --replay-timing."""
+    trace = _text(options.get("trace"))
+    if trace is None:
+        return {}
+    timing = ReplayTiming(str(options.get("replay_timing", ReplayTiming.ASAP)))
+    return {"operation": Operation.REPLAY, "trace": trace, "replay_timing": timing}
 
 
 def _credential(options: dict[str, object], url: str) -> Credential | None:

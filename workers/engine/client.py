@@ -37,6 +37,7 @@ from workers.engine.params import METADATA_OPERATIONS, Method, Operation, Patter
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
+from workers.engine.replay import Replay
 
 
 class ReleaseEvent(Protocol):
@@ -131,6 +132,7 @@ class Client:
         self.plans = [self._plan(target) for target in spec.targets] if reads else []
         writes = self.params.operation == Operation.WRITE
         self.source = WriteSource.of(self.params) if writes else None
+        self.replay = Replay(self.params) if self.params.operation == Operation.REPLAY else None
         self.expected_adler32 = dict(self.params.adler32)
         self.delivered = 0
         self.opened: list[RemoteFile] = []
@@ -193,6 +195,9 @@ class Client:
                 Method.COPY: self._run_copy,
                 Method.STAGE: self._run_stage,
             }[self.params.method]
+        if operation == Operation.REPLAY:
+            assert self.replay is not None
+            return partial(self.replay.run, self)
         if operation == Operation.WRITE:
             return partial(run_write, self)
         if operation in METADATA_OPERATIONS:

@@ -53,6 +53,7 @@ from workers.engine.params import (
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
 from workers.engine.protocols import protocol_of
+from workers.engine.replay import replay_deadline_s, trace_of
 from workers.engine.results import RunResult
 
 PREFLIGHT_TIMEOUT_S = 60.0
@@ -94,6 +95,8 @@ def run_probe(
 ) -> RunResult:
     """Validate, plan and execute one run. Raises InvalidParams before anything starts."""
     params.validate()
+    if params.operation == Operation.REPLAY:
+        trace_of(params)  # a bad trace, or URLs not matching it, before anything starts
     scheme = params.scheme
     if params.operation == Operation.WRITE and params.run_tag is None:
         params = replace(params, run_tag=secrets.token_hex(6))
@@ -181,6 +184,8 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     spent = time.time() - planned_at if params.timeout_s is not None else 0.0
     file_size = max(sizes.values()) if sizes else params.file_size
     derived = params.deadline_s(file_size, rtt_s=found.rtt_s, vector_limits=vector_limits)
+    if params.operation == Operation.REPLAY:
+        derived = replay_deadline_s(params, sizes, found.rtt_s)
     result.deadline_s = max(0.0, derived - spent)
     if credential is not None:
         ends = datetime.now(UTC) + timedelta(seconds=result.deadline_s)
@@ -220,6 +225,8 @@ def _planned(params: RunParams, sizes: dict[str, int]) -> int:
     """What the progress bar counts to: bytes read or written, or metadata operations."""
     if params.operation == Operation.WRITE:
         return params.clients * params.files * params.file_size
+    if params.operation == Operation.REPLAY:
+        return params.clients * trace_of(params).bytes_read
     if params.operation in METADATA_OPERATIONS:
         return params.clients * params.ops
     return sum(params.client_planned_bytes(sizes))

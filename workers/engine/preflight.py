@@ -23,7 +23,7 @@ from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import PREFLIGHT
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
-from workers.engine.params import Method, Operation, Pattern, RunParams
+from workers.engine.params import METADATA_OPERATIONS, Method, Operation, Pattern, RunParams
 from workers.engine.processes import child_answer, die_with
 
 # How long past its deadline a preflight may take to report before it is killed.
@@ -109,7 +109,7 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
     backend = backend_for(params.scheme)  # one protocol for all URLs (RunParams.validate)
     for url in dict.fromkeys(params.urls):
         backend.check_egress(url, options)
-    if params.operation != Operation.READ:
+    if params.operation == Operation.WRITE or params.operation in METADATA_OPERATIONS:
         _stat_only(params, backend, options, found)
         return found
     for url in dict.fromkeys(params.urls):
@@ -128,7 +128,7 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
 
 
 def _stat_only(params: RunParams, backend: Backend, options: OpenOptions, found: Found) -> None:
-    """Beyond reads, no file is sized: each URL (a write's directory, a storm's file or
+    """A write or a metadata storm sizes no file: each URL (a write's directory, a storm's file or
     directory) is stat'ed, so that one that is missing or refused fails before the clients
     start, and times the round trip."""
     for url in dict.fromkeys(params.urls):

@@ -108,9 +108,9 @@ XROOT = Protocol(
     schemes=tuple(
         Scheme(name, 1094, token=True, proxy="gsi") for name in ("root", "roots", "xroot", "xroots")
     ),
-    operations=frozenset({"read", "write", "stat", "open", "list"}),
+    operations=frozenset({"read", "write", "stat", "open", "list", "replay"}),
     # tpc-pull: the destination pulls, as xrdcp --tpc asks it (native XRootD TPC).
-    planned=frozenset({"tpc-pull", "replay"}),
+    planned=frozenset({"tpc-pull"}),
     backend=_xroot,
     connects_itself=True,
 )
@@ -122,7 +122,7 @@ HTTP = Protocol(
         Scheme("https", 443, token=True, proxy="x509"),
         Scheme("davs", 443, token=True, proxy="x509"),
     ),
-    operations=frozenset({"read", "write", "stat", "open", "list"}),
+    operations=frozenset({"read", "write", "stat", "open", "list", "replay"}),
     planned=frozenset({"tpc-pull", "tpc-push"}),
     backend=_http,
 )
