@@ -247,9 +247,9 @@ class Client:
         ended = self.now()
         self.result.add_phase("copy", started, ended)
         self.result.copy_s += ended - started
-        self._latencies("copy").append(int((ended - started) * 1e9))
+        self.latencies("copy").append(int((ended - started) * 1e9))
         self.result.bytes_wire += copied.bytes_copied
-        self._served_by(copied.served_by or self.backend.copy_source(target.url, self.options))
+        self.note_served_by(copied.served_by or self.backend.copy_source(target.url, self.options))
         if copied.bytes_copied != target.size:
             raise ProbeError(
                 ErrorClass.SHORT_READ,
@@ -276,7 +276,7 @@ class Client:
         file = backend.open(url, self.options)
         ended = self.now()
         self.result.add_phase("open", started, ended)
-        self._latencies("open").append(int((ended - started) * 1e9))
+        self.latencies("open").append(int((ended - started) * 1e9))
         if remote:
             # The endpoint's connect and open only: a copy's local file opens in microseconds
             # and would read as an endpoint that opens in no time (the copy tool's own open
@@ -285,7 +285,7 @@ class Client:
         for phase, seconds in file.open_phases.items():
             self.result.open_phases_s[phase] = self.result.open_phases_s.get(phase, 0.0) + seconds
         if remote:
-            self._served_by(file.served_by)
+            self.note_served_by(file.served_by)
             self.opened.append(file)
         if self.params.readahead:
             return ReadAheadFile(file, self.params.readahead)
@@ -297,7 +297,7 @@ class Client:
         ended = self.now()
         self.result.add_phase("close", started, ended)
         self.result.close_s += ended - started
-        self._latencies("close").append(int((ended - started) * 1e9))
+        self.latencies("close").append(int((ended - started) * 1e9))
 
     def _read(self, file: RemoteFile, plan: Plan, adler32: str | None) -> None:
         pattern = self.params.pattern
@@ -322,7 +322,7 @@ class Client:
     # -- even when it fails (a checksum mismatch after every read, a cut mid-read) --------
 
     def _read_sync(self, file: RemoteFile, plan: Sequence[Request], adler32: str | None) -> None:
-        record, read, clock = self._latencies("read").append, file.read, time.perf_counter_ns
+        record, read, clock = self.latencies("read").append, file.read, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         adler, first_ns, verify = 1, 0, adler32 is not None
         try:
@@ -349,7 +349,7 @@ class Client:
             self._check_adler32(adler, adler32, "the bytes read")
 
     def _read_vector(self, file: RemoteFile, batches: Sequence[list[Request]]) -> None:
-        record, readv, clock = self._latencies("readv").append, file.readv, time.perf_counter_ns
+        record, readv, clock = self.latencies("readv").append, file.readv, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         first_ns = 0
         try:
@@ -373,7 +373,7 @@ class Client:
             self.delivered, self.first_ns = delivered, first_ns
 
     def _read_async(self, file: RemoteFile, plan: Sequence[Request]) -> None:
-        record_latency, clock = self._latencies("async_read").append, time.perf_counter_ns
+        record_latency, clock = self.latencies("async_read").append, time.perf_counter_ns
         progress, slot = self.progress, self.spec.client
         state = [self.delivered, 0]  # bytes delivered, first byte (ns)
 
@@ -410,12 +410,14 @@ class Client:
         )
         return self.expected_adler32.get(target.url) if whole_in_order else None
 
-    def _latencies(self, kind: str) -> array[int]:
+    def latencies(self, kind: str) -> array[int]:
+        """The latencies (ns) of one operation kind, folded into histograms after the clock."""
         if kind not in self.samples:
             self.samples[kind] = array("q")
         return self.samples[kind]
 
-    def _served_by(self, server: str) -> None:
+    def note_served_by(self, server: str) -> None:
+        """Add a server the client's data came from (or went to) to its record."""
         if server not in self.result.served_by:
             self.result.served_by.append(server)
 

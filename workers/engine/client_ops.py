@@ -135,14 +135,14 @@ def _create(client: Client, url: str) -> WritableFile:
         ended = client.now()
         client.result.add_phase("open", started, ended)
         client.result.open_s += ended - started
-        client._latencies("open").append(int((ended - started) * 1e9))
-    client._served_by(file.served_by)
+        client.latencies("open").append(int((ended - started) * 1e9))
+    client.note_served_by(file.served_by)
     return file
 
 
 def _write(client: Client, file: WritableFile) -> None:
     """The write loop: one acknowledged request after the other, as XrdCl's sync write."""
-    record, write, clock = client._latencies("write").append, file.write, time.perf_counter_ns
+    record, write, clock = client.latencies("write").append, file.write, time.perf_counter_ns
     progress, slot, written = client.progress, client.spec.client, client.result.bytes_written
     assert client.source is not None
     offset, first_ns = 0, 0
@@ -177,7 +177,7 @@ def _commit(client: Client, file: WritableFile) -> None:
         ended = client.now()
         client.result.add_phase("close", started, ended)
         client.result.close_s += ended - started
-        client._latencies("close").append(int((ended - started) * 1e9))
+        client.latencies("close").append(int((ended - started) * 1e9))
 
 
 def _verify(client: Client, url: str) -> None:
@@ -221,7 +221,7 @@ def _delete_now(client: Client, url: str, *, quiet: bool) -> None:
     finally:
         ended = client.now()
         client.result.add_phase("delete", started, ended)
-        client._latencies("delete").append(int((ended - started) * 1e9))
+        client.latencies("delete").append(int((ended - started) * 1e9))
 
 
 # -- metadata storms -----------------------------------------------------------------
@@ -234,7 +234,7 @@ def run_metadata(client: Client) -> None:
         client.backend.metadata_call(kind, target.url, client.options)
         for target in client.spec.targets
     ]
-    record = client._latencies(kind).append
+    record = client.latencies(kind).append
     ops, rate = client.params.ops, client.params.rate
     started = client.now()
     try:
