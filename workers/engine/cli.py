@@ -356,9 +356,10 @@ class ProgressBar:
     def update(self, progress: Progress) -> None:
         done = progress.bytes_done / progress.bytes_planned if progress.bytes_planned else 0.0
         done = min(done, 1.0)
+        amount = format_size if not progress.counts_ops else _operations
         text = (
-            f"{done:6.1%} {format_size(progress.bytes_done)} of "
-            f"{format_size(progress.bytes_planned)}, clients done {progress.clients_done}/"
+            f"{done:6.1%} {amount(progress.bytes_done)} of "
+            f"{amount(progress.bytes_planned)}, clients done {progress.clients_done}/"
             f"{progress.clients}, {progress.elapsed_s:.1f} s (deadline {progress.deadline_s:.0f} s)"
         )
         if self.tty:
@@ -375,6 +376,10 @@ class ProgressBar:
         if self.shown:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
+
+
+def _operations(count: int) -> str:
+    return f"{count:,} ops"
 
 
 def summary_table(result: RunResult) -> str:

@@ -69,7 +69,8 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class Progress:
-    """A snapshot for progress bars: bytes delivered so far of those planned."""
+    """A snapshot for progress bars: bytes delivered (read or written) so far of those
+    planned; for a metadata storm (`counts_ops`), operations done of those planned."""
 
     bytes_done: int
     bytes_planned: int
@@ -81,6 +82,7 @@ class Progress:
     client_bytes: tuple[int, ...] = ()
     # The records of the clients that have ended, as they ended (kept if the worker dies).
     finished: tuple[ClientResult, ...] = ()
+    counts_ops: bool = False
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -488,5 +490,6 @@ class _Execution:
                 deadline_s=self.result.deadline_s,
                 client_bytes=done,
                 finished=tuple(self.results.values()),
+                counts_ops=self.operation in METADATA_OPERATIONS,
             )
         )
