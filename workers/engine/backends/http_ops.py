@@ -16,9 +16,10 @@ import threading
 from collections.abc import Iterator
 from functools import partial
 from urllib.parse import unquote, urlsplit
-from xml.etree import ElementTree
+from xml.etree.ElementTree import ParseError
 
 import httpx
+from defusedxml import DefusedXmlException, ElementTree
 
 from workers.engine.backends.base import MetadataCall, WritableFile
 from workers.engine.backends.digests import WANT_DIGEST, adler32_from_headers
@@ -150,12 +151,13 @@ def delete(client: httpx.Client, url: str, deadline: Deadline) -> None:
 
 
 def list_names(client: httpx.Client, url: str, deadline: Deadline) -> list[str]:
-    """The names in a collection, from a PROPFIND Depth 1 (the collection itself left out)."""
+    """The names in a collection, from a PROPFIND Depth 1 (the collection itself left out).
+    The endpoint's XML is parsed by defusedxml: no entity expansion, no external entity."""
     body = _propfind(client, url, deadline)
     own = urlsplit(http_url(url)).path.rstrip("/")
     try:
         hrefs = [e.text or "" for e in ElementTree.fromstring(body).iter(_DAV_HREF)]
-    except ElementTree.ParseError as exc:
+    except (ParseError, DefusedXmlException) as exc:
         raise ProbeError(ErrorClass.SERVER_ERROR, f"PROPFIND {url}: not XML: {exc}") from None
     paths = [unquote(urlsplit(href).path).rstrip("/") for href in hrefs]
     return [path.rsplit("/", 1)[-1] for path in paths if path and path != own]
