@@ -73,7 +73,8 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         help="read (default); write: each client writes --files files of --file-size bytes "
         "(in --read-size requests) into the URLs, which are directories, checks the server's "
         "checksum and deletes them; stat, open (open and close), list: --ops operations per "
-        "client at --rate",
+        "client at --rate; tpc-pull, tpc-push: third-party copies to --destination; "
+        "replay: see --trace",
     )
     parser.add_argument(
         "--file-size",
@@ -179,6 +180,26 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         help="X.509 proxy to present (gsi on root://, client certificate on https/davs)",
     )
     parser.add_argument(
+        "--destination",
+        default=None,
+        metavar="URL",
+        help="tpc-pull, tpc-push: the directory copies land in (as fedprobe-TAG-cC-fK, "
+        "deleted after)",
+    )
+    parser.add_argument(
+        "--destination-token-file",
+        default=None,
+        metavar="PATH",
+        help="bearer token the destination is given (scoped to write there; the source's "
+        "credential is --token-file or --proxy)",
+    )
+    parser.add_argument(
+        "--destination-proxy",
+        default=None,
+        metavar="PATH",
+        help="X.509 proxy presented to the destination (HTTP-TPC push or pull over https)",
+    )
+    parser.add_argument(
         "--credential-host",
         action="append",
         default=None,
@@ -241,10 +262,6 @@ def params_from_options(options: dict[str, object]) -> RunParams:
     urls = get("urls")
     assert isinstance(urls, list | tuple)
     d = RunParams(urls=("",))
-    operation = Operation(str(options.get("operation") or Operation.READ))
-    replay = _replay_options(options)
-    if replay and operation not in (Operation.READ, Operation.REPLAY):
-        raise InvalidParams("trace", f"a trace is replayed, not with --operation {operation}")
     params = RunParams(
         urls=tuple(str(u) for u in urls),
         method=Method(str(get("method"))),
@@ -271,10 +288,21 @@ def params_from_options(options: dict[str, object]) -> RunParams:
             _texts(options.get("credential_host")), field="credential_host"
         ),
         ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
-        **{"operation": operation, **replay},
+        destination=_text(options.get("destination")),
+        destination_credential=_destination_credential(options),
+        **_operation_options(options),
     )
     params.validate()
     return params
+
+
+def _operation_options(options: dict[str, object]) -> dict[str, Any]:
+    """--operation, or a replay when --trace is given."""
+    operation = Operation(str(options.get("operation") or Operation.READ))
+    replay = _replay_options(options)
+    if replay and operation not in (Operation.READ, Operation.REPLAY):
+        raise InvalidParams("trace", f"a trace is replayed, not with --operation {operation}")
+    return {"operation": operation, **replay}
 
 
 def _replay_options(options: dict[str, object]) -> dict[str, Any]:
@@ -298,6 +326,22 @@ def _credential(options: dict[str, object], url: str) -> Credential | None:
     if options.get("anonymous"):
         return None
     return discover_credential(urlsplit(url).scheme)
+
+
+def _destination_credential(options: dict[str, object]) -> Credential | None:
+    """--destination-token-file or --destination-proxy (read from files: never argv)."""
+    token_file = _text(options.get("destination_token_file"))
+    proxy = _text(options.get("destination_proxy"))
+    if token_file and proxy:
+        raise InvalidParams(
+            "destination_credential",
+            "give --destination-token-file or --destination-proxy, not both",
+        )
+    if token_file:
+        return Credential.token(read_secret_file(token_file, "destination_token_file"))
+    if proxy:
+        return Credential.x509_proxy(read_secret_file(proxy, "destination_proxy"))
+    return None
 
 
 def _texts(value: object) -> list[str]:

@@ -33,11 +33,19 @@ from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult, op_kinds
-from workers.engine.params import METADATA_OPERATIONS, Method, Operation, Pattern, RunParams
+from workers.engine.params import (
+    METADATA_OPERATIONS,
+    TPC_OPERATIONS,
+    Method,
+    Operation,
+    Pattern,
+    RunParams,
+)
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
 from workers.engine.replay import Replay
+from workers.engine.tpc import run_third_party_copies
 
 
 class ReleaseEvent(Protocol):
@@ -195,6 +203,8 @@ class Client:
                 Method.COPY: self._run_copy,
                 Method.STAGE: self._run_stage,
             }[self.params.method]
+        if operation in TPC_OPERATIONS:
+            return partial(run_third_party_copies, self)
         if operation == Operation.REPLAY:
             assert self.replay is not None
             return partial(self.replay.run, self)

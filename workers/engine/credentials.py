@@ -383,6 +383,8 @@ class Access:
     guard: GuardLink | None = None
     # The hosts the credential may also be presented to (RunParams.credential_hosts).
     credential_hosts: tuple[str, ...] = ()
+    # A third-party copy's destination: what it is given (this Access is the source's).
+    destination: Access | None = None
 
     def apply_environment(self, env: MutableMapping[str, str] = os.environ) -> None:
         """Set, in this process only, what XrdCl, xrdcp and globus-url-copy read."""

@@ -16,7 +16,7 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection, wait
@@ -44,6 +44,7 @@ from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import (
     METADATA_OPERATIONS,
+    TPC_OPERATIONS,
     Method,
     Operation,
     RunParams,
@@ -100,7 +101,9 @@ def run_probe(
     if params.operation == Operation.REPLAY:
         trace_of(params)  # a bad trace, or URLs not matching it, before anything starts
     scheme = params.scheme
-    if params.operation == Operation.WRITE and params.run_tag is None:
+    if (params.operation == Operation.WRITE or params.operation in TPC_OPERATIONS) and (
+        params.run_tag is None
+    ):  # one tag for the run's files (its JSON's params say it: the cleanup's key)
         params = replace(params, run_tag=secrets.token_hex(6))
     credential = params.credential
     result = RunResult(
@@ -121,12 +124,14 @@ def run_probe(
             credential.check_valid(until=datetime.now(UTC))
         with (
             run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access,
+            _destination_secrets(params) as destination,
             EgressGuard.running(*guarded_by(params, scheme, result.auth)) as guard,
         ):
             guarded = replace(
                 access,
                 guard=None if guard is None else guard.link,
                 credential_hosts=params.credential_hosts,
+                destination=destination,
             )
             _plan_and_execute(
                 shared, credential, guarded, result, guard, on_progress, should_cancel
@@ -135,6 +140,24 @@ def run_probe(
         result.run_error = (exc.error_class, exc.message)
         result.run_error_phase = exc.phase
     return result
+
+
+@contextlib.contextmanager
+def _destination_secrets(params: RunParams) -> Iterator[Access | None]:
+    """A third-party copy's destination credential, in a private folder of its own."""
+    scheme = params.destination_scheme
+    if scheme is None:
+        yield None
+        return
+    credential = params.destination_credential
+    if credential is not None:
+        try:
+            credential.check_valid(until=datetime.now(UTC))
+        except ProbeError as exc:
+            message = f"the destination's credential: {exc.message}"
+            raise ProbeError(exc.error_class, message, phase=exc.phase) from None
+    with run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access:
+        yield access
 
 
 def guarded_by(

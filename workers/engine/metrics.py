@@ -9,7 +9,7 @@ from workers.engine.errors import ErrorClass
 from workers.engine.histogram import LatencyHistogram
 
 if TYPE_CHECKING:
-    from workers.engine.results import ClientErrorJson, ClientRecordJson
+    from workers.engine.results import ClientErrorJson, ClientRecordJson, TpcJson
 
 
 # Operation kinds that deliver data to the reader (the "ops" of a run).
@@ -41,6 +41,42 @@ class ClientError:
 
 
 @dataclass
+class TpcRecord:
+    """A client's third-party copies: how the copier reported them (`http`: XrdHttpTPC's perf
+    markers; `root`: XRootD-native, no markers) and what they moved in how long."""
+
+    mode: str
+    source: str
+    destination: str
+    # Each perf marker: seconds from the client's release when it arrived, bytes copied so
+    # far of the file being copied.
+    markers: list[tuple[float, int]] = field(default_factory=list)
+    # Seconds from sending the first COPY (or starting the first native copy) until the
+    # transfer started (its first marker; for native TPC its end).
+    start_s: float | None = None
+    copy_s: float = 0.0
+    bytes: int = 0
+    remote_connections: list[str] = field(default_factory=list)
+
+    @property
+    def rate_mbps(self) -> float:
+        return self.bytes / self.copy_s / 1e6 if self.copy_s > 0 else 0.0
+
+    def to_json(self) -> TpcJson:
+        return {
+            "mode": self.mode,
+            "source": self.source,
+            "destination": self.destination,
+            "markers": [{"t_s": round(t, 6), "bytes": n} for t, n in self.markers],
+            "start_s": None if self.start_s is None else round(self.start_s, 6),
+            "copy_s": round(self.copy_s, 6),
+            "bytes": self.bytes,
+            "rate_mbps": round(self.rate_mbps, 3),
+            "remote_connections": self.remote_connections,
+        }
+
+
+@dataclass
 class ClientResult:
     """One client of a run: its phases (seconds from its release), bytes, ops and error."""
 
@@ -63,12 +99,13 @@ class ClientResult:
     cpu_sys_s: float = 0.0
     latency: dict[str, LatencyHistogram] = field(default_factory=dict)
     checksum: str | None = None  # "ok" / "mismatch" / None when it could not be checked
+    # What the server holds after a write or a copy: "adler32:1a2b3c4d" (None: not asked).
+    server_checksum: str | None = None
+    tpc: TpcRecord | None = None
     error: ClientError | None = None
-    # Writes: bytes the server acknowledged, seconds in write phases, and the adler32 the
-    # server gave for what it stored ("adler32:xxxxxxxx"; a mismatch's, if any).
+    # Writes: bytes the server acknowledged, and seconds in write phases.
     bytes_written: int = 0
     write_s: float = 0.0
-    server_checksum: str | None = None
     # The latency kinds that are this client's operations (ops, op_latency_us).
     op_kinds: frozenset[str] = field(default_factory=lambda: READ_KINDS)
 
@@ -132,8 +169,9 @@ class ClientResult:
             "cpu_user_s": round(self.cpu_user_s, 6),
             "cpu_sys_s": round(self.cpu_sys_s, 6),
             "checksum": self.checksum,
+            "server_checksum": self.server_checksum,
+            "tpc": None if self.tpc is None else self.tpc.to_json(),
             "error": self.error.to_json() if self.error else None,
             "bytes_written": self.bytes_written,
             "write_s": round(self.write_s, 6),
-            "server_checksum": self.server_checksum,
         }

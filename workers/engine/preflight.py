@@ -109,6 +109,8 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
     backend = backend_for(params.scheme)  # one protocol for all URLs (RunParams.validate)
     for url in dict.fromkeys(params.urls):
         backend.check_egress(url, options)
+    if params.destination is not None and params.egress is not None:
+        params.egress.check_url(params.destination)  # a third-party copy: both sides
     if params.operation == Operation.WRITE or params.operation in METADATA_OPERATIONS:
         _stat_only(params, backend, options, found)
         return found

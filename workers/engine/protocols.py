@@ -108,9 +108,9 @@ XROOT = Protocol(
     schemes=tuple(
         Scheme(name, 1094, token=True, proxy="gsi") for name in ("root", "roots", "xroot", "xroots")
     ),
-    operations=frozenset({"read", "write", "stat", "open", "list", "replay"}),
     # tpc-pull: the destination pulls, as xrdcp --tpc asks it (native XRootD TPC).
-    planned=frozenset({"tpc-pull"}),
+    operations=frozenset({"read", "write", "stat", "open", "list", "replay", "tpc-pull"}),
+    planned=frozenset(),
     backend=_xroot,
     connects_itself=True,
 )
@@ -122,8 +122,10 @@ HTTP = Protocol(
         Scheme("https", 443, token=True, proxy="x509"),
         Scheme("davs", 443, token=True, proxy="x509"),
     ),
-    operations=frozenset({"read", "write", "stat", "open", "list", "replay"}),
-    planned=frozenset({"tpc-pull", "tpc-push"}),
+    operations=frozenset(
+        {"read", "write", "stat", "open", "list", "replay", "tpc-pull", "tpc-push"}
+    ),
+    planned=frozenset(),
     backend=_http,
 )
 GRIDFTP = Protocol(
