@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit
 
+from workers.engine.cleanup import cleanup_written
 from workers.engine.credentials import (
     GRID_CA_DIR,
     Credential,
@@ -24,9 +25,16 @@ from workers.engine.credentials import (
     resolve_ca_dir,
 )
 from workers.engine.driver import Progress, run_probe
-from workers.engine.errors import InvalidParams
+from workers.engine.errors import InvalidParams, ProbeError
 from workers.engine.nagios import Verdict, judge_run, parse_probe_thresholds, unknown
-from workers.engine.params import Method, Operation, Pattern, ReplayTiming, RunParams
+from workers.engine.params import (
+    METADATA_OPERATIONS,
+    Method,
+    Operation,
+    Pattern,
+    ReplayTiming,
+    RunParams,
+)
 from workers.engine.plugin import BadThreshold, State, Thresholds
 from workers.engine.protocols import PROTOCOLS, Protocol
 from workers.engine.results import RunJson, RunResult, RunStatus
@@ -55,7 +63,44 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="URL",
         help=f"file to read ({', '.join(f'{p.name}: {_schemes(p)}' for p in PROTOCOLS)}); "
-        "several URLs form the collection clients read with --files",
+        "several URLs form the collection clients read with --files; "
+        "for a write or a list, directories",
+    )
+    parser.add_argument(
+        "--operation",
+        choices=[str(o) for o in Operation],
+        default=str(d.operation),
+        help="read (default); write: each client writes --files files of --file-size bytes "
+        "(in --read-size requests) into the URLs, which are directories, checks the server's "
+        "checksum and deletes them; stat, open (open and close), list: --ops operations per "
+        "client at --rate; tpc-pull, tpc-push: third-party copies to --destination; "
+        "replay: see --trace",
+    )
+    parser.add_argument(
+        "--file-size",
+        type=_size,
+        default=d.file_size,
+        help="with --operation write: bytes of each file written: 16M (default), 1G",
+    )
+    parser.add_argument(
+        "--ops",
+        type=int,
+        default=d.ops,
+        help="with --operation stat, open or list: operations per client (default 1000)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=d.rate,
+        help="with --operation stat, open or list: operations per second per client "
+        "(default 0: as fast as possible)",
+    )
+    parser.add_argument(
+        "--run-tag",
+        default=None,
+        metavar="TAG",
+        help="with --operation write: names the files written (fedprobe-TAG-cN-fK; "
+        "default: a random tag)",
     )
     parser.add_argument("--method", choices=[str(m) for m in Method], default=str(d.method))
     parser.add_argument("--pattern", choices=[str(p) for p in Pattern], default=str(d.pattern))
@@ -133,12 +178,6 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="PATH",
         help="X.509 proxy to present (gsi on root://, client certificate on https/davs)",
-    )
-    parser.add_argument(
-        "--operation",
-        choices=[str(o) for o in Operation],
-        default=str(d.operation),
-        help="what the clients do (tpc-pull, tpc-push: third-party copies to --destination)",
     )
     parser.add_argument(
         "--destination",
@@ -222,6 +261,7 @@ def params_from_options(options: dict[str, object]) -> RunParams:
 
     urls = get("urls")
     assert isinstance(urls, list | tuple)
+    d = RunParams(urls=("",))
     params = RunParams(
         urls=tuple(str(u) for u in urls),
         method=Method(str(get("method"))),
@@ -235,6 +275,10 @@ def params_from_options(options: dict[str, object]) -> RunParams:
         skip=_int(get("skip")),
         readahead=_int(get("readahead")),
         streams=_int(get("streams")),
+        file_size=_int(options.get("file_size", d.file_size)),
+        ops=_int(options.get("ops", d.ops)),
+        rate=float(str(options.get("rate", d.rate))),
+        run_tag=_text(options.get("run_tag")),
         timeout_s=None if get("timeout") is None else float(str(get("timeout"))),
         seed=_int(get("seed")),
         adler32=_checksums(urls, get("adler32")),
@@ -254,8 +298,11 @@ def params_from_options(options: dict[str, object]) -> RunParams:
 
 def _operation_options(options: dict[str, object]) -> dict[str, Any]:
     """--operation, or a replay when --trace is given."""
-    chosen = {"operation": Operation(str(options.get("operation") or Operation.READ))}
-    return {**chosen, **_replay_options(options)}
+    operation = Operation(str(options.get("operation") or Operation.READ))
+    replay = _replay_options(options)
+    if replay and operation not in (Operation.READ, Operation.REPLAY):
+        raise InvalidParams("trace", f"a trace is replayed, not with --operation {operation}")
+    return {"operation": operation, **replay}
 
 
 def _replay_options(options: dict[str, object]) -> dict[str, Any]:
@@ -353,9 +400,10 @@ class ProgressBar:
     def update(self, progress: Progress) -> None:
         done = progress.bytes_done / progress.bytes_planned if progress.bytes_planned else 0.0
         done = min(done, 1.0)
+        amount = format_size if not progress.counts_ops else _operations
         text = (
-            f"{done:6.1%} {format_size(progress.bytes_done)} of "
-            f"{format_size(progress.bytes_planned)}, clients done {progress.clients_done}/"
+            f"{done:6.1%} {amount(progress.bytes_done)} of "
+            f"{amount(progress.bytes_planned)}, clients done {progress.clients_done}/"
             f"{progress.clients}, {progress.elapsed_s:.1f} s (deadline {progress.deadline_s:.0f} s)"
         )
         if self.tty:
@@ -374,6 +422,10 @@ class ProgressBar:
             self.stream.flush()
 
 
+def _operations(count: int) -> str:
+    return f"{count:,} ops"
+
+
 def summary_table(result: RunResult) -> str:
     """A readable summary of a run: what was asked, the headline figures, each client."""
     run = result.to_json()
@@ -385,16 +437,12 @@ def summary_table(result: RunResult) -> str:
     ratio = f"{bytes_wire / bytes_read:.2f}x" if bytes_read else "-"
     rows = [
         ("url", ", ".join(p.urls)),
-        (
-            "run",
-            f"method {p.method}, pattern {p.pattern}, read {format_size(p.read_size)}, "
-            f"fraction {p.fraction:g}, clients {p.clients}, files {p.files}",
-        ),
+        ("run", what_was_done(p)),
         ("status", str(run["status"])),
         ("wall", _seconds(run["wall_s"]) if result.clients else "-"),
         ("open (p50)", _seconds(run["open_s"])),
         ("first byte (p50)", _seconds(run["ttfb_s"])),
-        ("throughput", _throughput(run) if bytes_read else "-"),
+        ("throughput", _throughput(run) if bytes_read or run.get("bytes_written") else "-"),
         (
             "ops",
             f"{run['ops']}  latency us p50 {lat['p50']}  p90 {lat['p90']}  "
@@ -414,6 +462,7 @@ def summary_table(result: RunResult) -> str:
         ("client", str(run.get("client_version") or "-")),
         ("auth, tls", f"{run['auth']}, {_tls_text(run['tls'])}"),
         ("checksum", str(run["checksum"] or "not checked")),
+        *_beyond_reads(run),
     ]
     lines = [f"{name:<17} {value}" for name, value in rows]
     lines.append("")
@@ -430,13 +479,42 @@ def summary_table(result: RunResult) -> str:
             _cell(c.read_s if c.ops else None, ".4f"),
             _cell(c.copy_s or None, ".4f"),
             _cell(c.wall_s, ".4f"),
-            _cell(c.throughput_mbps if c.bytes_read else None, ".2f"),
+            _cell(c.throughput_mbps if c.bytes_read or c.bytes_written else None, ".2f"),
         )
         lines.append(f"{c.client:>6} {status:<12} {' '.join(figures)} {c.ops:>8}  {note}")
     for error in run["errors"]:
         if error["client"] is None:
             lines.append(f"run error: {error['class']}: {error['message']}")
     return "\n".join(lines) + "\n"
+
+
+def what_was_done(p: RunParams) -> str:
+    """The run's operation and what shaped it, in a line."""
+    who = f"clients {p.clients}"
+    if p.operation == Operation.WRITE:
+        return (
+            f"write {p.files} file(s) of {format_size(p.file_size)} per client in "
+            f"{format_size(p.read_size)} requests, then checksum and delete (tag {p.run_tag}), "
+            f"{who}"
+        )
+    if p.operation in METADATA_OPERATIONS:
+        pace = f"at {p.rate:g}/s per client" if p.rate else "as fast as possible"
+        return f"{p.operation} x {p.ops} per client over {len(p.urls)} URL(s) {pace}, {who}"
+    return (
+        f"method {p.method}, pattern {p.pattern}, read {format_size(p.read_size)}, "
+        f"fraction {p.fraction:g}, {who}, files {p.files}"
+    )
+
+
+def _beyond_reads(run: RunJson) -> list[tuple[str, str]]:
+    rows = []
+    if run.get("bytes_written"):
+        rows.append(("written", format_size(int(run.get("bytes_written") or 0))))
+    if run.get("server_checksum"):
+        rows.append(("server checksum", str(run.get("server_checksum"))))
+    if run.get("ops_per_s") is not None:
+        rows.append(("ops/s", f"{run.get('ops_per_s')}"))
+    return rows
 
 
 def _throughput(run: RunJson) -> str:
@@ -477,12 +555,46 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"error: {message} ({self.prog} -h for help)\n")
 
 
+def cleanup_main(argv: Sequence[str]) -> int:
+    """`python -m workers.engine cleanup --run-tag TAG DIR_URL...`: delete what a write run
+    left (fedprobe-TAG-* in those directories, nothing else), print each URL deleted."""
+    parser = _Parser(
+        prog="python -m workers.engine cleanup",
+        description="Delete the files a write run left behind (fedprobe-TAG-*) in directories.",
+    )
+    parser.add_argument("urls", nargs="+", metavar="URL", help="directory the run wrote in")
+    parser.add_argument("--run-tag", required=True, metavar="TAG", help="the run's tag")
+    parser.add_argument("--token-file", default=None, metavar="PATH")
+    parser.add_argument("--proxy", default=None, metavar="PATH")
+    parser.add_argument("--anonymous", action="store_true")
+    parser.add_argument("--ca-dir", default=None, metavar="DIR")
+    options = vars(parser.parse_args(list(argv)))
+    try:
+        deleted = cleanup_written(
+            run_tag=str(options["run_tag"]),
+            urls=[str(url) for url in options["urls"]],
+            credential=_credential(options, str(options["urls"][0])),
+            ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
+        )
+    except InvalidParams as exc:
+        sys.stderr.write(f"error: {exc.field}: {exc.message}\n")
+        return EXIT_BAD_INPUT
+    except ProbeError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_RUN_FAILED
+    for url in deleted:
+        sys.stdout.write(f"deleted {url}\n")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["cleanup"]:
+        return cleanup_main(args[1:])
     parser = _Parser(
         prog="python -m workers.engine", description="Measure reads of a file from an endpoint."
     )
     add_probe_arguments(parser)
-    args = sys.argv[1:] if argv is None else list(argv)
     parser.nagios = "--nagios" in args
     options = vars(parser.parse_args(args))
     if options["nagios"]:

@@ -1,33 +1,46 @@
-"""One client of a run: runs in its own process, opens, reads its plan, closes, reports.
+"""One client of a run: runs in its own process, does its operation, reports.
 
-The read loops are the measurement: they do nothing per operation but read, time the
-call, append the latency to an array and publish the byte count for the progress bar.
-Latencies are folded into histograms after the client's clock has stopped.
+A read opens, reads its plan, closes; a write creates, writes, commits, asks the server's
+checksum and deletes (always: also after a failure, the deadline or SIGTERM); a metadata
+storm stats, opens and closes, or lists its URLs `ops` times (client_ops.py has those two).
+The loops are the measurement: they do nothing per operation but the call, time it,
+append the latency to an array and publish the count for the progress bar. Latencies
+are folded into histograms after the client's clock has stopped.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import signal
 import threading
 import time
 import traceback
 import zlib
 from array import array
-from collections.abc import MutableSequence, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import astuple, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import Backend, OpenOptions, RemoteFile
 from workers.engine.backends.local import LOCAL_VECTOR_LIMITS, LocalBackend
+from workers.engine.client_ops import SIGTERM, WriteSource, run_metadata, run_write
 from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
-from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import TPC_OPERATIONS, Method, Operation, Pattern, RunParams
+from workers.engine.metrics import ClientError, ClientResult, op_kinds
+from workers.engine.params import (
+    METADATA_OPERATIONS,
+    TPC_OPERATIONS,
+    Method,
+    Operation,
+    Pattern,
+    RunParams,
+)
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
@@ -91,8 +104,9 @@ def client_main(
     # A process group of its own: the run can stop this client and any copy tool it runs.
     os.setpgid(0, 0)
     die_with(spec.run_pid)
+    signal.signal(signal.SIGTERM, SIGTERM.handle)
     spec.access.apply_environment()
-    result = ClientResult(client=spec.client)
+    result = ClientResult(client=spec.client, op_kinds=op_kinds(str(spec.params.operation)))
     try:
         if spec.access.guard is not None:
             spec.access.guard.attach(client_label(spec.client))
@@ -122,7 +136,10 @@ class Client:
         self.progress = progress
         self.backend: Backend = backend_for(self.params.scheme)
         self.backend.prepare(spec.access)
-        self.plans = [self._plan(target) for target in spec.targets]
+        reads = self.params.operation == Operation.READ
+        self.plans = [self._plan(target) for target in spec.targets] if reads else []
+        writes = self.params.operation == Operation.WRITE
+        self.source = WriteSource.of(self.params) if writes else None
         self.replay = Replay(self.params) if self.params.operation == Operation.REPLAY else None
         self.expected_adler32 = dict(self.params.adler32)
         self.delivered = 0
@@ -165,16 +182,7 @@ class Client:
             access=self.spec.access,
         )
         try:
-            if self.params.operation in TPC_OPERATIONS:
-                run_third_party_copies(self)
-            elif self.replay is not None:
-                self.replay.run(self)
-            elif self.params.method == Method.DIRECT:
-                self._run_direct()
-            elif self.params.method == Method.COPY:
-                self._run_copy()
-            else:
-                self._run_stage()
+            self._runner()()
         finally:
             self.result.wall_s = self.now()
             self.result.bytes_read = self.delivered
@@ -185,6 +193,26 @@ class Client:
             for kind, latencies in self.samples.items():
                 self.result.histogram(kind).record_all(latencies)
             self.progress[self.spec.client] = self.delivered
+
+    def _runner(self) -> Callable[[], None]:
+        """What the client does, by the run's operation: the one place to add one."""
+        operation = self.params.operation
+        if operation == Operation.READ:
+            return {
+                Method.DIRECT: self._run_direct,
+                Method.COPY: self._run_copy,
+                Method.STAGE: self._run_stage,
+            }[self.params.method]
+        if operation in TPC_OPERATIONS:
+            return partial(run_third_party_copies, self)
+        if operation == Operation.REPLAY:
+            assert self.replay is not None
+            return partial(self.replay.run, self)
+        if operation == Operation.WRITE:
+            return partial(run_write, self)
+        if operation in METADATA_OPERATIONS:
+            return partial(run_metadata, self)
+        raise ProbeError(ErrorClass.HARNESS, f"this engine does not do {operation} yet")
 
     # -- methods -------------------------------------------------------------------------
 
@@ -229,9 +257,9 @@ class Client:
         ended = self.now()
         self.result.add_phase("copy", started, ended)
         self.result.copy_s += ended - started
-        self._latencies("copy").append(int((ended - started) * 1e9))
+        self.latencies("copy").append(int((ended - started) * 1e9))
         self.result.bytes_wire += copied.bytes_copied
-        self._served_by(copied.served_by or self.backend.copy_source(target.url, self.options))
+        self.note_served_by(copied.served_by or self.backend.copy_source(target.url, self.options))
         if copied.bytes_copied != target.size:
             raise ProbeError(
                 ErrorClass.SHORT_READ,
@@ -258,7 +286,7 @@ class Client:
         file = backend.open(url, self.options)
         ended = self.now()
         self.result.add_phase("open", started, ended)
-        self._latencies("open").append(int((ended - started) * 1e9))
+        self.latencies("open").append(int((ended - started) * 1e9))
         if remote:
             # The endpoint's connect and open only: a copy's local file opens in microseconds
             # and would read as an endpoint that opens in no time (the copy tool's own open
@@ -267,7 +295,7 @@ class Client:
         for phase, seconds in file.open_phases.items():
             self.result.open_phases_s[phase] = self.result.open_phases_s.get(phase, 0.0) + seconds
         if remote:
-            self._served_by(file.served_by)
+            self.note_served_by(file.served_by)
             self.opened.append(file)
         if self.params.readahead:
             return ReadAheadFile(file, self.params.readahead)
@@ -279,7 +307,7 @@ class Client:
         ended = self.now()
         self.result.add_phase("close", started, ended)
         self.result.close_s += ended - started
-        self._latencies("close").append(int((ended - started) * 1e9))
+        self.latencies("close").append(int((ended - started) * 1e9))
 
     def _read(self, file: RemoteFile, plan: Plan, adler32: str | None) -> None:
         pattern = self.params.pattern
@@ -304,7 +332,7 @@ class Client:
     # -- even when it fails (a checksum mismatch after every read, a cut mid-read) --------
 
     def _read_sync(self, file: RemoteFile, plan: Sequence[Request], adler32: str | None) -> None:
-        record, read, clock = self._latencies("read").append, file.read, time.perf_counter_ns
+        record, read, clock = self.latencies("read").append, file.read, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         adler, first_ns, verify = 1, 0, adler32 is not None
         try:
@@ -331,7 +359,7 @@ class Client:
             self._check_adler32(adler, adler32, "the bytes read")
 
     def _read_vector(self, file: RemoteFile, batches: Sequence[list[Request]]) -> None:
-        record, readv, clock = self._latencies("readv").append, file.readv, time.perf_counter_ns
+        record, readv, clock = self.latencies("readv").append, file.readv, time.perf_counter_ns
         progress, slot, delivered = self.progress, self.spec.client, self.delivered
         first_ns = 0
         try:
@@ -355,7 +383,7 @@ class Client:
             self.delivered, self.first_ns = delivered, first_ns
 
     def _read_async(self, file: RemoteFile, plan: Sequence[Request]) -> None:
-        record_latency, clock = self._latencies("async_read").append, time.perf_counter_ns
+        record_latency, clock = self.latencies("async_read").append, time.perf_counter_ns
         progress, slot = self.progress, self.spec.client
         state = [self.delivered, 0]  # bytes delivered, first byte (ns)
 
@@ -392,12 +420,14 @@ class Client:
         )
         return self.expected_adler32.get(target.url) if whole_in_order else None
 
-    def _latencies(self, kind: str) -> array[int]:
+    def latencies(self, kind: str) -> array[int]:
+        """The latencies (ns) of one operation kind, folded into histograms after the clock."""
         if kind not in self.samples:
             self.samples[kind] = array("q")
         return self.samples[kind]
 
-    def _served_by(self, server: str) -> None:
+    def note_served_by(self, server: str) -> None:
+        """Add a server the client's data came from (or went to) to its record."""
         if server not in self.result.served_by:
             self.result.served_by.append(server)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -23,7 +24,9 @@ from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from workers.engine.backends import backend_for
+from workers.engine.cleanup import CLEANUP_TIMEOUT_S, sweep_in_child
 from workers.engine.client import READY, ClientSpec, FileTarget, client_main
+from workers.engine.client_ops import DELETE_TIMEOUT_S
 from workers.engine.credential_scope import AddressScope, CredentialScope
 from workers.engine.credentials import (
     Access,
@@ -39,7 +42,15 @@ from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard, client_label
 from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import Method, Operation, RunParams
+from workers.engine.params import (
+    METADATA_OPERATIONS,
+    TPC_OPERATIONS,
+    Method,
+    Operation,
+    RunParams,
+    in_directory,
+    written_name,
+)
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
 from workers.engine.protocols import protocol_of
@@ -50,6 +61,8 @@ PREFLIGHT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 120.0
 # How long past the deadline a client may take to report before it is killed.
 KILL_GRACE_S = 2.0
+# How long a writer asked to stop (SIGTERM) may take to delete its file before it is killed.
+WRITE_STOP_GRACE_S = DELETE_TIMEOUT_S + 2.0
 POLL_S = 0.2
 
 _T = TypeVar("_T")
@@ -57,7 +70,8 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class Progress:
-    """A snapshot for progress bars: bytes delivered so far of those planned."""
+    """A snapshot for progress bars: bytes delivered (read or written) so far of those
+    planned; for a metadata storm (`counts_ops`), operations done of those planned."""
 
     bytes_done: int
     bytes_planned: int
@@ -69,6 +83,7 @@ class Progress:
     client_bytes: tuple[int, ...] = ()
     # The records of the clients that have ended, as they ended (kept if the worker dies).
     finished: tuple[ClientResult, ...] = ()
+    counts_ops: bool = False
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -86,6 +101,10 @@ def run_probe(
     if params.operation == Operation.REPLAY:
         trace_of(params)  # a bad trace, or URLs not matching it, before anything starts
     scheme = params.scheme
+    if (params.operation == Operation.WRITE or params.operation in TPC_OPERATIONS) and (
+        params.run_tag is None
+    ):  # one tag for the run's files (its JSON's params say it: the cleanup's key)
+        params = replace(params, run_tag=secrets.token_hex(6))
     credential = params.credential
     result = RunResult(
         params=params,
@@ -188,7 +207,8 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     result.preflight_rtt_s = found.rtt_s
     result.negotiated = found.negotiated
     spent = time.time() - planned_at if params.timeout_s is not None else 0.0
-    derived = params.deadline_s(max(sizes.values()), rtt_s=found.rtt_s, vector_limits=vector_limits)
+    file_size = max(sizes.values()) if sizes else params.file_size
+    derived = params.deadline_s(file_size, rtt_s=found.rtt_s, vector_limits=vector_limits)
     if params.operation == Operation.REPLAY:
         derived = replay_deadline_s(params, sizes, found.rtt_s)
     result.deadline_s = max(0.0, derived - spent)
@@ -196,9 +216,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
         ends = datetime.now(UTC) + timedelta(seconds=result.deadline_s)
         credential.check_valid(until=ends, why="the run's deadline")
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
-    planned = sum(params.client_planned_bytes(sizes))
-    if params.operation == Operation.REPLAY:
-        planned = params.clients * trace_of(params).bytes_read
+    planned = _planned(params, sizes)
     try:
         execution = _Execution(
             specs,
@@ -213,6 +231,30 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
         for spec in specs:
             if spec.scratch:
                 shutil.rmtree(spec.scratch, ignore_errors=True)
+        if params.operation == Operation.WRITE:
+            _sweep_after_write(params, access, result)
+
+
+def _sweep_after_write(params: RunParams, access: Access, result: RunResult) -> None:
+    """Delete what a client could not (killed past the grace of its delete): the run's own
+    names only (cleanup.py). Untimed, after the clients; a failed sweep is the run's error
+    (files may be left on the endpoint)."""
+    try:
+        sweep_in_child(params, access, Deadline.after(CLEANUP_TIMEOUT_S))
+    except ProbeError as exc:
+        if result.run_error is None:
+            result.run_error = (exc.error_class, f"cleanup of the written files: {exc.message}")
+
+
+def _planned(params: RunParams, sizes: dict[str, int]) -> int:
+    """What the progress bar counts to: bytes read or written, or metadata operations."""
+    if params.operation == Operation.WRITE:
+        return params.clients * params.files * params.file_size
+    if params.operation == Operation.REPLAY:
+        return params.clients * trace_of(params).bytes_read
+    if params.operation in METADATA_OPERATIONS:
+        return params.clients * params.ops
+    return sum(params.client_planned_bytes(sizes))
 
 
 def explained(
@@ -241,11 +283,11 @@ def _client_specs(
     vector_limits: tuple[int, int] | None,
     access: Access,
 ) -> list[ClientSpec]:
-    """Each client reads its params.client_urls."""
+    """Each client reads (or does its operation on) its params.client_urls; a writer writes
+    its files in them (directories), by the run's names."""
     specs = []
     for client in range(params.clients):
-        picked = params.client_urls(client)
-        targets = tuple(FileTarget(url, sizes[url], k) for k, url in enumerate(picked))
+        targets = _targets(params, client, sizes)
         scratch = ""
         if params.method != Method.DIRECT:
             scratch = tempfile.mkdtemp(prefix=f"fedprobe-c{client}-", dir=params.scratch_dir)
@@ -255,6 +297,17 @@ def _client_specs(
             )
         )
     return specs
+
+
+def _targets(params: RunParams, client: int, sizes: dict[str, int]) -> tuple[FileTarget, ...]:
+    picked = params.client_urls(client)
+    if params.operation == Operation.WRITE:
+        assert params.run_tag is not None
+        return tuple(
+            FileTarget(in_directory(url, written_name(params.run_tag, client, k)), 0, k)
+            for k, url in enumerate(picked)
+        )
+    return tuple(FileTarget(url, sizes.get(url, 0), k) for k, url in enumerate(picked))
 
 
 def _kill_client(pid: int) -> None:
@@ -285,6 +338,9 @@ class _Execution:
         self.guard = guard
         self.on_progress = on_progress
         self.should_cancel = should_cancel
+        # Writers are asked to stop first (SIGTERM) and given this long to delete their files.
+        self.operation = specs[0].params.operation if specs else Operation.READ
+        self.stop_grace_s = WRITE_STOP_GRACE_S if self.operation == Operation.WRITE else 0.0
         ctx = client_context()
         self.ctx = ctx
         self.release = ctx.Event()
@@ -390,6 +446,7 @@ class _Execution:
         return record
 
     def _kill_remaining(self, error_class: ErrorClass, message: str) -> None:
+        self._ask_to_stop(error_class, message)
         for client in list(self.pipes):
             process = self.processes[client]
             if process.pid is not None and process.is_alive():
@@ -398,12 +455,42 @@ class _Execution:
             self.results[client] = self._lost(client, message, error_class)
             self._forget(client)
 
+    def _ask_to_stop(self, error_class: ErrorClass, message: str) -> None:
+        """SIGTERM to each client still running, then the grace for their records (a
+        writer's record comes after its delete): stopped this way, a client failed for
+        the reason it was stopped (the deadline, a cancel), not of its SIGTERM."""
+        if not self.stop_grace_s or not self.pipes:
+            return
+        stopped = list(self.pipes)
+        for client in stopped:
+            process = self.processes[client]
+            if process.pid is not None and process.is_alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGTERM)
+        give_up = time.perf_counter() + self.stop_grace_s
+        while self.pipes and time.perf_counter() < give_up:
+            self._collect(timeout=POLL_S)
+        for client in stopped:
+            record = self.results.get(client)
+            error = None if record is None else record.error
+            if (
+                record is not None
+                and error is not None
+                and error.error_class == ErrorClass.CANCELLED
+            ):
+                record.error = ClientError(error_class, message, error.wasted_s)
+
     def _lost(
         self, client: int, message: str, error_class: ErrorClass = ErrorClass.SERVER_ERROR
     ) -> ClientResult:
         """The record of a client that could not report: what the parent knows of it."""
         elapsed = self.result.deadline_s if error_class == ErrorClass.TIMEOUT else 0.0
-        record = ClientResult(client=client, bytes_read=int(self.progress[client]))
+        record = ClientResult(client=client)
+        done = int(self.progress[client])  # bytes read or written, or metadata operations
+        if self.operation == Operation.WRITE:
+            record.bytes_written = done
+        elif self.operation == Operation.READ:
+            record.bytes_read = done
         record.wall_s = elapsed
         record.error = ClientError(error_class, message, round(elapsed, 6))
         return record
@@ -426,5 +513,6 @@ class _Execution:
                 deadline_s=self.result.deadline_s,
                 client_bytes=done,
                 finished=tuple(self.results.values()),
+                counts_ops=self.operation in METADATA_OPERATIONS,
             )
         )

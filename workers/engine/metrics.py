@@ -12,6 +12,22 @@ if TYPE_CHECKING:
     from workers.engine.results import ClientErrorJson, ClientRecordJson, TpcJson
 
 
+# Operation kinds that deliver data to the reader (the "ops" of a run).
+READ_KINDS = frozenset({"read", "readv", "async_read"})
+# Those of the other operations (params.Operation): a write's requests, a storm's operations.
+WRITE_KINDS = frozenset({"write"})
+METADATA_KINDS = frozenset({"stat", "open", "list"})
+
+
+def op_kinds(operation: str) -> frozenset[str]:
+    """The latency kinds counted as a run's operations (ops, op_latency_us)."""
+    if operation == "write":
+        return WRITE_KINDS
+    if operation in METADATA_KINDS:
+        return frozenset({operation})
+    return READ_KINDS
+
+
 @dataclass
 class ClientError:
     """Why a client stopped early, and how long it ran before that (time wasted)."""
@@ -87,6 +103,11 @@ class ClientResult:
     server_checksum: str | None = None
     tpc: TpcRecord | None = None
     error: ClientError | None = None
+    # Writes: bytes the server acknowledged, and seconds in write phases.
+    bytes_written: int = 0
+    write_s: float = 0.0
+    # The latency kinds that are this client's operations (ops, op_latency_us).
+    op_kinds: frozenset[str] = field(default_factory=lambda: READ_KINDS)
 
     @property
     def ok(self) -> bool:
@@ -94,11 +115,26 @@ class ClientResult:
 
     @property
     def ops(self) -> int:
-        return sum(h.count for kind, h in self.latency.items() if kind in READ_KINDS)
+        return sum(h.count for kind, h in self.latency.items() if kind in self.op_kinds)
 
     @property
     def throughput_mbps(self) -> float:
+        """Reads: bytes read over the client's wall time. Writes: bytes written from create
+        to commit (open, write and close phases), without the checksum query and delete."""
+        if self.bytes_written:
+            writing_s = self.open_s + self.write_s + self.close_s
+            return self.bytes_written / writing_s / 1e6 if writing_s > 0 else 0.0
         return self.bytes_read / self.wall_s / 1e6 if self.wall_s > 0 else 0.0
+
+    @property
+    def ops_per_s(self) -> float | None:
+        """Metadata operations per second over the client's phase of them (None: none)."""
+        if not self.op_kinds <= METADATA_KINDS:
+            return None
+        spans = [end - start for name, start, end in self.phases if name in self.op_kinds]
+        if not spans or sum(spans) <= 0:
+            return None
+        return self.ops / sum(spans)
 
     def histogram(self, kind: str) -> LatencyHistogram:
         if kind not in self.latency:
@@ -136,8 +172,6 @@ class ClientResult:
             "server_checksum": self.server_checksum,
             "tpc": None if self.tpc is None else self.tpc.to_json(),
             "error": self.error.to_json() if self.error else None,
+            "bytes_written": self.bytes_written,
+            "write_s": round(self.write_s, 6),
         }
-
-
-# Operation kinds that deliver data to the reader (the "ops" of a run).
-READ_KINDS = frozenset({"read", "readv", "async_read"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
@@ -55,6 +56,39 @@ RTT_FACTOR = 4.0
 MIN_ROUND_TRIP_S = 0.005
 # Round trips to open a file on a new connection through a redirector, and close it.
 FILE_ROUND_TRIPS = 10
+# Round trips of one metadata operation (open-close: two requests).
+METADATA_ROUND_TRIPS = {"stat": 1, "open": 2, "list": 1}
+# After a write: the server's checksum and the delete.
+WRITE_AFTER_ROUND_TRIPS = 2
+
+# What names the files a write makes (they are deleted by exactly these names): a run tag is
+# letters, digits, "_" and "-", so a name can never leave its directory or match another's.
+RUN_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+WRITTEN_PREFIX = "fedprobe-"
+
+
+def written_name(run_tag: str, client: int, k: int) -> str:
+    """The name of the k-th file client `client` of run `run_tag` writes."""
+    return f"{WRITTEN_PREFIX}{run_tag}-c{client}-f{k}"
+
+
+def written_names(run_tag: str) -> re.Pattern[str]:
+    """Every name written_name gives for `run_tag`, and nothing else (the cleanup's filter)."""
+    return re.compile(rf"{WRITTEN_PREFIX}{re.escape(run_tag)}-c[0-9]+-f[0-9]+")
+
+
+def in_directory(directory_url: str, name: str) -> str:
+    """The URL of `name` in the directory `directory_url` (checked by RunParams.validate:
+    no query, no fragment)."""
+    return f"{directory_url.rstrip('/')}/{name}"
+
+
+def check_directory_url(url: str, field: str = "url") -> None:
+    """A directory a write (or a cleanup) may put files in: a plain URL with a path."""
+    if "?" in url or "#" in url:
+        raise InvalidParams(field, f"{url!r}: a directory URL has no ?query or #fragment")
+    if url.rstrip("/").rsplit("/", 1)[-1].startswith(WRITTEN_PREFIX):
+        raise InvalidParams(field, f"{url!r} is a written file, not a directory")
 
 
 _File = TypeVar("_File")
@@ -221,6 +255,15 @@ class RunParams:
                 )
         _check_supported(self.operation, self.url_schemes[0])
         _check_int("read_size", self.read_size, *INT_BOUNDS["read_size"])
+        if self.run_tag is not None and not (
+            isinstance(self.run_tag, str) and RUN_TAG.fullmatch(self.run_tag)
+        ):
+            raise InvalidParams(
+                "run_tag", f"{self.run_tag!r} is not 1-64 letters, digits, '_' or '-'"
+            )
+        if self.operation == Operation.WRITE:
+            for url in self.urls:
+                check_directory_url(url)
         if not (isinstance(self.fraction, float | int) and 0 < self.fraction <= 1):
             raise InvalidParams("fraction", f"{self.fraction!r} is not in (0, 1]")
         for name, (low, high) in INT_BOUNDS.items():
@@ -290,6 +333,9 @@ class RunParams:
         bytes_s = self.wire_bytes(file_size) / MIN_RATE_BPS
         round_trip_s = max(RTT_FACTOR * rtt_s, MIN_ROUND_TRIP_S)
         waits_s = self.round_trips(file_size, vector_limits) * round_trip_s
+        if self.operation in METADATA_OPERATIONS:  # ops per client, not per file
+            paced_s = self.ops / self.rate if self.rate else 0.0
+            return min(MAX_TIMEOUT_S, DEADLINE_MARGIN_S + waits_s + paced_s)
         return min(MAX_TIMEOUT_S, DEADLINE_MARGIN_S + self.files * (bytes_s + waits_s))
 
     def unreachable_fraction(self) -> str | None:
@@ -336,7 +382,12 @@ class RunParams:
 
     def wire_bytes(self, file_size: int) -> int:
         """At most the bytes one client moves for one file: whole files for copies, whole
-        windows for read-ahead, else what the reader needs."""
+        windows for read-ahead, else what the reader needs; a write, the file it writes
+        (file_size); metadata operations, none to speak of."""
+        if self.operation == Operation.WRITE:
+            return self.file_size
+        if self.operation in METADATA_OPERATIONS:
+            return 0
         if self.method != Method.DIRECT or self.operation in TPC_OPERATIONS:
             return file_size
         if self.readahead > self.read_size:
@@ -346,7 +397,14 @@ class RunParams:
     def round_trips(self, file_size: int, vector_limits: tuple[int, int] | None = None) -> int:
         """The requests of one client in one file that each wait for the one before: one
         per read, readv or read-ahead fetch, reads / depth for async reads, plus opening
-        and closing. A copy streams the file (its bytes bound it): only opening counts."""
+        and closing. A copy streams the file (its bytes bound it): only opening counts.
+        A write: its write requests, the checksum query and the delete; metadata
+        operations: all `ops` of a client (once: not per file) and its first connection."""
+        if self.operation == Operation.WRITE:
+            writes = math.ceil(self.file_size / self.read_size)
+            return FILE_ROUND_TRIPS + writes + WRITE_AFTER_ROUND_TRIPS
+        if self.operation in METADATA_OPERATIONS:
+            return FILE_ROUND_TRIPS + self.ops * METADATA_ROUND_TRIPS[str(self.operation)]
         if self.method != Method.DIRECT:
             return FILE_ROUND_TRIPS
         reads = self.reads(file_size)

@@ -18,12 +18,12 @@ from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import Protocol, TypeVar
 
 from workers.engine.backends import backend_for
-from workers.engine.backends.base import Negotiated, OpenOptions
+from workers.engine.backends.base import Backend, Negotiated, OpenOptions
 from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import PREFLIGHT
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
-from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.params import METADATA_OPERATIONS, Method, Operation, Pattern, RunParams
 from workers.engine.processes import child_answer, die_with
 
 # How long past its deadline a preflight may take to report before it is killed.
@@ -111,6 +111,9 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
         backend.check_egress(url, options)
     if params.destination is not None and params.egress is not None:
         params.egress.check_url(params.destination)  # a third-party copy: both sides
+    if params.operation == Operation.WRITE or params.operation in METADATA_OPERATIONS:
+        _stat_only(params, backend, options, found)
+        return found
     for url in dict.fromkeys(params.urls):
         if params.pattern == Pattern.VECTOR and params.method == Method.DIRECT:
             file = found.timed(partial(backend.open, url, options))
@@ -122,7 +125,22 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
             found.sizes[url] = found.timed(partial(backend.stat_size, url, options))
         if found.sizes[url] >= 0:
             params.check_file_size(url, found.sizes[url])
+    _round_trip_and_server(params, backend, options, found)
+    return found
+
+
+def _stat_only(params: RunParams, backend: Backend, options: OpenOptions, found: Found) -> None:
+    """A write or a metadata storm sizes no file: each URL (a write's directory, a storm's file or
+    directory) is stat'ed, so that one that is missing or refused fails before the clients
+    start, and times the round trip."""
+    for url in dict.fromkeys(params.urls):
+        found.timed(partial(backend.stat_size, url, options))
+    _round_trip_and_server(params, backend, options, found)
+
+
+def _round_trip_and_server(
+    params: RunParams, backend: Backend, options: OpenOptions, found: Found
+) -> None:
     first = params.urls[0]
     found.rtt_s = min(found.rtt_s, backend.round_trip_s(first, options))
     found.negotiated = backend.describe(first, options)
-    return found

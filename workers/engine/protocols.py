@@ -109,8 +109,8 @@ XROOT = Protocol(
         Scheme(name, 1094, token=True, proxy="gsi") for name in ("root", "roots", "xroot", "xroots")
     ),
     # tpc-pull: the destination pulls, as xrdcp --tpc asks it (native XRootD TPC).
-    operations=frozenset({"read", "replay", "tpc-pull"}),
-    planned=frozenset({"write", "stat", "open", "list"}),
+    operations=frozenset({"read", "write", "stat", "open", "list", "replay", "tpc-pull"}),
+    planned=frozenset(),
     backend=_xroot,
     connects_itself=True,
 )
@@ -122,8 +122,10 @@ HTTP = Protocol(
         Scheme("https", 443, token=True, proxy="x509"),
         Scheme("davs", 443, token=True, proxy="x509"),
     ),
-    operations=frozenset({"read", "replay", "tpc-pull", "tpc-push"}),
-    planned=frozenset({"write", "stat", "open", "list"}),
+    operations=frozenset(
+        {"read", "write", "stat", "open", "list", "replay", "tpc-pull", "tpc-push"}
+    ),
+    planned=frozenset(),
     backend=_http,
 )
 GRIDFTP = Protocol(
@@ -141,8 +143,8 @@ FILE = Protocol(
     name="file",
     title="local files",
     schemes=(Scheme("file", None),),
-    operations=frozenset({"read"}),
-    planned=frozenset({"write", "stat", "open", "list"}),
+    operations=frozenset({"read", "write", "stat", "open", "list"}),
+    planned=frozenset(),
     backend=_file,
 )
 PROTOCOLS = (XROOT, HTTP, GRIDFTP, FILE)

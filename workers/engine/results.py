@@ -25,7 +25,7 @@ from workers.engine.backends.base import Negotiated
 from workers.engine.credentials import AuthMethod
 from workers.engine.errors import ErrorClass, InvalidParams
 from workers.engine.histogram import LatencyHistogram
-from workers.engine.metrics import READ_KINDS, ClientResult
+from workers.engine.metrics import METADATA_KINDS, ClientResult, op_kinds
 from workers.engine.params import RunParams
 
 
@@ -120,6 +120,9 @@ class ClientRecordJson(TypedDict):
     server_checksum: NotRequired[str | None]  # "adler32:1a2b3c4d" of what a server stored
     tpc: NotRequired[TpcJson | None]
     error: ClientErrorJson | None
+    # Writes (absent from the reports of agents older than them).
+    bytes_written: NotRequired[int]
+    write_s: NotRequired[float]
 
 
 class RunJson(TypedDict):
@@ -161,6 +164,13 @@ class RunJson(TypedDict):
     clients_ok: int
     errors: list[RunErrorJson]
     clients: list[ClientRecordJson]
+    # Beyond reads (design.md, "Contract additions (turn 3)"): always written, null where
+    # they do not apply; absent from the reports of agents older than them.
+    operation: NotRequired[str]  # an Operation
+    bytes_written: NotRequired[int]
+    ops_per_s: NotRequired[float | None]  # metadata (and replay) operations per second
+    address_family: NotRequired[str | None]
+    address: NotRequired[str | None]
 
 
 class RunStatus:
@@ -306,8 +316,10 @@ class RunResult:
         clients = self.clients
         ok = [c for c in clients if c.ok]
         bytes_read = sum(c.bytes_read for c in clients)
+        bytes_written = sum(c.bytes_written for c in clients)
+        operation = str(self.params.operation)
         reads = LatencyHistogram()
-        for hist in self.merged_latency(READ_KINDS).values():
+        for hist in self.merged_latency(op_kinds(operation)).values():
             reads.merge(hist)
         errors: list[RunErrorJson] = [
             {"class": str(c.error.error_class), "message": c.error.message, "client": c.client}
@@ -341,7 +353,7 @@ class RunResult:
             "open_s": _median([c.open_s for c in clients if c.open_s]),
             "open_phases_s": _open_phases(clients),
             "ttfb_s": _median([c.ttfb_s for c in clients if c.ttfb_s is not None]),
-            "throughput_mbps": round(bytes_read / self.wall_s / 1e6, 3) if self.wall_s else 0.0,
+            "throughput_mbps": self._throughput_mbps(bytes_read, bytes_written),
             "client_throughput_mbps": _median([c.throughput_mbps for c in ok]),
             "ops": sum(c.ops for c in clients),
             "op_latency_us": reads.summary_us(),
@@ -352,12 +364,55 @@ class RunResult:
             "cpu_s": round(sum(c.cpu_user_s + c.cpu_sys_s for c in clients), 6),
             "served_by": sorted({s for c in clients for s in c.served_by}),
             "checksum": "mismatch" if "mismatch" in checks else ("ok" if checks else None),
-            "server_checksum": _first_server_checksum(clients),
+            "server_checksum": _server_checksum(clients),
             "tpc": _tpc(clients),
             "clients_ok": len(ok),
             "errors": errors,
             "clients": [c.to_json() for c in clients],
+            "operation": operation,
+            "bytes_written": bytes_written,
+            "ops_per_s": self._ops_per_s(),
+            "address_family": None,
+            "address": None,
         }
+
+    def _throughput_mbps(self, bytes_read: int, bytes_written: int) -> float:
+        """Reads: bytes read over the run's wall time. Writes: bytes written over the span
+        of the clients' create, write and close phases (their checksum queries and deletes
+        after the last commit left out)."""
+        if bytes_written:
+            span_s = _span_s(self.clients, WRITING_PHASES)
+            return round(bytes_written / span_s / 1e6, 3) if span_s else 0.0
+        return round(bytes_read / self.wall_s / 1e6, 3) if self.wall_s else 0.0
+
+    def _ops_per_s(self) -> float | None:
+        """Metadata operations per second of the whole run: every client's operations over
+        the span of their storms (None for other operations)."""
+        kinds = op_kinds(str(self.params.operation))
+        if not kinds <= METADATA_KINDS:
+            return None
+        span_s = _span_s(self.clients, kinds)
+        ops = sum(c.ops for c in self.clients)
+        return round(ops / span_s, 3) if span_s else None
+
+
+WRITING_PHASES = frozenset({"open", "write", "close"})
+
+
+def _span_s(clients: list[ClientResult], phases: frozenset[str]) -> float:
+    """From the first start to the last end of the clients' phases of these names."""
+    spans = [(s, e) for c in clients for name, s, e in c.phases if name in phases]
+    if not spans:
+        return 0.0
+    return max(e for _, e in spans) - min(s for s, _ in spans)
+
+
+def _server_checksum(clients: list[ClientResult]) -> str | None:
+    """The server's checksum of what the clients wrote or copied (all the same bytes): a
+    client's that did not match if any did, else the first one's."""
+    mismatched = [c.server_checksum for c in clients if c.checksum == "mismatch"]
+    given = [c.server_checksum for c in clients if c.server_checksum]
+    return (mismatched or given or [None])[0]
 
 
 def _open_phases(clients: list[ClientResult]) -> dict[str, float | None]:
@@ -367,10 +422,6 @@ def _open_phases(clients: list[ClientResult]) -> dict[str, float | None]:
         name: _median([c.open_phases_s[name] for c in clients if name in c.open_phases_s])
         for name in names
     }
-
-
-def _first_server_checksum(clients: list[ClientResult]) -> str | None:
-    return next((c.server_checksum for c in clients if c.server_checksum), None)
 
 
 def _tpc(clients: list[ClientResult]) -> TpcJson | None:

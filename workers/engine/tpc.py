@@ -95,7 +95,7 @@ class ThirdPartyCopies:
             client.result.add_phase("tpc", started, ended)
             record.markers += zip(stream.marker_s, stream.marker_bytes, strict=True)
             record.remote_connections = record.remote_connections or stream.remote_connections
-        client._latencies("tpc").append(int((ended - started) * 1e9))
+        client.latencies("tpc").append(int((ended - started) * 1e9))
         # XRootD's TPC tells nothing until it ends: no time to start.
         start = stream.start_s if self.http else None
         if record.start_s is None and start is not None:
@@ -143,7 +143,7 @@ class ThirdPartyCopies:
         finally:
             ended = client.now()
             client.result.add_phase("delete", started, ended)
-            client._latencies("delete").append(int((ended - started) * 1e9))
+            client.latencies("delete").append(int((ended - started) * 1e9))
 
 
 def run_third_party_copies(client: Client) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,3 +49,28 @@ def relay_to(lab: Any) -> Iterator[Callable[..., tuple[RelayHost, str]]]:
     yield make
     for host in hosts:
         host.stop()
+
+
+@dataclass(frozen=True)
+class WritableDoor:
+    """A writable door: the lab's local site's scratch folder as a directory URL over root://
+    (`url`) and http:// (`http_url`), both ending in "/", and the folder behind them."""
+
+    url: str
+    folder: Path
+    http_url: str
+
+    def names(self) -> list[str]:
+        return sorted(os.listdir(self.folder))
+
+
+@pytest.fixture(scope="session")
+def writable_door(lab: Any) -> WritableDoor:
+    """The local site's scratch (docs/lab.md, "Writes and address families"): its anonymous
+    doors take writes there, with server checksums (`xrootd.chksum adler32`)."""
+    root, http = lab.endpoint("local-root"), lab.endpoint("local-http")
+    path = root.scratch_path
+    assert path, "the lab's local-root takes no writes"
+    folder = Path(lab.state_dir) / "data" / "scratch" / root.site
+    # The export is the folder with its "/": a stat of /scratch/local is refused.
+    return WritableDoor(root.file_url(path), folder, http.file_url(path))

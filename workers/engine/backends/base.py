@@ -3,11 +3,19 @@
 A backend opens one file for one client (`RemoteFile`) and can copy a whole file to local
 scratch (`copy_to_local`). Reads raise `ProbeError` with an error class; they never return
 short data silently.
+
+Beyond reads (Operation in params.py): a backend whose protocol declares an operation
+(protocols.py, `Protocol.operations`) creates and writes files (`create` ->
+`WritableFile`), asks the server for a file's adler32 (`checksum`), deletes (`delete`),
+lists a directory (`list_names`) and answers metadata storms with prepared calls
+(`metadata_call`: stat, open-close, directory listing), each reusing the client's one
+connection as a real job does.
 """
 
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +24,7 @@ from pathlib import Path
 from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
+from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.urls import host_of
 
 # Called once per completed asynchronous request: (latency in ns, bytes delivered).
@@ -104,6 +113,31 @@ class RemoteFile(abc.ABC):
         """Close the file; a backend's close may fail like any other operation."""
 
 
+class WritableFile(abc.ABC):
+    """One file being written on an endpoint, as one client writes it."""
+
+    served_by: str
+
+    @abc.abstractmethod
+    def write(self, offset: int, data: bytes) -> None:
+        """Write `data` at `offset`; returns once the server acknowledged it."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close the file: the server commits it (a failure here is a failed write)."""
+
+    def abort(self) -> None:
+        """Give up a write that failed or was stopped, before its file is deleted: nothing
+        of it may reach the server after the delete. By default a close whose failure is
+        of no interest any more."""
+        with contextlib.suppress(ProbeError):
+            self.close()
+
+
+# A prepared metadata operation on one URL: called once per operation, timed by the client.
+MetadataCall = Callable[[], object]
+
+
 class Backend(abc.ABC):
     """A protocol: how to open, size and copy files behind URLs of its schemes."""
 
@@ -161,3 +195,34 @@ class Backend(abc.ABC):
     def copy_source(self, url: str, options: OpenOptions) -> str:
         """The server a finished copy came from (asked outside the timed phase)."""
         return host_of(url)
+
+    # -- beyond reads: backends that list the operation in `operations` override these --
+
+    def create(self, url: str, size: int, options: OpenOptions) -> WritableFile:
+        """Create `url` to write `size` bytes in it; it must not exist yet (never overwrite).
+        (The size is what an HTTP PUT announces as its Content-Length.)"""
+        raise self.unsupported("write")
+
+    def checksum(self, url: str, options: OpenOptions) -> str:
+        """The adler32 (8 lowercase hex digits) the server computes of the file it stored;
+        ProbeError (class checksum) when it cannot say."""
+        raise self.unsupported("write")
+
+    def delete(self, url: str, options: OpenOptions) -> None:
+        """Delete the file `url` (only ever one this engine wrote)."""
+        raise self.unsupported("write")
+
+    def list_names(self, url: str, options: OpenOptions) -> list[str]:
+        """The names in the directory `url` (what the cleanup looks through)."""
+        raise self.unsupported("list")
+
+    def metadata_call(self, operation: str, url: str, options: OpenOptions) -> MetadataCall:
+        """A call doing one `operation` ("stat", "open": open and close, "list") on `url`,
+        prepared before the clock (parsed URL, the client's one connection) so that each
+        timed operation is the protocol request alone; it raises ProbeError on failure."""
+        raise self.unsupported(operation)
+
+    def unsupported(self, operation: str) -> ProbeError:
+        return ProbeError(
+            ErrorClass.HARNESS, f"{type(self).__name__} does not do the {operation} operation"
+        )

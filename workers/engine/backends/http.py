@@ -25,15 +25,18 @@ from typing import ClassVar
 import httpcore
 import httpx
 
+from workers.engine.backends import http_ops
 from workers.engine.backends.base import (
     AsyncRecorder,
     Backend,
     CopyResult,
     FileFacts,
+    MetadataCall,
     Negotiated,
     OpenOptions,
     RemoteFile,
     VectorLimits,
+    WritableFile,
 )
 from workers.engine.backends.byteranges import (
     MalformedRanges,
@@ -77,6 +80,10 @@ RTT_REQUESTS = 5
 
 class HttpBackend(Backend):
     """http://, https:// and davs:// endpoints (XrdHttp, dCache, EOS, StoRM, ...)."""
+
+    def __init__(self) -> None:
+        # The client's kept-alive connections for writes and metadata storms, by server.
+        self._clients: dict[str, httpx.Client] = {}
 
     def prepare(self, access: Access) -> None:
         client_cert = access.proxy_file if access.auth == AuthMethod.X509 else None
@@ -153,6 +160,34 @@ class HttpBackend(Backend):
         if length.isdigit():
             return FileFacts(int(length), "the Content-Length of HEAD", adler32, adler32_from)
         return FileFacts(self.stat_size(url, options), "a ranged GET", adler32, adler32_from)
+
+    # -- beyond reads (http_ops.py), on one kept-alive client per server, as a job keeps --
+
+    def _client(self, url: str, options: OpenOptions) -> httpx.Client:
+        origin = httpx.URL(http_url(url)).copy_with(path="/", query=None, fragment=None)
+        key = str(origin)
+        if key not in self._clients:
+            self._clients[key] = ClientConfig.of(url, options).client()
+        return self._clients[key]
+
+    def create(self, url: str, size: int, options: OpenOptions) -> WritableFile:
+        return http_ops.HttpUpload(self._client(url, options), url, size, options.deadline)
+
+    def checksum(self, url: str, options: OpenOptions) -> str:
+        return http_ops.checksum(self._client(url, options), url, options.deadline)
+
+    def delete(self, url: str, options: OpenOptions) -> None:
+        http_ops.delete(self._client(url, options), url, options.deadline)
+
+    def list_names(self, url: str, options: OpenOptions) -> list[str]:
+        return http_ops.list_names(self._client(url, options), url, options.deadline)
+
+    def metadata_call(self, operation: str, url: str, options: OpenOptions) -> MetadataCall:
+        client = self._client(url, options)
+        call = http_ops.metadata_call(client, operation, url, options.deadline)
+        if call is None:
+            raise self.unsupported(operation)
+        return call
 
     def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
         what = f"GET {url}"

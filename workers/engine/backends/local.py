@@ -8,6 +8,7 @@ import time
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from functools import partial
 from pathlib import Path
 
 from workers.engine.backends.base import (
@@ -15,9 +16,11 @@ from workers.engine.backends.base import (
     Backend,
     CopyResult,
     FileFacts,
+    MetadataCall,
     OpenOptions,
     RemoteFile,
     VectorLimits,
+    WritableFile,
 )
 from workers.engine.deadline import Deadline
 from workers.engine.errors import ErrorClass, ProbeError
@@ -107,6 +110,35 @@ class LocalFile(RemoteFile):
             raise os_error(exc, f"close {self._path}") from exc
 
 
+class LocalWritableFile(WritableFile):
+    """A local file created with O_EXCL (never overwriting) and written with pwrite; the
+    close is the commit (fsync: what a storage system's close promises)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise os_error(exc, f"create {path}") from exc
+        self.served_by = LOCAL_SERVER
+
+    def write(self, offset: int, data: bytes) -> None:
+        try:
+            written = os.pwrite(self._fd, data, offset)
+        except OSError as exc:
+            raise os_error(exc, f"write {len(data)} B at {offset}") from exc
+        if written != len(data):
+            raise ProbeError(ErrorClass.SERVER_ERROR, f"wrote {written} of {len(data)} B")
+
+    def close(self) -> None:
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise os_error(exc, f"close {self._path}") from exc
+        finally:
+            os.close(self._fd)
+
+
 class LocalBackend(Backend):
     """file:// URLs."""
 
@@ -139,6 +171,61 @@ class LocalBackend(Backend):
         except OSError as exc:
             raise os_error(exc, f"copy {url}") from exc
         return CopyResult(dest.stat().st_size, LOCAL_SERVER)
+
+    def create(self, url: str, size: int, options: OpenOptions) -> WritableFile:
+        return LocalWritableFile(local_path(url))
+
+    def checksum(self, url: str, options: OpenOptions) -> str:
+        """No server to ask: computed from the bytes the file system stored."""
+        try:
+            adler32 = _adler32_of(local_path(url), options.deadline)
+        except OSError as exc:
+            raise os_error(exc, f"checksum of {url}") from exc
+        if adler32 is None:
+            raise ProbeError(ErrorClass.TIMEOUT, f"checksum of {url}: not done by the deadline")
+        return adler32
+
+    def delete(self, url: str, options: OpenOptions) -> None:
+        try:
+            os.unlink(local_path(url))
+        except OSError as exc:
+            raise os_error(exc, f"delete {url}") from exc
+
+    def list_names(self, url: str, options: OpenOptions) -> list[str]:
+        try:
+            return os.listdir(local_path(url))
+        except OSError as exc:
+            raise os_error(exc, f"list {url}") from exc
+
+    def metadata_call(self, operation: str, url: str, options: OpenOptions) -> MetadataCall:
+        path = local_path(url)
+        calls = {"stat": _stat, "open": _open_close, "list": _list}
+        if operation not in calls:
+            raise self.unsupported(operation)
+        return partial(calls[operation], path)
+
+
+def _stat(path: str) -> None:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        raise os_error(exc, f"stat {path}") from exc
+
+
+def _open_close(path: str) -> None:
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+    except OSError as exc:
+        raise os_error(exc, f"open {path}") from exc
+
+
+def _list(path: str) -> None:
+    try:
+        with os.scandir(path) as entries:
+            for _ in entries:
+                pass
+    except OSError as exc:
+        raise os_error(exc, f"list {path}") from exc
 
 
 def _adler32_of(path: str, deadline: Deadline) -> str | None:

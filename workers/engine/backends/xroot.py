@@ -7,12 +7,13 @@ import queue
 import re
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from XRootD import client as xrd
-from XRootD.client.flags import HostTypes, OpenFlags, QueryCode
+from XRootD.client.flags import AccessMode, HostTypes, OpenFlags, QueryCode
 
 from workers.engine.backends import xroot_tls
 from workers.engine.backends.base import (
@@ -20,10 +21,12 @@ from workers.engine.backends.base import (
     Backend,
     CopyResult,
     FileFacts,
+    MetadataCall,
     Negotiated,
     OpenOptions,
     RemoteFile,
     VectorLimits,
+    WritableFile,
 )
 from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.credential_scope import CredentialScope
@@ -188,6 +191,30 @@ class XRootDFile(RemoteFile):
             raise status_error(status, f"close {self._url}")
 
 
+class XRootDWritableFile(WritableFile):
+    """A file created with XrdCl (kXR_new: an existing file is never overwritten, 3018)."""
+
+    def __init__(self, url: str, options: OpenOptions) -> None:
+        self._url = url
+        self._deadline = options.deadline
+        self._file = xrd.File()
+        mode = AccessMode.UR | AccessMode.UW | AccessMode.GR | AccessMode.OR
+        status, _ = self._file.open(url, OpenFlags.NEW, mode, timeout=self._deadline.timeout_s())
+        if not status.ok:
+            raise status_error(status, f"create {url}")
+        self.served_by = _server_name(self._file.get_property("DataServer"), url)
+
+    def write(self, offset: int, data: bytes) -> None:
+        status, _ = self._file.write(data, offset, len(data), self._deadline.timeout_s())
+        if not status.ok:
+            raise status_error(status, f"write {len(data)} B at {offset}")
+
+    def close(self) -> None:
+        status, _ = self._file.close(timeout=self._deadline.timeout_s())
+        if not status.ok:
+            raise status_error(status, f"close {self._url}")
+
+
 def query_vector_limits(url: str, timeout_s: int) -> VectorLimits:
     """Ask the server for readv_iov_max and readv_ior_max; fall back to XRootD's defaults."""
     fs = xrd.FileSystem(_root_of(url))
@@ -206,6 +233,14 @@ class XRootDBackend(Backend):
 
     def __init__(self) -> None:
         self._configured = False
+        # One FileSystem per server for the client's metadata operations, as a job keeps one.
+        self._filesystems: dict[str, Any] = {}
+
+    def _filesystem(self, client_url: str) -> Any:
+        root = _root_of(client_url)
+        if root not in self._filesystems:
+            self._filesystems[root] = xrd.FileSystem(root)
+        return self._filesystems[root]
 
     def _client_url(self, url: str, options: OpenOptions) -> str:
         if not self._configured:
@@ -284,6 +319,55 @@ class XRootDBackend(Backend):
             return None, f"the server's checksum query failed: {status.message.strip()}"
         return parse_checksum_answer(answer or b"")
 
+    def create(self, url: str, size: int, options: OpenOptions) -> WritableFile:
+        return XRootDWritableFile(self._client_url(url, options), options)
+
+    def checksum(self, url: str, options: OpenOptions) -> str:
+        """kXR_Qcksum on the client's FileSystem. A server without `xrootd.chksum` answers
+        3013 (class checksum: it cannot vouch for what it stored); a timeout or a refusal
+        keeps its own class."""
+        client_url = self._client_url(url, options)
+        fs = self._filesystem(client_url)
+        path = f"{_path_of(client_url)}?cks.type=adler32"
+        status, answer = fs.query(QueryCode.CHECKSUM, path, timeout=options.deadline.timeout_s())
+        if not status.ok:
+            error = status_error(status, f"checksum of {url}")
+            if error.error_class == ErrorClass.SERVER_ERROR:
+                raise ProbeError(ErrorClass.CHECKSUM, error.message)
+            raise error
+        adler32, why = parse_checksum_answer(answer or b"")
+        if adler32 is None:
+            raise ProbeError(ErrorClass.CHECKSUM, f"checksum of {url}: {why}")
+        return adler32
+
+    def delete(self, url: str, options: OpenOptions) -> None:
+        client_url = self._client_url(url, options)
+        fs = self._filesystem(client_url)
+        status, _ = fs.rm(_path_of(client_url), timeout=options.deadline.timeout_s())
+        if not status.ok:
+            raise status_error(status, f"delete {url}")
+
+    def list_names(self, url: str, options: OpenOptions) -> list[str]:
+        client_url = self._client_url(url, options)
+        fs = self._filesystem(client_url)
+        status, listing = fs.dirlist(_path_of(client_url), timeout=options.deadline.timeout_s())
+        if not status.ok:
+            raise status_error(status, f"list {url}")
+        return [str(entry.name) for entry in listing]
+
+    def metadata_call(self, operation: str, url: str, options: OpenOptions) -> MetadataCall:
+        """stat and dirlist on the client's one FileSystem; open-close with a fresh File
+        each time (XrdCl does not reopen a File that failed once) on the same channel."""
+        client_url = self._client_url(url, options)
+        fs, path, timeout = self._filesystem(client_url), _path_of(client_url), options.deadline
+        if operation == "stat":
+            return partial(_checked, fs.stat, (path,), timeout, f"stat {url}")
+        if operation == "list":
+            return partial(_checked, fs.dirlist, (path,), timeout, f"list {url}")
+        if operation == "open":
+            return partial(_open_close, client_url, timeout)
+        raise self.unsupported(operation)
+
     def copy_to_local(self, url: str, dest: Path, options: OpenOptions) -> CopyResult:
         client_url = with_user(url, options.user)
         seconds = options.deadline.timeout_s()
@@ -319,6 +403,22 @@ class XRootDBackend(Backend):
             for location in locations:
                 return normalize_server(str(location.address))
         return host_of(url)
+
+
+def _checked(call: Callable[..., Any], args: tuple[str], deadline: Deadline, what: str) -> None:
+    status, _ = call(*args, timeout=deadline.timeout_s())
+    if not status.ok:
+        raise status_error(status, what)
+
+
+def _open_close(url: str, deadline: Deadline) -> None:
+    file = xrd.File()
+    status, _ = file.open(url, OpenFlags.READ, timeout=deadline.timeout_s())
+    if not status.ok:
+        raise status_error(status, f"open {url}")
+    status, _ = file.close(timeout=deadline.timeout_s())
+    if not status.ok:
+        raise status_error(status, f"close {url}")
 
 
 def parse_checksum_answer(answer: bytes) -> tuple[str | None, str]:

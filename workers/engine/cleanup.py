@@ -1,0 +1,126 @@
+"""Delete what a write run left behind: its files, by their names, and nothing else.
+
+A write's client deletes its file itself, also after a failure, the deadline or a SIGTERM
+(client_ops.py); a client killed outright (SIGKILL, its worker gone) cannot. The engine
+sweeps the run's directories after every write run, and the web application's reaper
+calls `cleanup_written` for a run whose worker died. Only names written_names(run_tag)
+matches (fedprobe-<run_tag>-c<client>-f<k>) are ever deleted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Protocol
+
+from workers.engine.backends import backend_for
+from workers.engine.backends.base import OpenOptions
+from workers.engine.credentials import Access, Credential, run_secrets
+from workers.engine.deadline import Deadline
+from workers.engine.egress import EgressPolicy
+from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.params import Operation, RunParams, in_directory, written_names
+from workers.engine.processes import child_answer, client_context, die_with
+
+CLEANUP_TIMEOUT_S = 60.0
+KILL_GRACE_S = 5.0
+
+
+class _Sink(Protocol):
+    def send(self, obj: object) -> None: ...
+
+
+def cleanup_written(
+    *,
+    run_tag: str,
+    urls: Sequence[str],
+    credential: Credential | None = None,
+    ca_dir: str | None = None,
+    egress: EgressPolicy | None = None,
+    file_roots: tuple[str, ...] | None = None,
+    timeout_s: float = CLEANUP_TIMEOUT_S,
+) -> list[str]:
+    """Delete every fedprobe-<run_tag>-* file in the directories `urls`; return their URLs.
+
+    InvalidParams (naming the field) for a directory a write could not have used or a
+    malformed tag; ProbeError when an endpoint refuses or fails (some files may be left).
+    Runs in a child process, as the preflight does: the credential reaches it through a
+    private folder, and nothing of XrdCl stays in the caller.
+    """
+    if not run_tag:
+        raise InvalidParams("run_tag", "a cleanup needs the run's tag")
+    params = RunParams(
+        urls=tuple(urls),
+        operation=Operation.WRITE,
+        run_tag=run_tag,
+        credential=credential,
+        ca_dir=ca_dir,
+        egress=egress,
+        file_roots=file_roots,
+    )
+    params.validate()
+    with run_secrets(credential, scheme=params.scheme, ca_dir=ca_dir) as access:
+        return sweep_in_child(params.without_credential(), access, Deadline.after(timeout_s))
+
+
+def sweep_in_child(params: RunParams, access: Access, deadline: Deadline) -> list[str]:
+    """`sweep` in a child process of the engine's kind; raises what it raised."""
+    answer = child_answer(
+        client_context(),
+        _sweep_main,
+        (params, access, deadline),
+        name="fedprobe-cleanup",
+        deadline=deadline,
+        late="the cleanup got no answer by its deadline",
+        died="the cleanup process died",
+        grace_s=KILL_GRACE_S,
+    )
+    if isinstance(answer, list):
+        return [str(url) for url in answer]
+    kind, name, message = answer
+    if kind == "invalid":
+        raise InvalidParams(name, message)
+    raise ProbeError(ErrorClass(name), message)
+
+
+def _sweep_main(
+    params: RunParams, access: Access, deadline: Deadline, sink: _Sink, run_pid: int
+) -> None:
+    os.setpgid(0, 0)
+    die_with(run_pid)
+    access.apply_environment()
+    try:
+        sink.send(sweep(params, access, deadline))
+    except ProbeError as exc:
+        sink.send(("probe", str(exc.error_class), exc.message))
+    except InvalidParams as exc:
+        sink.send(("invalid", exc.field, exc.message))
+    except Exception as exc:  # a bug of ours: said as such, not as "the process died"
+        sink.send(
+            ("probe", str(ErrorClass.HARNESS), f"cleanup failed: {type(exc).__name__}: {exc}")
+        )
+
+
+def sweep(params: RunParams, access: Access, deadline: Deadline) -> list[str]:
+    """List each directory and delete the run's files in it (a directory that does not
+    exist holds none)."""
+    assert params.run_tag is not None
+    ours = written_names(params.run_tag)
+    options = OpenOptions(
+        user="fpclean", streams=1, deadline=deadline, egress=params.egress, access=access
+    )
+    backend = backend_for(params.scheme)
+    deleted = []
+    for directory in dict.fromkeys(params.urls):
+        backend.check_egress(directory, options)
+        try:
+            names = backend.list_names(directory, options)
+        except ProbeError as exc:
+            if exc.error_class == ErrorClass.NOT_FOUND:
+                continue
+            raise
+        for name in sorted(n for n in names if ours.fullmatch(n)):
+            url = in_directory(directory, name)
+            backend.delete(url, options)
+            deleted.append(url)
+    return deleted
