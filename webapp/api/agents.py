@@ -168,6 +168,8 @@ class ClaimView(AgentView):
         }
         if claim.trace_sha256:
             answer["trace_sha256"] = claim.trace_sha256
+        if claim.sealed_destination_credential:
+            answer["destination_credential"] = claim.sealed_destination_credential
         return Response(answer, headers={"Cache-Control": "no-store"})
 
 

@@ -57,6 +57,8 @@ class AgentClaim:
     sealed_credential: str | None
     # A replay's trace, by the sha256 of its text: the agent fetches it (agent_trace).
     trace_sha256: str | None = None
+    # A copy's destination credential, sealed like the run's.
+    sealed_destination_credential: str | None = None
 
 
 def _own_run(vantage_point: VantagePoint, run_id: int) -> Run:
@@ -85,17 +87,20 @@ def agent_claim(*, vantage_point: VantagePoint, run_id: int, worker: str) -> Age
     except (InvalidParams, ProbeError) as exc:
         run_refused(run_id=run_id, refusal=exc)
         return None
-    sealed = None
-    if params.credential is not None:
-        credential = Sealed(
-            run_id, vantage_point.name, params.credential.kind, params.credential.secret
+    sealed, sealed_destination = (
+        None
+        if credential is None
+        else seal(
+            Sealed(run_id, vantage_point.name, credential.kind, credential.secret),
+            vantage_point.public_key,
         )
-        sealed = seal(credential, vantage_point.public_key)
+        for credential in (params.credential, params.destination_credential)
+    )
     answer = params.to_json()
     answer.pop("ca_dir", None)  # the agent verifies servers against its own CA folder
     answer.pop("trace", None)  # a path on the agent's host, where the agent writes it
     trace = run.campaign.trace if run.operation == Operation.REPLAY else None
-    return AgentClaim(run_id, answer, sealed, trace.sha256 if trace else None)
+    return AgentClaim(run_id, answer, sealed, trace.sha256 if trace else None, sealed_destination)
 
 
 def agent_trace(*, vantage_point: VantagePoint, sha256: str) -> str:

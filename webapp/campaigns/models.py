@@ -670,7 +670,17 @@ class Run(RunParameters):
         Raises InvalidParams for a stored credential that does not parse, and ProbeError when
         an oauth client's issuer gives no token.
         """
-        return self.endpoint.engine_params(self.measured_params())
+        params = self.endpoint.engine_params(self.measured_params())
+        if self.operation in COPY_OPERATIONS and self.destination_endpoint is not None:
+            # A copy presents each side its own endpoint's credential (the source's as the
+            # run's, the destination's as destination_credential), each scoped to its side.
+            destination = self.destination_endpoint.engine_params(params)
+            params = dataclasses.replace(
+                params,
+                destination_credential=destination.credential,
+                credential_s=params.credential_s + destination.credential_s,
+            )
+        return params
 
     @property
     def is_final(self) -> bool:

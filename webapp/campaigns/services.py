@@ -7,7 +7,6 @@ reaper ends runs whose worker died.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,6 +44,7 @@ from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, run_probe
 from workers.engine.beats import ProgressBeats
+from workers.engine.cleanup import cleanup_written
 from workers.engine.errors import ErrorClass, OutsideFileRoots
 from workers.engine.params import Operation
 from workers.engine.results import ClientErrorJson, ClientRecordJson, RunJson
@@ -696,14 +696,6 @@ def run_cleanup(*, run_id: int) -> list[str]:
         log.warning("run %s: cleanup of its written files failed: %s", run.pk, exc)
         return []
     log.info("run %s: cleanup deleted %d files", run.pk, len(deleted))
-    return deleted
-
-
-def cleanup_written(**kwargs: Any) -> list[str]:
-    """The engine's cleanup of a write run's files by tag (workers/engine/cleanup.py, from
-    the write operation's branch of issue 20; imported by name until it is on main)."""
-    cleanup = importlib.import_module("workers.engine.cleanup")
-    deleted: list[str] = cleanup.cleanup_written(**kwargs)
     return deleted
 
 

@@ -129,9 +129,8 @@ def _unsupported(operations: Sequence[str], endpoints: Sequence[Endpoint]) -> st
         protocol = protocol_of(endpoint.protocol)
         for operation in operations:
             if operation not in protocol.operations:
-                later = " yet" if operation in protocol.planned else ""
                 return (
-                    f"{operation} is not done over {protocol.title}{later}: endpoint "
+                    f"{operation} is not done over {protocol.title}: endpoint "
                     f"{endpoint.name} ({endpoint.protocol})"
                 )
     return ""

@@ -60,6 +60,8 @@ class Claim:
     credential: str | None
     # A replay's trace, by the sha256 of its text (AgentApi.trace fetches it).
     trace_sha256: str | None = None
+    # A copy's destination credential, sealed like `credential`.
+    destination_credential: str | None = None
 
 
 class AgentApi:
@@ -94,6 +96,7 @@ class AgentApi:
             dict(answer["params"]),
             answer.get("credential"),
             answer.get("trace_sha256"),
+            answer.get("destination_credential"),
         )
 
     def trace(self, sha256: str) -> str:

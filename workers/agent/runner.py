@@ -80,25 +80,29 @@ def _with_trace(params: RunParams, text: str | None) -> Iterator[RunParams]:
 
 
 def _params(claim: Claim, config: AgentConfig, key: PrivateKey, host: HostSettings) -> RunParams:
-    """The claimed run's parameters with its credential opened and this host's settings."""
-    credential = None
-    if claim.credential is not None:
-        opened = open_sealed(
-            claim.credential, key, run_id=claim.run_id, vantage_point=config.vantage_point
-        )
-        if opened.kind == CredentialKind.TOKEN:
-            credential = Credential.token(opened.secret)
-        else:
-            credential = Credential.x509_proxy(opened.secret)
+    """The claimed run's parameters with its credentials opened and this host's settings."""
+    credential, destination_credential = (
+        None if sealed is None else _opened(sealed, claim.run_id, config, key)
+        for sealed in (claim.credential, claim.destination_credential)
+    )
     params = replace(
         RunParams.from_json(claim.params),
         credential=credential,
+        destination_credential=destination_credential,
         egress=host.egress,
         ca_dir=host.ca_dir,
         file_roots=host.file_roots,
     )
     params.validate()
     return params
+
+
+def _opened(sealed: str, run_id: int, config: AgentConfig, key: PrivateKey) -> Credential:
+    """A credential sealed to this vantage point's key for run `run_id`."""
+    opened = open_sealed(sealed, key, run_id=run_id, vantage_point=config.vantage_point)
+    if opened.kind == CredentialKind.TOKEN:
+        return Credential.token(opened.secret)
+    return Credential.x509_proxy(opened.secret)
 
 
 def _progress(api: AgentApi, run_id: int) -> ProgressBeats:

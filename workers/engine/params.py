@@ -534,7 +534,7 @@ def _check_supported(operation: Operation, scheme: str) -> None:
         raise InvalidParams(
             "operation",
             f"{scheme}:// ({protocol.name}) does not support {str(operation)!r}"
-            f"{' yet' if operation in protocol.planned else ''}: it supports {supported}",
+            f": it supports {supported}",
         )
 
 

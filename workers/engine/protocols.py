@@ -16,9 +16,8 @@ so operations and credential methods are written as the values of params.Operati
 credentials.AuthMethod, which are StrEnums: `Operation.READ in protocol.operations` holds.
 tests/workers/engine/test_protocols.py checks every value names a member.
 
-`operations` are what works today; `planned` what issue 20's later work adds. That work
-moves an operation from `planned` to `operations` in the commit that makes it work: until
-then RunParams.validate refuses it (InvalidParams naming `operation`).
+`operations` are what a run may ask of the protocol; RunParams.validate refuses any other
+(InvalidParams naming `operation`), and so do the web application's campaign checks.
 """
 
 from __future__ import annotations
@@ -54,10 +53,8 @@ class Protocol:
     # What users call it ("GridFTP"), for messages.
     title: str
     schemes: tuple[Scheme, ...]
-    # params.Operation values a run may ask of it today.
+    # params.Operation values a run may ask of it.
     operations: frozenset[str]
-    # params.Operation values later work will add (moved to `operations` as each works).
-    planned: frozenset[str]
     # The backend class, imported when called.
     backend: Callable[[], type[Backend]]
     # Read only by copying whole files with the protocol's tool (methods copy and stage,
@@ -110,7 +107,6 @@ XROOT = Protocol(
     ),
     # tpc-pull: the destination pulls, as xrdcp --tpc asks it (native XRootD TPC).
     operations=frozenset({"read", "write", "stat", "open", "list", "replay", "tpc-pull"}),
-    planned=frozenset(),
     backend=_xroot,
     connects_itself=True,
 )
@@ -125,7 +121,6 @@ HTTP = Protocol(
     operations=frozenset(
         {"read", "write", "stat", "open", "list", "replay", "tpc-pull", "tpc-push"}
     ),
-    planned=frozenset(),
     backend=_http,
 )
 GRIDFTP = Protocol(
@@ -133,7 +128,6 @@ GRIDFTP = Protocol(
     title="GridFTP",
     schemes=(Scheme("gsiftp", 2811, proxy="gsi"), Scheme("ftp", 21)),
     operations=frozenset({"read"}),
-    planned=frozenset(),
     backend=_gridftp,
     copy_only=True,
     connects_itself=True,
@@ -144,7 +138,6 @@ FILE = Protocol(
     title="local files",
     schemes=(Scheme("file", None),),
     operations=frozenset({"read", "write", "stat", "open", "list"}),
-    planned=frozenset(),
     backend=_file,
 )
 PROTOCOLS = (XROOT, HTTP, GRIDFTP, FILE)

@@ -15,12 +15,12 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.webapp.factories import EndpointFactory, TestFileFactory
+from tests.webapp.factories import EndpointFactory, TestFileFactory, jwt
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import campaign_launch
 from webapp.sites.enrolment import vantage_enrolment_start
 from webapp.sites.models import VantagePoint
-from workers.agent.sealing import encode_key, fingerprint, new_private_key
+from workers.agent.sealing import encode_key, fingerprint, new_private_key, open_sealed
 
 pytestmark = pytest.mark.django_db
 
@@ -177,3 +177,69 @@ def test_the_health_counts_what_waits_on_rabbitmq(
     with django_capture_on_commit_callbacks(execute=True):
         queued_run(vantage_point)
     assert broker_message_counts(queues=[vantage_point.queue]) == {vantage_point.queue: 1}
+
+
+def test_a_copy_gives_each_side_its_own_endpoints_credential_sealed_apart(central: str) -> None:
+    """A third-party copy presents the source its endpoint's token and the destination its
+    own (scoped to write there): the local worker's parameters carry both, and an agent's
+    claim carries both, each sealed to the agent's key for this run only."""
+    key = new_private_key()
+    _, enrolment = vantage_enrolment_start(name="copier", now=timezone.now())
+    client = APIClient()
+    answer = client.post(
+        ENROL, {"token": enrolment, "public_key": encode_key(key.public_key)}, format="json"
+    )
+    assert answer.status_code == 201, answer.content
+    vantage_point = VantagePoint.objects.get(name="copier")
+    far = timezone.now() + timedelta(days=1)
+    source_token = jwt(iss="https://issuer.example", scope="storage.read:/", exp=far.timestamp())
+    destination_token = jwt(
+        iss="https://issuer.example",
+        scope="storage.read:/ storage.modify:/scratch",
+        exp=far.timestamp(),
+    )
+    source = EndpointFactory(
+        protocol="https",
+        base_url="https://127.0.0.1:8443",
+        credential_kind="token",
+        credential=source_token,
+    )
+    TestFileFactory(endpoint=source, path="/data/f", size=1024 * 1024)
+    destination = EndpointFactory(
+        base_url="https://127.0.0.2:8443",
+        protocol="https",
+        credential_kind="token",
+        credential=destination_token,
+        scratch_path="/scratch",
+    )
+    campaign = Campaign.objects.create(
+        name="copies",
+        methods=["direct"],
+        patterns=["sequential"],
+        read_sizes=[1024 * 1024],
+        fractions=[1],
+        clients=[1],
+        operations=["tpc-pull"],
+        destination_endpoint=destination,
+    )
+    campaign.endpoints.set([source])
+    campaign.vantage_points.set([vantage_point])
+    (run,) = campaign_launch(campaign=campaign, trigger="api")
+
+    local = Run.objects.get(pk=run.pk).engine_params()
+    assert local.credential is not None and local.credential.secret == source_token
+    assert local.destination_credential is not None
+    assert local.destination_credential.secret == destination_token
+
+    client.credentials(HTTP_AUTHORIZATION=f"Agent {answer.json()['agent_token']}")
+    claim = client.post(f"/api/v1/agent/runs/{run.pk}/claim/", {"worker": "w"}, format="json")
+    assert claim.status_code == 200, claim.content
+    body = claim.json()
+    assert destination_token not in claim.content.decode()
+    assert source_token not in claim.content.decode()
+    opened = {
+        side: open_sealed(body[side], key, run_id=run.pk, vantage_point="copier").secret
+        for side in ("credential", "destination_credential")
+    }
+    assert opened == {"credential": source_token, "destination_credential": destination_token}
+    assert body["params"]["destination"] == "https://127.0.0.2:8443/scratch/"

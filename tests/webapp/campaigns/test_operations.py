@@ -34,7 +34,6 @@ from webapp.campaigns.models import Campaign, ClientAttempt, Run, parameter_set_
 from webapp.campaigns.services import run_cleanup, runs_reap
 from webapp.sites.models import Endpoint
 from workers.engine.params import AddressFamily, Operation
-from workers.engine.protocols import XROOT
 
 pytestmark = pytest.mark.django_db
 
@@ -65,22 +64,6 @@ def form_data(endpoint: Endpoint, **fields: Any) -> dict[str, Any]:
         "clients": "1",
         **fields,
     }
-
-
-def engine_does(operation: str) -> bool:
-    """Whether the engine does `operation` over XRootD yet (each lands with its engine
-    work: until then a campaign asking for it is refused, saying so)."""
-    return operation in XROOT.operations
-
-
-def valid_unless_not_done(errors: dict[str, list[str]], operation: str) -> None:
-    """A campaign the web app accepts, or refuses only because the engine does not do
-    `operation` over XRootD yet (naming it)."""
-    if engine_does(operation):
-        assert errors == {}
-    else:
-        assert errors == {"operations": [errors["operations"][0]]}
-        assert f"{operation} is not done over XRootD yet" in errors["operations"][0]
 
 
 def form_errors(data: dict[str, Any], user: User) -> dict[str, list[str]]:
@@ -146,7 +129,16 @@ def test_a_write_needs_a_scratch_path_on_every_endpoint_naming_operations_and_th
     assert "no-scratch" in errors["operations"][0] and "scratch" in errors["operations"][0]
     # Reading and metadata need none.
     assert form_errors(form_data(endpoint, operations=["read"]), user) == {}
-    valid_unless_not_done(form_errors(form_data(endpoint, operations=["stat"]), user), "stat")
+    assert form_errors(form_data(endpoint, operations=["stat"]), user) == {}
+
+
+def test_an_operation_the_protocol_does_not_do_is_refused_naming_it_and_the_endpoint() -> None:
+    user = operator()
+    endpoint = writable(name="plain-root", base_url="root://127.0.0.1:1094/")
+    destination = writable(name="plain-destination", base_url="root://127.0.0.2:1094/")
+    data = form_data(endpoint, operations=["read", "tpc-push"], destination_endpoint=destination.pk)
+    errors = form_errors(data, user)
+    assert "tpc-push is not done over XRootD: endpoint plain-root" in errors["operations"][0]
 
 
 def test_a_copy_needs_a_destination_with_a_scratch_path() -> None:
@@ -162,7 +154,7 @@ def test_a_copy_needs_a_destination_with_a_scratch_path() -> None:
     assert "bare-destination" in errors["destination_endpoint"][0]
     destination = writable()
     data = form_data(source, operations=["tpc-pull"], destination_endpoint=destination.pk)
-    valid_unless_not_done(form_errors(data, user), "tpc-pull")
+    assert form_errors(data, user) == {}
 
 
 def test_replay_is_refused_without_a_trace() -> None:
@@ -187,7 +179,7 @@ def test_a_write_token_is_not_a_read_token_scopes_are_checked_before_any_run() -
             iss="https://issuer.example", scope="storage.read:/ storage.modify:/scratch"
         ),
     )
-    valid_unless_not_done(form_errors(form_data(may_write, operations=["write"]), user), "write")
+    assert form_errors(form_data(may_write, operations=["write"]), user) == {}
     # A copy's destination is checked too, under its own field.
     data = form_data(may_write, operations=["tpc-push"], destination_endpoint=read_only.pk)
     assert "read-token" in form_errors(data, user)["destination_endpoint"][0]
@@ -239,8 +231,7 @@ def test_a_write_run_writes_under_the_scratch_directory_tagged_with_its_id() -> 
     assert params.run_tag == str(run.pk)
     assert (params.file_size, params.address_family) == (2 * MiB, AddressFamily.IPV6)
     assert params.adler32 == ()  # the test file is not read
-    if engine_does("write"):
-        params.validate()
+    params.validate()
     listing = Run.from_cell(list_cell, campaign=campaign).measured_params()
     assert listing.operation == Operation.LIST
     assert listing.urls == ("root://127.0.0.1:1094//data/set/",)

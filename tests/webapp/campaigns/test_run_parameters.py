@@ -21,6 +21,7 @@ NOT_PARAMETERS = {
     "file_roots",
     "egress",
     "credential",
+    "destination_credential",  # the destination endpoint's, as credential is the endpoint's
     "ca_dir",
     "credential_s",  # measured by the worker (the token request), not chosen
     "credential_hosts",  # the endpoint's, not the campaign's
