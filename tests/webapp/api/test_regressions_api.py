@@ -4,7 +4,7 @@ state for a change the state does not allow, 400 naming the field, 403 for viewe
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -31,8 +31,9 @@ def _ids(answer: Any) -> list[int]:
 
 
 def test_the_list_is_severity_first_then_newest() -> None:
+    # Older than the factory's opened_at (a fixed day), whatever today's date.
     old_critical = RegressionFactory(
-        severity="critical", opened_at=timezone.now() - timedelta(days=9)
+        severity="critical", opened_at=datetime(2026, 11, 10, 6, 0, tzinfo=UTC)
     )
     new_warning = RegressionFactory(severity="warning")
     info = RegressionFactory(severity="info")
