@@ -48,6 +48,9 @@ class ClientResult:
     latency: dict[str, LatencyHistogram] = field(default_factory=dict)
     checksum: str | None = None  # "ok" / "mismatch" / None when it could not be checked
     error: ClientError | None = None
+    # The endpoint address its connection went to, read from the OS after its clock stopped
+    # (families.py); None when it held none then (a copy tool's connection, a failure).
+    address: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -95,6 +98,7 @@ class ClientResult:
             "cpu_sys_s": round(self.cpu_sys_s, 6),
             "checksum": self.checksum,
             "error": self.error.to_json() if self.error else None,
+            "address": self.address,
         }
 
 

@@ -27,7 +27,7 @@ from workers.engine.backends.base import (
 )
 from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.credential_scope import CredentialScope
-from workers.engine.credentials import AuthMethod
+from workers.engine.credentials import XRD_NETWORK_STACKS, AuthMethod
 from workers.engine.deadline import Deadline
 from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.urls import host_of, normalize_server, with_user
@@ -67,6 +67,13 @@ def configure_client(options: OpenOptions) -> None:
     xrd.EnvPutInt("ConnectionWindow", min(seconds, 60))
     xrd.EnvPutInt("ConnectionRetry", 1)
     xrd.EnvPutInt("SubStreamsPerChannel", options.streams)
+    # XrdCl read XRD_NETWORKSTACK when it was imported, before the run's environment was
+    # set (the fork server imports it): a pinned family is put to it here.
+    stack = XRD_NETWORK_STACKS.get(options.access.address_family)
+    if stack is None or xrd.EnvPutString("NetworkStack", stack):
+        return
+    if xrd.EnvGetString("NetworkStack") != stack:  # the worker's environment set another
+        raise ProbeError(ErrorClass.HARNESS, f"XrdCl refused NetworkStack {stack}")
 
 
 def status_error(status: Any, what: str, *, reading: bool = False) -> ProbeError:
@@ -401,6 +408,7 @@ def _negotiate_tls(url: str, options: OpenOptions) -> dict[str, str | None] | No
         ca_dir=options.access.ca_dir,
         egress=options.egress,
         timeout_s=options.deadline.timeout_s(),
+        family=options.access.address_family,
     )
 
 

@@ -1,0 +1,149 @@
+"""Address families: a run pinned to IPv4 or IPv6, or one run per address of the endpoint's
+name; and which family and address a process really connected over, read from the operating
+system's table of the process's sockets, never from what was asked (docs/engine.md, Address
+families): a "passing" IPv6 run that went over IPv4 cannot pass.
+"""
+
+from __future__ import annotations
+
+import collections
+import ipaddress
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from workers.engine.egress import DEFAULT_PORTS, IPAddress, resolve
+from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.params import AddressFamily
+
+PINNED = frozenset({AddressFamily.IPV4, AddressFamily.IPV6})
+# What people call each family, in messages.
+NAMES = {AddressFamily.IPV4: "IPv4", AddressFamily.IPV6: "IPv6"}
+# The kernel's connection tables, as seen from this process's network namespace.
+_TCP_TABLES = (Path("/proc/self/net/tcp"), Path("/proc/self/net/tcp6"))
+_ESTABLISHED = "01"
+
+
+def family_of(address: IPAddress) -> AddressFamily:
+    """The family a connection to `address` went over: IPv4 also for an IPv4 address carried
+    in an IPv6 one (::ffff:a.b.c.d, what a dual-stack socket shows of an IPv4 peer)."""
+    if address.version == 6 and address.ipv4_mapped is None:
+        return AddressFamily.IPV6
+    return AddressFamily.IPV4
+
+
+def plain(address: IPAddress) -> IPAddress:
+    """`address`, or the IPv4 address it carries (::ffff:127.0.0.1 is 127.0.0.1)."""
+    if address.version == 6 and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def endpoint_port(url: str) -> int:
+    """The port the URL's server listens on (its scheme's default when it names none)."""
+    parts = urlsplit(url)
+    return parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 0)
+
+
+def endpoint_of(urls: Iterable[str]) -> tuple[str, int]:
+    """(host, port) of the one server a run's URLs name; InvalidParams when they name
+    several (a run per address means one name's addresses)."""
+    servers = {((urlsplit(url).hostname or "").lower(), endpoint_port(url)) for url in urls}
+    if len(servers) != 1:
+        raise InvalidParams(
+            "address_family", "'each' probes one endpoint's addresses: give URLs of one server"
+        )
+    return servers.pop()
+
+
+def addresses_for(host: str, port: int, family: AddressFamily) -> list[IPAddress]:
+    """The addresses of `host` a run of `family` may connect to, in the resolver's order
+    (any, each: all of them). A name without one of a pinned family is refused before any
+    request: "no IPv6 address for host X (it has 127.0.0.1)"."""
+    addresses = resolve(host, port)
+    if family not in PINNED:
+        return addresses
+    fitting = [a for a in addresses if family_of(a) == family]
+    if not fitting:
+        has = ", ".join(str(a) for a in addresses)
+        raise ProbeError(
+            ErrorClass.REFUSED, f"no {NAMES[family]} address for host {host} (it has {has})"
+        )
+    return fitting
+
+
+def connected_peers(port: int | None = None) -> list[IPAddress]:
+    """The peers of this process's established TCP connections (to `port` when given).
+
+    The kernel's tables list the namespace's connections; this process's own are those whose
+    socket is one of its descriptors. Read after the timed phases (a few files of /proc). Not
+    psutil: not among the engine's dependencies, for the thirty lines it would replace.
+    """
+    mine = _socket_inodes()
+    peers: dict[IPAddress, None] = {}
+    for table in _TCP_TABLES:
+        try:
+            lines = table.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != _ESTABLISHED or fields[9] not in mine:
+                continue
+            address, peer_port = _parse_endpoint(fields[2])
+            if port is None or peer_port == port:
+                peers[plain(address)] = None
+    return list(peers)
+
+
+def peer_address(port: int) -> str | None:
+    """The address this process is connected to at the endpoint's port (else at any port,
+    for a redirect to another port), as text; None when it holds no connection."""
+    peers = connected_peers(port) or connected_peers()
+    return str(peers[0]) if peers else None
+
+
+def most_common(addresses: Iterable[str | None]) -> str | None:
+    """The address most of the clients connected to (None: none did)."""
+    counts = collections.Counter(a for a in addresses if a)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def wrong_family(family: AddressFamily, used: Iterable[tuple[str, str | None]]) -> str | None:
+    """What went wrong when a run pinned to `family` connected over another one: `used` are
+    (who, address) pairs; None when every address is of the family (or the run is not pinned).
+    """
+    if family not in PINNED:
+        return None
+    for who, address in used:
+        if address and family_of(ipaddress.ip_address(address)) != family:
+            return (
+                f"pinned to {NAMES[family]}, but {who} connected to {address} over "
+                f"{NAMES[family_of(ipaddress.ip_address(address))]}: the run does not count"
+            )
+    return None
+
+
+def _socket_inodes() -> set[str]:
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor)
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def _parse_endpoint(text: str) -> tuple[IPAddress, int]:
+    """An address:port of /proc/net/tcp{,6}: hex, each 32-bit word of the address in the
+    host's byte order."""
+    hex_address, hex_port = text.split(":")
+    raw = bytes.fromhex(hex_address)
+    packed = raw
+    if sys.byteorder == "little":
+        packed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return ipaddress.ip_address(packed), int(hex_port, 16)
