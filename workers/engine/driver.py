@@ -93,6 +93,7 @@ def run_probes(
     address's family and recording its own address. Raises InvalidParams before anything
     starts; a name that does not resolve is one failed run."""
     params.validate()
+    check_family_pinnable(params)
     if params.address_family != AddressFamily.EACH:
         return [run_probe(params, on_progress=on_progress, should_cancel=should_cancel)]
     host, port = endpoint_of(params.urls)
@@ -132,6 +133,7 @@ def run_probe(
         raise InvalidParams(
             "address_family", "'each' makes one run per address: run_probes runs them"
         )
+    check_family_pinnable(params)
     scheme = params.scheme
     credential = params.credential
     result = _new_result(params)
@@ -164,6 +166,13 @@ def run_probe(
     return result
 
 
+def check_family_pinnable(params: RunParams) -> None:
+    """InvalidParams for a family the run's protocol cannot be held to."""
+    refusal = backend_for(params.scheme).family_refusal
+    if params.address_family != AddressFamily.ANY and refusal is not None:
+        raise InvalidParams("address_family", refusal)
+
+
 def _new_result(params: RunParams) -> RunResult:
     """A run's record before anything ran."""
     credential = params.credential
@@ -178,7 +187,7 @@ def _new_result(params: RunParams) -> RunResult:
 
 def _over(message: str, family: AddressFamily, address: str | None) -> str:
     """A pinned run's failure says over which family, and to which address, it was tried."""
-    if family not in PINNED:
+    if family not in PINNED or NAMES[family] in message:
         return message
     to = f" to {address}" if address else ""
     return f"{message} (over {NAMES[family]}{to})"

@@ -116,6 +116,9 @@ class Backend(abc.ABC):
     # (another port is another server), or any port (GridFTP: the data channel goes to a port
     # the server names). Listed hosts take any port (credential_scope.py).
     credential_any_port = False
+    # Why a run over this protocol cannot be held to one address family (None: it can;
+    # docs/engine.md, Address families).
+    family_refusal: str | None = None
 
     def check_egress(self, url: str, options: OpenOptions) -> None:
         """Refuse (ProbeError, class egress) before any connection a URL whose host, or a

@@ -35,6 +35,10 @@ class GridFtpBackend(Backend):
 
     connects_itself = True
     credential_any_port = True
+    family_refusal = (
+        "globus-url-copy can only be let use IPv6 (-ipv6), not held to one family, and its "
+        "connections end with it: use 'any'"
+    )
 
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         raise ProbeError(ErrorClass.SERVER_ERROR, NOT_A_READ_PROTOCOL)
