@@ -24,6 +24,8 @@ NAMES = {AddressFamily.IPV4: "IPv4", AddressFamily.IPV6: "IPv6"}
 # The kernel's connection tables, as seen from this process's network namespace.
 _TCP_TABLES = (Path("/proc/self/net/tcp"), Path("/proc/self/net/tcp6"))
 _ESTABLISHED = "01"
+# What note_connected was told: (peer, port) of each connection made, in order.
+_noted: list[tuple[IPAddress, int]] = []
 
 
 def family_of(address: IPAddress) -> AddressFamily:
@@ -62,7 +64,17 @@ def addresses_for(host: str, port: int, family: AddressFamily) -> list[IPAddress
     """The addresses of `host` a run of `family` may connect to, in the resolver's order
     (any, each: all of them). A name without one of a pinned family is refused before any
     request: "no IPv6 address for host X (it has 127.0.0.1)"."""
-    addresses = resolve(host, port)
+    return pinned(resolve(host, port), host, family)
+
+
+def pinned(
+    addresses: list[IPAddress], host: str, family: str, address: str | None = None
+) -> list[IPAddress]:
+    """Of the addresses `host` resolved to, those a run of `family` may connect to: all of
+    them (any), those of the family, and in a run per address ("each") the run's own address
+    when the host has it (a redirection to another host keeps to the family). ProbeError
+    refused when none is left."""
+    family = AddressFamily(family)
     if family not in PINNED:
         return addresses
     fitting = [a for a in addresses if family_of(a) == family]
@@ -71,7 +83,18 @@ def addresses_for(host: str, port: int, family: AddressFamily) -> list[IPAddress
         raise ProbeError(
             ErrorClass.REFUSED, f"no {NAMES[family]} address for host {host} (it has {has})"
         )
+    if address is not None and ipaddress.ip_address(address) in fitting:
+        return [ipaddress.ip_address(address)]
     return fitting
+
+
+def note_connected(server_addr: object) -> None:
+    """Remember the peer of a socket this process's own connection code just connected
+    (httpcore's stream extra "server_addr": getpeername's (host, port, ...)), for after the
+    connection is closed. Once per connection, never per operation."""
+    if isinstance(server_addr, tuple) and len(server_addr) >= 2:
+        address = ipaddress.ip_address(str(server_addr[0]).split("%", 1)[0])
+        _noted.append((plain(address), int(server_addr[1])))
 
 
 def connected_peers(port: int | None = None) -> list[IPAddress]:
@@ -100,8 +123,10 @@ def connected_peers(port: int | None = None) -> list[IPAddress]:
 
 def peer_address(port: int) -> str | None:
     """The address this process is connected to at the endpoint's port (else at any port,
-    for a redirect to another port), as text; None when it holds no connection."""
-    peers = connected_peers(port) or connected_peers()
+    for a redirect to another port), as text; else the last one its own connection code
+    connected to (note_connected: HTTP clients close theirs); None when there is none."""
+    noted = [address for address, noted_port in reversed(_noted) if noted_port == port]
+    peers = connected_peers(port) or noted or connected_peers() or [a for a, _ in _noted[::-1]]
     return str(peers[0]) if peers else None
 
 

@@ -21,13 +21,22 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from workers.engine import InvalidParams, RunParams, run_probes
+from tests.workers.engine.conftest import FILE_4M, lab_file
+from workers.engine import (
+    EgressPolicy,
+    ErrorClass,
+    InvalidParams,
+    RunParams,
+    RunStatus,
+    run_probe,
+    run_probes,
+)
 from workers.engine.credentials import Access
 from workers.engine.families import (
     connected_peers,
@@ -40,6 +49,8 @@ from workers.engine.params import AddressFamily
 
 NAME = "dual.test"
 V4_ONLY_PORT, DUAL_PORT = 21094, 21095
+# Each server's XrdHttp port.
+HTTP_PORTS = {V4_ONLY_PORT: 28094, DUAL_PORT: 28095}
 FILE_BYTES = 1_000_000
 START_TIMEOUT_S = 10.0
 REPO = Path(__file__).resolve().parents[3]
@@ -56,7 +67,9 @@ class DualStackHost:
 
     namespace: str
 
-    def url(self, port: int, host: str = NAME) -> str:
+    def url(self, port: int, host: str = NAME, scheme: str = "root") -> str:
+        if scheme == "http":
+            return f"http://{host}:{HTTP_PORTS[port]}/fedprobe-file"
         return f"root://{host}:{port}//fedprobe-file"
 
     def probe(self, *args: str) -> Any:
@@ -96,7 +109,10 @@ def dual_stack() -> Iterator[DualStackHost]:
         (data / "fedprobe-file").chmod(0o644)
         for port, only in ((V4_ONLY_PORT, ["-I", "v4"]), (DUAL_PORT, [])):
             config = root / f"xrootd-{port}.cfg"
-            config.write_text(f"all.export /\noss.localroot {data}\nxrd.port {port}\n")
+            config.write_text(
+                f"all.export /\noss.localroot {data}\nxrd.port {port}\n"
+                f"xrd.protocol XrdHttp:{HTTP_PORTS[port]} libXrdHttp.so\n"
+            )
             config.chmod(0o644)
             argv = ["xrootd", *only, "-c", str(config), "-R", "nobody"]
             with (root / f"xrootd-{port}.log").open("wb") as log:
@@ -105,7 +121,7 @@ def dual_stack() -> Iterator[DualStackHost]:
                         ["ip", "netns", "exec", namespace, *argv], stdout=log, stderr=log
                     )
                 )
-        for port in (V4_ONLY_PORT, DUAL_PORT):
+        for port in (V4_ONLY_PORT, DUAL_PORT, *HTTP_PORTS.values()):
             _wait_listening(namespace, port)
         yield DualStackHost(namespace)
     finally:
@@ -220,6 +236,44 @@ def test_a_host_without_an_address_of_the_family_fails_before_any_request(
     error = _run_error(run)
     assert error["class"] == "refused"
     assert error["message"] == "no IPv6 address for host 127.0.0.1 (it has 127.0.0.1)"
+
+
+# -- HTTP: the engine's own connection code -------------------------------------------------
+
+
+def test_http_pinned_to_each_family(dual_stack: DualStackHost) -> None:
+    v4_only = dual_stack.url(V4_ONLY_PORT, scheme="http")
+    failed = dual_stack.probe(v4_only, "--address-family", "6")
+    assert failed["status"] == "failed"
+    assert (failed["address_family"], failed["address"]) == ("6", None)
+    assert "over IPv6" in _run_error(failed)["message"]
+    passed = dual_stack.probe(v4_only, "--address-family", "4")
+    assert passed["status"] == "succeeded", passed["errors"]
+    assert (passed["address_family"], passed["address"]) == ("4", "127.0.0.1")
+    dual = dual_stack.probe(dual_stack.url(DUAL_PORT, scheme="http"), "--address-family", "6")
+    assert dual["status"] == "succeeded", dual["errors"]
+    assert (dual["address_family"], dual["address"]) == ("6", "::1")
+    assert [c["address"] for c in dual["clients"]] == ["::1"]
+
+
+def test_http_each_pins_each_address(dual_stack: DualStackHost) -> None:
+    runs = dual_stack.probe(dual_stack.url(V4_ONLY_PORT, scheme="http"), "--address-family", "each")
+    used = sorted((run["status"], run["params"]["address_family"], run["address"]) for run in runs)
+    assert used == [("failed", "6", None), ("succeeded", "4", "127.0.0.1")]
+
+
+def test_a_pinned_http_run_is_still_held_to_the_egress_policy(lab: Any) -> None:
+    """The lab's XrdHttp listens on ::1 too: the pinned address is what the policy judges."""
+    url, _ = lab_file(lab, "local-http", FILE_4M)
+    over_v6 = url.replace("127.0.0.1", "[::1]")
+    assert over_v6 != url
+    pinned = RunParams(urls=(over_v6,), address_family=AddressFamily.IPV6)
+    refused = run_probe(replace(pinned, egress=EgressPolicy.allowing(["127.0.0.0/8"])))
+    assert refused.run_error is not None
+    assert refused.run_error[0] == ErrorClass.EGRESS
+    allowed = run_probe(replace(pinned, egress=EgressPolicy.allowing(["::1/128"])))
+    assert allowed.status == RunStatus.SUCCEEDED, allowed.to_json()["errors"]
+    assert (allowed.address_family, allowed.address) == ("6", "::1")
 
 
 # -- in this process -----------------------------------------------------------------------
