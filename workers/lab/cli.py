@@ -198,6 +198,10 @@ def _status_text(lab: Lab, endpoints: Sequence[LabEndpoint]) -> str:
         f"up since {state['started_at']}",
         f"CA dir (X509_CERT_DIR): {state['ca_dir']}",
         f"token issuer: {state['issuer']} (audience {LAB_AUDIENCE})",
+        f"tokens (BEARER_TOKEN_FILE): read {lab.token_file('read')}, "
+        f"write {lab.token_file('write')}",
+        "scratch (writable): /scratch/SITE/ at every door of a site; endpoints listen on "
+        "127.0.0.1 and ::1 (local-ftp: 127.0.0.1)",
         "",
         *_table(
             ("endpoint", "site", "role", "RTT", "link", "auth", "URL"),

@@ -11,12 +11,19 @@ from workers.lab.files import LabFile
 from workers.lab.paths import LabPaths
 from workers.lab.ports import PortLayout
 from workers.lab.profiles import Profile
+from workers.lab.relay import has_ipv6_loopback
+from workers.lab.servers import scratch_path
 
 HOST = "127.0.0.1"
 # XrdSecgsi's client checks the server certificate's CN (not its SAN) against the URL's host.
 GSI_HOST = "localhost"
 RELAYED_SITES = ("local", "near", "far")
 FED_SERVERS = ("fed-a", "fed-b")
+# The sites whose doors (anonymous, token, GSI) take writes, each in its own scratch folder.
+SCRATCH_SITES = RELAYED_SITES
+# Address families, as RunParams.address_family names them: xrootd and the relays listen on
+# 127.0.0.1 and ::1; the GridFTP server on 127.0.0.1 only.
+BOTH_FAMILIES = ("4", "6")
 Auth = Literal["none", "token", "x509"]
 AUTH_KINDS: tuple[Auth, ...] = ("none", "token", "x509")
 
@@ -33,7 +40,10 @@ class LabEndpoint:
     lab's issuer) or an X.509 proxy of the lab's CA. `tls` says whether the connection is
     encrypted; `ca_dir` is the lab's CA dir (X509_CERT_DIR), the same for every endpoint.
     `bandwidth_mbps` is the rate of the site's link in MB/s, shared by every connection to
-    any of the site's endpoints (None: unlimited).
+    any of the site's endpoints (None: unlimited). `scratch_path` is the folder under which
+    writes may go (a directory path: `file_url(scratch_path)` is its URL; None: the endpoint
+    takes no writes); `families` the address families it listens on ("4": 127.0.0.1, "6":
+    ::1), whatever family its URL's host names.
     """
 
     name: str
@@ -47,6 +57,8 @@ class LabEndpoint:
     auth: Auth = "none"
     ca_dir: str = ""
     bandwidth_mbps: float | None = None
+    scratch_path: str | None = None
+    families: tuple[str, ...] = BOTH_FAMILIES
 
     def file_url(self, path: str) -> str:
         return self.url + "/" + path.lstrip("/")
@@ -64,6 +76,8 @@ class LabEndpoint:
             "auth": self.auth,
             "ca_dir": self.ca_dir,
             "bandwidth_mbps": self.bandwidth_mbps,
+            "scratch_path": self.scratch_path,
+            "families": list(self.families),
         }
 
     @classmethod
@@ -82,7 +96,19 @@ class LabEndpoint:
             auth=_auth(data.get("auth", "none")),
             ca_dir=str(data.get("ca_dir", "")),
             bandwidth_mbps=_bandwidth(data.get("bandwidth_mbps")),
+            scratch_path=_optional_str(data.get("scratch_path")),
+            families=tuple(str(family) for family in _list(data.get("families", BOTH_FAMILIES))),
         )
+
+
+def _optional_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _list(value: object) -> list[object] | tuple[object, ...]:
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"families must be a list, got {value!r}")
+    return value
 
 
 def _bandwidth(value: object) -> float | None:
@@ -113,9 +139,31 @@ def build_endpoints(
     endpoints = _anonymous_endpoints(layout, profile, paths, shared, own)
     endpoints += _authenticated_endpoints(layout, profile, tuple(shared))
     return [
-        replace(endpoint, ca_dir=str(ca_dir), bandwidth_mbps=_link_rate(profile, endpoint))
+        replace(
+            endpoint,
+            ca_dir=str(ca_dir),
+            bandwidth_mbps=_link_rate(profile, endpoint),
+            scratch_path=_scratch(endpoint),
+            families=_families(endpoint),
+        )
         for endpoint in endpoints
     ]
+
+
+def _scratch(endpoint: LabEndpoint) -> str | None:
+    """Every door of a site writes to its scratch folder; the federation, the cache, file://
+    and GridFTP take no writes."""
+    if endpoint.site in SCRATCH_SITES and endpoint.protocol not in ("file", "ftp"):
+        return scratch_path(endpoint.site)
+    return None
+
+
+def _families(endpoint: LabEndpoint) -> tuple[str, ...]:
+    if endpoint.protocol == "file":
+        return ()
+    if endpoint.protocol == "ftp" or not has_ipv6_loopback():
+        return ("4",)
+    return BOTH_FAMILIES
 
 
 def _link_rate(profile: Profile, endpoint: LabEndpoint) -> float | None:

@@ -45,6 +45,13 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 LAB_AUDIENCE = "https://fedprobe.lab"
 DEFAULT_SCOPE = "storage.read:/fedprobe"
+# The lab's ready-made tokens (pki/read-token, pki/write-token). Both read the test files and
+# the scratch folders; only the write token creates (storage.create), overwrites and deletes
+# (storage.modify) there. xrdcp stats its target first and HTTP DELETE needs read + modify,
+# so a write token reads too.
+READ_SCOPE = "storage.read:/fedprobe storage.read:/scratch"
+WRITE_SCOPE = f"{READ_SCOPE} storage.create:/scratch storage.modify:/scratch"
+READY_MADE_TOKEN_LIFETIME_S = 7 * 24 * 3600
 DEFAULT_CLIENT_ID = "fedprobe-lab"
 SHORT_CLIENT_ID = "fedprobe-lab-short"
 # The lab's default client (what `lab register` stores) and one for tests that outlive a token.
@@ -290,7 +297,7 @@ class IssuerConfig:
             "grant_types_supported": ["client_credentials"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "id_token_signing_alg_values_supported": ["ES256"],
-            "scopes_supported": [DEFAULT_SCOPE],
+            "scopes_supported": sorted({DEFAULT_SCOPE, *WRITE_SCOPE.split()}),
         }
 
 

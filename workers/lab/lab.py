@@ -18,11 +18,18 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 from workers.lab import processes, servers
 from workers.lab.credentials import LabCredentials
-from workers.lab.endpoints import FED_SERVERS, LabEndpoint, build_endpoints, issuer_url
+from workers.lab.endpoints import (
+    FED_SERVERS,
+    SCRATCH_SITES,
+    LabEndpoint,
+    build_endpoints,
+    issuer_url,
+)
 from workers.lab.errors import LabError
 from workers.lab.files import (
     DEFAULT_FILE_SIZES,
@@ -45,6 +52,7 @@ FED_FILE_SIZE = 4 * MiB
 # A UNIX socket path longer than this does not fit in sockaddr_un.
 _MAX_SOCKET_PATH = 107
 _SHARED_DATA_SITES = ("local", "near", "far", "xcache")
+TokenKind = Literal["read", "write"]
 
 
 class Lab:
@@ -198,6 +206,15 @@ class Lab:
         """A token of the lab's issuer (WLCG profile, ES256). An expired one ended an hour ago."""
         return self._credentials().mint_token(scope, audience, lifetime_s, expired)
 
+    def token_file(self, kind: TokenKind = "read") -> Path:
+        """A ready-made token file (0600, valid 7 days from `up`) for BEARER_TOKEN_FILE:
+        "read" reads /fedprobe and /scratch (issuer.READ_SCOPE), "write" also creates,
+        overwrites and deletes under /scratch (issuer.WRITE_SCOPE)."""
+        tokens = self.state().get("token_files")
+        if not isinstance(tokens, dict) or kind not in tokens:
+            raise LabError(f"no {kind!r} token in this lab: one of read, write")
+        return Path(str(tokens[kind]))
+
     def write_proxy(
         self, path: Path | None = None, expired: bool = False, rogue: bool = False
     ) -> Path:
@@ -277,6 +294,18 @@ class Lab:
             folder.mkdir(mode=0o755)
             if servers.runs_as_root():
                 os.chown(folder, *servers.server_user_ids())
+        self._prepare_scratch()
+
+    def _prepare_scratch(self) -> None:
+        """Empty scratch folders, one per site, writable by the servers (files are written
+        as nobody); the data dir around them stays root's and read-only to them."""
+        shutil.rmtree(self.paths.scratch, ignore_errors=True)
+        self.paths.scratch.mkdir(mode=0o755)
+        for site in SCRATCH_SITES:
+            folder = self.paths.data / servers.scratch_path(site).strip("/")
+            folder.mkdir(mode=0o755)
+            if servers.runs_as_root():
+                os.chown(folder, *servers.server_user_ids())
 
     def _fed_roots(self) -> list[Path]:
         return [self.paths.fed(server) for server in FED_SERVERS]
@@ -323,6 +352,10 @@ class Lab:
             "ca_dir": str(self.ca_dir()),
             "rogue_ca_dir": str(self.rogue_ca_dir()),
             "issuer": credentials.issuer,
+            "token_files": {
+                "read": str(self.paths.read_token),
+                "write": str(self.paths.write_token),
+            },
             "endpoints": [endpoint.to_json() for endpoint in endpoints],
         }
         partial = self.paths.state.with_name("state.json.partial")

@@ -22,7 +22,14 @@ from workers.lab.credentials import LabCredentials
 from workers.lab.endpoints import GSI_HOST
 from workers.lab.errors import LabError, PortTaken
 from workers.lab.files import LabFile
-from workers.lab.issuer import LAB_AUDIENCE, IssuerConfig, seed_scitokens_cache
+from workers.lab.issuer import (
+    LAB_AUDIENCE,
+    READ_SCOPE,
+    READY_MADE_TOKEN_LIFETIME_S,
+    WRITE_SCOPE,
+    IssuerConfig,
+    seed_scitokens_cache,
+)
 from workers.lab.paths import LabPaths
 from workers.lab.pki import dn_of
 from workers.lab.ports import PortLayout
@@ -190,6 +197,9 @@ class Launcher:
         token = credentials.mint_token(lifetime_s=_PROBE_TOKEN_LIFETIME_S)
         credentials.write_token(paths.probe_token, token)
         credentials.write_proxy(paths.probe_proxy)
+        for path, scope in ((paths.read_token, READ_SCOPE), (paths.write_token, WRITE_SCOPE)):
+            lifetime = READY_MADE_TOKEN_LIFETIME_S
+            credentials.write_token(path, credentials.mint_token(scope, lifetime_s=lifetime))
 
     def config_texts(self) -> dict[str, str]:
         paths, port = self.paths, self.port
@@ -208,6 +218,9 @@ class Launcher:
                 paths, server, port(f"{server}-root"), port("redirector-cmsd")
             )
         texts["xcache"] = servers.xcache_config(paths, port("xcache-root"), port("far-root"))
+        for site in SITES:
+            for instance in (site, f"{site}-token", f"{site}-gsi"):
+                texts[instance] += servers.scratch_config(site)
         return texts
 
     def site_ports(self, site: str) -> tuple[int, int]:

@@ -18,6 +18,21 @@ class LabPaths:
         """The test files every site (local, near, far) and the GridFTP server export."""
         return self.root / "data"
 
+    @property
+    def scratch(self) -> Path:
+        """The sites' scratch folders (`scratch/SITE`, nobody's): emptied at each `up`."""
+        return self.data / "scratch"
+
+    @property
+    def read_token(self) -> Path:
+        """A ready-made token that reads the test files and the scratch folders, writes nothing."""
+        return self.pki / "read-token"
+
+    @property
+    def write_token(self) -> Path:
+        """A ready-made token that also creates, overwrites and deletes under /scratch."""
+        return self.pki / "write-token"
+
     def fed(self, server: str) -> Path:
         """oss.localroot of a data server behind the redirector (fed-a, fed-b)."""
         return self.root / server

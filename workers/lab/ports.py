@@ -16,7 +16,7 @@
     B+26 near-token-backend   B+27 near-gsi-backend
     B+28 far-token-backend    B+29 far-gsi-backend
     B+30 issuer            the lab's OAuth2 token issuer (HTTPS)
-    B+31                   free
+    B+31 one-family        a server of one address family, started by a test (one_family.py)
     B+32 .. B+63           GridFTP data ports
 
 The cmsd of fed-a and fed-b listen on no fixed port (cmsd servers use an ephemeral one).
@@ -67,6 +67,7 @@ _OFFSETS = {
     "far-token-backend": 28,
     "far-gsi-backend": 29,
     "issuer": 30,
+    "one-family": 31,
 }
 _FTP_DATA = (32, 63)
 

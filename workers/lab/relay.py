@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 
 MODES = ("normal", "hang", "cut")
 LISTEN_HOST = "127.0.0.1"
+# Each relay listens on both loopback addresses, on one port (the IPv4 one's, when the spec
+# asks for any port): a site answers over IPv4 and IPv6, through the same link.
+LISTEN_HOST_V6 = "::1"
 
 _CONTROL_LINE_MAX = 64 * 1024
 _CONTROL_READ_S = 5.0
@@ -154,8 +157,18 @@ class RelayStats:
     connections_open: int
 
 
+def has_ipv6_loopback() -> bool:
+    """Can a server listen on ::1 here? Not where IPv6 is off (some containers)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind((LISTEN_HOST_V6, 0))
+    except OSError:
+        return False
+    return True
+
+
 class Relay:
-    """One listening port on 127.0.0.1 relaying to one target through an emulated link.
+    """One listening port on 127.0.0.1 and ::1 relaying to one target through an emulated link.
 
     Mode "hang": open connections stop forwarding both ways (until the mode changes back);
     new ones are accepted and never answered: their bytes are read, counted as bytes_up and
@@ -184,6 +197,7 @@ class Relay:
         self.connections: set[Connection] = set()
         self.black_holes: set[BlackHole] = set()
         self._server: asyncio.Server | None = None
+        self._server_v6: asyncio.Server | None = None
 
     @property
     def port(self) -> int:
@@ -216,30 +230,41 @@ class Relay:
     async def start(self) -> None:
         if self._server is not None:
             raise RuntimeError(f"relay {self.spec.name!r} already started")
+        self._server = await self._listen(LISTEN_HOST, self.spec.listen_port)
+        if not has_ipv6_loopback():
+            return  # IPv6 off here: the lab's endpoints then say IPv4 only
+        try:
+            self._server_v6 = await self._listen(LISTEN_HOST_V6, self.port)
+        except OSError:
+            self._server.close()
+            self._server = None
+            raise
+
+    async def _listen(self, host: str, port: int) -> asyncio.Server:
         loop = asyncio.get_running_loop()
         try:
-            self._server = await loop.create_server(
-                self._new_protocol, LISTEN_HOST, self.spec.listen_port
-            )
+            return await loop.create_server(self._new_protocol, host, port)
         except OSError as exc:
             raise OSError(
                 exc.errno,
-                f"relay {self.spec.name!r}: cannot listen on {LISTEN_HOST}:"
-                f"{self.spec.listen_port}: {exc.strerror}",
+                f"relay {self.spec.name!r}: cannot listen on {host}:{port}: {exc.strerror}",
             ) from exc
 
     async def stop(self) -> None:
         server, self._server = self._server, None
-        if server is not None:
-            server.close()
+        server_v6, self._server_v6 = self._server_v6, None
+        for listening in (server, server_v6):
+            if listening is not None:
+                listening.close()
         connect_tasks = [conn.connect_task for conn in self.connections]
         for conn in list(self.connections):
             conn.abort()
         for hole in list(self.black_holes):
             hole.transport.abort()
         await asyncio.gather(*connect_tasks, return_exceptions=True)
-        if server is not None:
-            await server.wait_closed()
+        for listening in (server, server_v6):
+            if listening is not None:
+                await listening.wait_closed()
         await asyncio.sleep(0)  # let the aborted transports report connection_lost
 
     def set_mode(self, mode: str, cut_after: int | None = None) -> None:

@@ -29,6 +29,11 @@ GSI_USER = "labuser"
 # sites configure them; without it XRootD answers 3013 and XrdHttp 405 to a HEAD asking one.
 CHECKSUM = "xrootd.chksum adler32"
 MANAGER_DELAYS = ("cms.delay servers 2 startup 1 service 1 suspend 1", "cms.conwait 1")
+# Where write tests may write: one folder per site under the data root, the only exports
+# without r/o (a site's own, so a copy between two sites never has one file at both ends).
+SCRATCH_EXPORT = "/scratch"
+# xrootd -I: a server of one address family only (the default listens on both).
+FAMILY_OPTIONS = {"4": "v4"}
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,37 @@ def token_authdb() -> str:
 
 
 def gsi_authdb() -> str:
-    return f"u {GSI_USER} {TEST_FILE_EXPORT} lr\n"
+    # l lookup, r read, i insert (create), w write (overwrite), d delete: what a write test does.
+    return f"u {GSI_USER} {TEST_FILE_EXPORT} lr {SCRATCH_EXPORT} lriwd\n"
+
+
+def scratch_path(site: str) -> str:
+    """A site's scratch folder, as clients name it (a directory URL's path)."""
+    return f"{SCRATCH_EXPORT}/{site}/"
+
+
+def scratch_config(site: str) -> str:
+    """The lines that make a data server's scratch folder writable (appended to its config:
+    everything else it exports stays r/o)."""
+    return f"all.export {scratch_path(site)}\n"
+
+
+def one_family_config(paths: LabPaths, port: int, site: str) -> str:
+    """Anonymous root and http on one port, serving the test files and `site`'s scratch."""
+    return _config(
+        paths,
+        "all.role server",
+        f"xrd.port {port}",
+        "xrd.protocol XrdHttp libXrdHttp.so",
+        f"all.export {TEST_FILE_EXPORT} r/o",
+        CHECKSUM,
+        f"oss.localroot {paths.data}",
+    ) + scratch_config(site)
+
+
+def one_family(process: ServerProcess, family: str) -> ServerProcess:
+    """The same xrootd listening on one address family only (`-I v4`)."""
+    return replace(process, argv=(*process.argv, "-I", FAMILY_OPTIONS[family]))
 
 
 def gridmap(dn: str) -> str:

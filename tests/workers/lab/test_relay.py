@@ -486,6 +486,59 @@ def test_set_mode_rejects_bad_input_with_clear_errors(servers, relays) -> None:
     assert host.relay("r").mode == "normal"
 
 
+def test_a_relay_answers_on_both_loopback_addresses_on_one_port(streamer, relays) -> None:
+    # One relay, one port, one set of counters, whichever family the client uses: a site
+    # reached over IPv6 crosses the same link as over IPv4.
+    host = relays(spec(streamer.port, rtt_ms=2))
+    port = host.relay("r").port
+    for address in ("127.0.0.1", "::1"):
+        with socket.create_connection((address, port), timeout=5) as sock:
+            request_stream(sock, 100_000)
+            assert recv_until_closed(sock) == (expected_stream(100_000), "eof")
+    assert wait_for(lambda: host.stats()["r"].connections_open == 0)
+    stats = host.stats()["r"]
+    assert (stats.connections_total, stats.bytes_down) == (2, 200_000)
+
+
+def test_the_cap_of_a_link_is_shared_by_its_ipv4_and_ipv6_clients(streamer, relays) -> None:
+    host = relays(spec(streamer.port, bandwidth_mbps=5.0, link="site"))
+    port, took = host.relay("r").port, {}
+
+    def stream(address: str) -> None:
+        with socket.create_connection((address, port), timeout=5) as sock:
+            started = time.monotonic()
+            request_stream(sock, 1_000_000)
+            assert recv_until_closed(sock)[0] == expected_stream(1_000_000)
+            took[address] = time.monotonic() - started
+
+    threads = [threading.Thread(target=stream, args=(a,)) for a in ("127.0.0.1", "::1")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(took) == 2
+    assert min(took.values()) >= 0.8 * 2_000_000 / 5e6
+
+
+def test_stop_closes_the_ipv6_listener_too(servers) -> None:
+    host = RelayHost([spec(servers().port)])
+    host.start()
+    port = host.relay("r").port
+    socket.create_connection(("::1", port), timeout=5).close()
+    host.stop()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("::1", port), timeout=5)
+
+
+def test_host_start_fails_clearly_when_the_ipv6_port_is_taken() -> None:
+    with socket.create_server(("::1", 0), family=socket.AF_INET6) as taken:
+        port = taken.getsockname()[1]
+        host = RelayHost([RelaySpec("a", port, "127.0.0.1", 1)])
+        with pytest.raises(OSError, match=f"relay 'a': cannot listen on ::1:{port}"):
+            host.start()
+        socket.create_connection(("::1", port), timeout=5).close()  # still the other's
+
+
 def test_host_start_fails_clearly_when_a_port_is_taken(servers) -> None:
     taken = servers()
     host = RelayHost([spec(taken.port, name="a"), RelaySpec("b", taken.port, "127.0.0.1", 1)])
