@@ -46,6 +46,7 @@ from workers.engine.families import (
     wrong_family,
 )
 from workers.engine.params import AddressFamily
+from workers.lab.one_family import one_family_server
 
 NAME = "dual.test"
 V4_ONLY_PORT, DUAL_PORT = 21094, 21095
@@ -274,6 +275,33 @@ def test_a_pinned_http_run_is_still_held_to_the_egress_policy(lab: Any) -> None:
     allowed = run_probe(replace(pinned, egress=EgressPolicy.allowing(["::1/128"])))
     assert allowed.status == RunStatus.SUCCEEDED, allowed.to_json()["errors"]
     assert (allowed.address_family, allowed.address) == ("6", "::1")
+
+
+# -- the lab: its one-family server and its servers on both families -------------------------
+
+
+def test_the_labs_ipv4_only_server_over_each_family(lab: Any) -> None:
+    with one_family_server(lab, "4") as endpoint:
+        url = endpoint.file_url(FILE_4M)
+        over_v6 = url.replace("127.0.0.1", "[::1]")
+        refused = run_probe(RunParams(urls=(over_v6,), address_family=AddressFamily.IPV6))
+        assert refused.status == RunStatus.FAILED
+        assert refused.run_error is not None
+        assert refused.run_error[0] == ErrorClass.REFUSED
+        assert (refused.address_family, refused.address) == ("6", None)
+        passed = run_probe(RunParams(urls=(url,), address_family=AddressFamily.IPV4))
+        assert passed.status == RunStatus.SUCCEEDED
+        assert (passed.address_family, passed.address) == ("4", "127.0.0.1")
+
+
+def test_the_labs_relay_over_ipv6(relay_to: Any) -> None:
+    """The lab's relays listen on ::1 too: a pinned run through one says ::1."""
+    _, url = relay_to("local-root", FILE_4M)
+    run = run_probe(
+        RunParams(urls=(url.replace("127.0.0.1", "[::1]"),), address_family=AddressFamily.IPV6)
+    )
+    assert run.status == RunStatus.SUCCEEDED, run.to_json()["errors"]
+    assert (run.address_family, run.address) == ("6", "::1")
 
 
 # -- in this process -----------------------------------------------------------------------
