@@ -21,8 +21,8 @@ from webapp.advice.statements import TOO_THIN, Statement
 from webapp.advice.suggestions import readahead_to_measure, suggestions
 from webapp.campaigns.models import Campaign, Run
 from webapp.sites.models import Endpoint, Site, VantagePoint
+from workers.engine.protocols import protocol_of
 from workers.engine.units import format_size
-from workers.engine.urls import GRIDFTP_SCHEMES
 
 Answer = Callable[[Sequence[Sample], Context], list[Statement]]
 
@@ -147,7 +147,7 @@ def _advice(
 def questions(endpoint: Endpoint) -> dict[str, Answer]:
     """The questions asked of an endpoint: a copy-only door's knee; every other's data
     questions, and a cache's or a redirector's own."""
-    if endpoint.protocol in GRIDFTP_SCHEMES:
+    if protocol_of(endpoint.protocol).copy_only:
         return {"knee": answers.knee}
     asked = dict(DATA_QUESTIONS)
     if endpoint.role == Endpoint.Role.CACHE:

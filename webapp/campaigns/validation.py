@@ -13,7 +13,7 @@ from webapp.accounts.roles import User
 from webapp.campaigns.models import RUN_PARAMETERS
 from webapp.sites.models import Endpoint, TestFile
 from workers.engine.params import Method, Pattern
-from workers.engine.urls import GRIDFTP_SCHEMES
+from workers.engine.protocols import protocol_of
 
 # The largest id a query may name: the databases' ids are signed 64-bit (a larger one overflows
 # SQLite's binding instead of matching nothing).
@@ -53,9 +53,9 @@ def campaign_rule_errors(
     missing = [e.name for e in endpoints if not test_files and e.default_file is None]
     if missing:
         return {"endpoints": f"no test file known on {', '.join(missing)}"}
-    copy_only = {e.protocol for e in endpoints} & GRIDFTP_SCHEMES
+    copy_only = sorted({p.title for e in endpoints if (p := protocol_of(e.protocol)).copy_only})
     if copy_only and Method.DIRECT in methods:
-        return {"methods": "GridFTP endpoints are copy-only: use copy or stage"}
+        return {"methods": f"{' and '.join(copy_only)} endpoints are copy-only: use copy or stage"}
     return {}
 
 

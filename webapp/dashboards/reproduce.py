@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 from webapp.campaigns.models import Run
 from webapp.campaigns.run_table import without_userinfo
 from workers.engine.credentials import CredentialKind
+from workers.engine.protocols import FILE, GRIDFTP, HTTP, XROOT, protocol_of
 
 GRID_CA_DIR = "/etc/grid-security/certificates"
 TOKEN_KINDS = (CredentialKind.TOKEN, CredentialKind.OAUTH_CLIENT)
@@ -104,13 +105,17 @@ def _probe(run: Run, credential: str) -> Command:
 
 def _tool_commands(run: Run, url: str, credential: str) -> list[Command]:
     scheme = urlsplit(url).scheme
-    if scheme in ("root", "roots", "xroot", "xroots"):
+    try:
+        protocol = protocol_of(scheme)
+    except ValueError:
+        return []
+    if protocol is XROOT:
         return [_xrdcp(url, credential)]
-    if scheme in ("http", "https", "davs", "dav"):
+    if protocol is HTTP:
         return _http(url, credential, run.read_size)
-    if scheme in ("gsiftp", "ftp"):
+    if protocol is GRIDFTP:
         return [_globus_url_copy(url, credential)]
-    if scheme == "file":
+    if protocol is FILE:
         path = urlsplit(url).path
         line = shlex.join(["dd", f"if={path}", "of=/dev/null", f"bs={run.read_size}"])
         return [Command("dd", line, "reads the local file whole, on the vantage point's host")]

@@ -18,9 +18,9 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 
 from webapp.core.redact import redact
-from workers.engine.backends.http import ClientConfig
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.httpclient import ClientConfig
 from workers.engine.tls import ssl_context
 
 

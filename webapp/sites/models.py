@@ -27,6 +27,7 @@ from workers.engine.egress import EgressPolicy, literal_refusal
 from workers.engine.errors import InvalidParams
 from workers.engine.oauth import TOKEN_REQUEST_TIMEOUT_S
 from workers.engine.params import RunParams
+from workers.engine.protocols import XROOT
 from workers.engine.urls import (
     SCHEMES,
     ascii_url,
@@ -180,7 +181,7 @@ class Endpoint(models.Model):
     credential_kind = models.CharField(max_length=12, choices=KIND_CHOICES, default="none")
     credential = EncryptedTextField(blank=True)
     # The hosts the credential may also be presented to when the endpoint redirects there
-    # (https/davs: workers/engine/backends/http.py token_may_go; root(s)/gsiftp:
+    # (https/davs: workers/engine/httpclient.py token_may_go; root(s)/gsiftp:
     # workers/engine/credential_scope.py), as workers/engine/urls.check_credential_hosts
     # writes them; empty: its own host (at its port) only.
     credential_hosts = models.JSONField(
@@ -283,10 +284,9 @@ class Endpoint(models.Model):
             raise ValidationError(errors)
 
     def file_url(self, path: str) -> str:
-        """The URL of `path` on this endpoint (root:// and roots:// paths get the double
-        slash)."""
+        """The URL of `path` on this endpoint (XRootD paths get the double slash)."""
         base = self.base_url.rstrip("/")
-        if self.protocol in (self.Protocol.ROOT, self.Protocol.ROOTS):
+        if self.protocol in XROOT.scheme_names:
             return f"{base}//{path.lstrip('/')}"
         return f"{base}/{path.lstrip('/')}"
 

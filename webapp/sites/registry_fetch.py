@@ -16,10 +16,10 @@ import httpx
 from django.conf import settings
 
 from webapp.sites.registry_formats import RegistryRefused
-from workers.engine.backends.http import ClientConfig
 from workers.engine.credentials import resolve_ca_dir
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ProbeError
+from workers.engine.httpclient import ClientConfig
 
 # GOCDB's full get_service_endpoint answer is ~10 MB; nothing a registry sends is larger.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024

@@ -21,8 +21,8 @@ from workers.engine import (
     run_probe,
 )
 from workers.engine.credentials import CredentialKind, scope_covers
+from workers.engine.protocols import protocol_of
 from workers.engine.results import RunJson
-from workers.engine.urls import GRIDFTP_SCHEMES
 
 # In VAR_DIR: the host's CA folder and the lab's CA, merged (settings.LOCAL_CA_DIR).
 LOCAL_CA_FOLDER = "ca"
@@ -97,7 +97,7 @@ def endpoint_test_connection(*, endpoint: Endpoint) -> ConnectionCheck:
     The engine runs the preflight and the client in processes of their own: nothing of the
     credential stays in the web process's environment.
     """
-    copy_only = endpoint.protocol in GRIDFTP_SCHEMES
+    copy_only = protocol_of(endpoint.protocol).copy_only
     test_file = _smallest_file(endpoint) if copy_only else endpoint.default_file
     if test_file is None:
         return ConnectionCheck(

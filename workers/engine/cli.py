@@ -28,6 +28,7 @@ from workers.engine.errors import InvalidParams
 from workers.engine.nagios import Verdict, judge_run, parse_probe_thresholds, unknown
 from workers.engine.params import AddressFamily, Method, Pattern, RunParams
 from workers.engine.plugin import BadThreshold, State, Thresholds
+from workers.engine.protocols import PROTOCOLS, Protocol
 from workers.engine.results import RunJson, RunResult, RunStatus
 from workers.engine.units import format_size, parse_size
 from workers.engine.urls import check_credential_hosts
@@ -42,6 +43,10 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _schemes(protocol: Protocol) -> str:
+    return " ".join(f"{scheme.name}://" for scheme in protocol.schemes)
+
+
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     """The probe options of docs/engine.md (shared with the Django management command)."""
     d = RunParams(urls=("",))
@@ -49,8 +54,8 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         "urls",
         nargs="+",
         metavar="URL",
-        help="file to read (root://, http(s)://, davs://, file://, gsiftp://, "
-        "ftp://); several URLs form the collection clients read with --files",
+        help=f"file to read ({', '.join(f'{p.name}: {_schemes(p)}' for p in PROTOCOLS)}); "
+        "several URLs form the collection clients read with --files",
     )
     parser.add_argument("--method", choices=[str(m) for m in Method], default=str(d.method))
     parser.add_argument("--pattern", choices=[str(p) for p in Pattern], default=str(d.pattern))

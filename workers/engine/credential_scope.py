@@ -28,8 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from workers.engine.egress import DEFAULT_PORTS, IPAddress, resolve
+from workers.engine.egress import IPAddress, resolve
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.protocols import DEFAULT_PORTS
 from workers.engine.urls import host_listed
 
 Resolver = Callable[[str], list[IPAddress]]

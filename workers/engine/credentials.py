@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from workers.engine.egress_guard import GuardLink
 from workers.engine.errors import CREDENTIAL_PHASE, ErrorClass, InvalidParams, ProbeError
-from workers.engine.urls import HTTP_SCHEMES, XROOT_SCHEMES
+from workers.engine.protocols import SCHEMES, protocol_of
 
 # Where the grid keeps its CA certificates (hashed links), when the host has them.
 GRID_CA_DIR = "/etc/grid-security/certificates"
@@ -174,19 +174,28 @@ class Credential:
     def auth_method(self, scheme: str) -> AuthMethod:
         """How this credential is presented over `scheme`; InvalidParams where it cannot be."""
         scheme = scheme.lower()
+        declared = SCHEMES.get(scheme)
         if self.kind == CredentialKind.TOKEN:
-            if scheme == "http":
-                raise InvalidParams(
-                    "credential", "a token is never sent over plain http://: use https or davs"
-                )
-            if scheme in XROOT_SCHEMES or scheme in HTTP_SCHEMES:
+            if declared is not None and declared.token:
                 return AuthMethod.TOKEN
+            if others := _token_schemes_beside(scheme):
+                raise InvalidParams(
+                    "credential",
+                    f"a token is never sent over plain {scheme}://: use {' or '.join(others)}",
+                )
             raise InvalidParams("credential", f"{scheme}:// takes no bearer token")
-        if scheme in XROOT_SCHEMES or scheme == "gsiftp":
-            return AuthMethod.GSI
-        if scheme in ("https", "davs"):
-            return AuthMethod.X509
+        if declared is not None and declared.proxy is not None:
+            return AuthMethod(declared.proxy)
         raise InvalidParams("credential", f"{scheme}:// takes no X.509 proxy")
+
+
+def _token_schemes_beside(scheme: str) -> list[str]:
+    """The schemes of `scheme`'s protocol a token does go over (https, davs beside http)."""
+    try:
+        protocol = protocol_of(scheme)
+    except ValueError:
+        return []
+    return [other.name for other in protocol.schemes if other.token]
 
 
 def describe(credential: Credential | None) -> str:
@@ -314,8 +323,9 @@ def discover_credential(scheme: str, env: Mapping[str, str] = os.environ) -> Cre
     /tmp/x509up_u<uid>. A token is preferred where the protocol takes both; plain http://
     gets nothing (a token is never sent in clear)."""
     scheme = scheme.lower()
-    takes_token = scheme in XROOT_SCHEMES or scheme in ("https", "davs")
-    takes_proxy = takes_token or scheme == "gsiftp"
+    declared = SCHEMES.get(scheme)
+    takes_token = declared is not None and declared.token
+    takes_proxy = declared is not None and declared.proxy is not None
     if takes_token and (token := _discover_token(env)) is not None:
         return Credential.token(token)
     if takes_proxy:

@@ -51,6 +51,7 @@ from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import AddressFamily, Method, RunParams
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
+from workers.engine.protocols import protocol_of
 from workers.engine.results import RunResult
 
 PREFLIGHT_TIMEOUT_S = 60.0
@@ -93,7 +94,6 @@ def run_probes(
     address's family and recording its own address. Raises InvalidParams before anything
     starts; a name that does not resolve is one failed run."""
     params.validate()
-    check_family_pinnable(params)
     if params.address_family != AddressFamily.EACH:
         return [run_probe(params, on_progress=on_progress, should_cancel=should_cancel)]
     host, port = endpoint_of(params.urls)
@@ -133,7 +133,6 @@ def run_probe(
         raise InvalidParams(
             "address_family", "'each' makes one run per address: run_probes runs them"
         )
-    check_family_pinnable(params)
     scheme = params.scheme
     credential = params.credential
     result = _new_result(params)
@@ -166,13 +165,6 @@ def run_probe(
     return result
 
 
-def check_family_pinnable(params: RunParams) -> None:
-    """InvalidParams for a family the run's protocol cannot be held to."""
-    refusal = backend_for(params.scheme).family_refusal
-    if params.address_family != AddressFamily.ANY and refusal is not None:
-        raise InvalidParams("address_family", refusal)
-
-
 def _new_result(params: RunParams) -> RunResult:
     """A run's record before anything ran."""
     credential = params.credential
@@ -199,14 +191,14 @@ def guarded_by(
     """What the egress guard holds the run's processes to, if they need it: the egress
     policy, and where the credential may go (credential_scope.py). Only for protocols whose
     libraries connect on their own; the HTTP backend checks both itself."""
-    backend = backend_for(scheme)
-    if not backend.connects_itself:
+    protocol = protocol_of(scheme)
+    if not protocol.connects_itself:
         return None, None
     scope = None
     if auth != AuthMethod.NONE:
         scope = AddressScope(
             CredentialScope.of(
-                params.urls, params.credential_hosts, any_port=backend.credential_any_port
+                params.urls, params.credential_hosts, any_port=protocol.credential_any_port
             )
         )
     return params.egress, scope

@@ -22,22 +22,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.protocols import DEFAULT_PORTS
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-# The port a URL means when it names none (getaddrinfo wants one; it does not change the answer).
-DEFAULT_PORTS = {
-    "root": 1094,
-    "roots": 1094,
-    "xroot": 1094,
-    "xroots": 1094,
-    "http": 80,
-    "https": 443,
-    "davs": 443,
-    "gsiftp": 2811,
-    "ftp": 21,
-}
 
 
 def _networks(*pairs: tuple[str, str]) -> tuple[tuple[IPNetwork, str], ...]:

@@ -13,9 +13,10 @@ import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from workers.engine.egress import DEFAULT_PORTS, IPAddress, resolve
+from workers.engine.egress import IPAddress, resolve
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import AddressFamily
+from workers.engine.protocols import DEFAULT_PORTS
 
 PINNED = frozenset({AddressFamily.IPV4, AddressFamily.IPV6})
 # What people call each family, in messages.

@@ -95,7 +95,7 @@ def fetch_token(
 ) -> tuple[Credential, float]:
     """A fresh token from the issuer and when it expires (time.time()); ProbeError class
     auth when the issuer refuses, tls / refused / timeout as for any other connection."""
-    from workers.engine.backends.http import ClientConfig, send_form
+    from workers.engine.httpclient import ClientConfig, send_form
 
     what = f"token request to {client.token_url}"
     form = {"grant_type": "client_credentials"}

@@ -12,8 +12,8 @@ from typing import TypeVar
 from workers.engine.credentials import Credential, check_ca_dir
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import InvalidParams
+from workers.engine.protocols import protocol_of
 from workers.engine.urls import (
-    GRIDFTP_SCHEMES,
     check_credential_hosts,
     check_file_roots,
     check_url,
@@ -211,10 +211,14 @@ class RunParams:
                 self.credential.auth_method(scheme)
             if scheme == "file":
                 check_file_roots(url, self.file_roots)
-            if scheme in GRIDFTP_SCHEMES and self.method == Method.DIRECT:
+            if protocol_of(scheme).copy_only and self.method == Method.DIRECT:
                 raise InvalidParams(
                     "method", f"{scheme}:// is a copy protocol: use method copy or stage"
                 )
+        _check_supported(self.operation, self.url_schemes[0])
+        refusal = protocol_of(self.url_schemes[0]).family_refusal
+        if refusal is not None and self.address_family != AddressFamily.ANY:
+            raise InvalidParams("address_family", refusal)
         _check_int("read_size", self.read_size, *INT_BOUNDS["read_size"])
         if not (isinstance(self.fraction, float | int) and 0 < self.fraction <= 1):
             raise InvalidParams("fraction", f"{self.fraction!r} is not in (0, 1]")
@@ -417,6 +421,18 @@ def _vector_batches(
     max_chunks, max_chunk_bytes = limits or (vector_size, read_size)
     chunks = reads * math.ceil(read_size / max(1, max_chunk_bytes))
     return math.ceil(chunks / max(1, min(vector_size, max_chunks)))
+
+
+def _check_supported(operation: Operation, scheme: str) -> None:
+    """Refuse an operation the URLs' protocol does not support (protocols.py declares it)."""
+    protocol = protocol_of(scheme)
+    if operation not in protocol.operations:
+        supported = ", ".join(sorted(protocol.operations))
+        raise InvalidParams(
+            "operation",
+            f"{scheme}:// ({protocol.name}) does not support {str(operation)!r}"
+            f"{' yet' if operation in protocol.planned else ''}: it supports {supported}",
+        )
 
 
 def _check_choice(name: str, value: object, choices: type[StrEnum]) -> None:

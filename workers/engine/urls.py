@@ -14,12 +14,14 @@ import idna
 from publicsuffixlist import PublicSuffixList
 
 from workers.engine.errors import InvalidParams, OutsideFileRoots
+from workers.engine.protocols import FILE, GRIDFTP, HTTP, XROOT, schemes_of
 
-XROOT_SCHEMES = frozenset({"root", "roots", "xroot", "xroots"})
-HTTP_SCHEMES = frozenset({"http", "https", "davs"})
-GRIDFTP_SCHEMES = frozenset({"gsiftp", "ftp"})
-FILE_SCHEMES = frozenset({"file"})
-SCHEMES = XROOT_SCHEMES | HTTP_SCHEMES | GRIDFTP_SCHEMES | FILE_SCHEMES
+# The schemes of each protocol, as workers/engine/protocols.py declares them.
+XROOT_SCHEMES = schemes_of(XROOT)
+HTTP_SCHEMES = schemes_of(HTTP)
+GRIDFTP_SCHEMES = schemes_of(GRIDFTP)
+FILE_SCHEMES = schemes_of(FILE)
+SCHEMES = schemes_of()
 
 
 def check_url(url: str, *, field: str = "url") -> str:

@@ -18,7 +18,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from workers.engine.backends.http import token_may_go
 from workers.engine.credentials import (
     Access,
     AuthMethod,
@@ -30,6 +29,7 @@ from workers.engine.credentials import (
     scope_covers,
 )
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.httpclient import token_may_go
 from workers.engine.params import RunParams
 from workers.engine.urls import check_credential_hosts
 

@@ -107,19 +107,6 @@ class RemoteFile(abc.ABC):
 class Backend(abc.ABC):
     """A protocol: how to open, size and copy files behind URLs of its schemes."""
 
-    # True when a library or tool of the protocol makes connections itself, resolving names
-    # and following redirections out of our sight (XrdCl, xrdcp, globus-url-copy): a run
-    # with an egress policy then puts its processes under the egress guard. The HTTP
-    # backend connects only to addresses it has checked; file:// connects nowhere.
-    connects_itself = False
-    # Where such a protocol's credential may go on the endpoint's own host: its own port only
-    # (another port is another server), or any port (GridFTP: the data channel goes to a port
-    # the server names). Listed hosts take any port (credential_scope.py).
-    credential_any_port = False
-    # Why a run over this protocol cannot be held to one address family (None: it can;
-    # docs/engine.md, Address families).
-    family_refusal: str | None = None
-
     def check_egress(self, url: str, options: OpenOptions) -> None:
         """Refuse (ProbeError, class egress) before any connection a URL whose host, or a
         server it is known to send clients to, the egress policy forbids."""

@@ -15,9 +15,9 @@ from urllib.parse import quote, urlsplit
 from workers.engine.backends.base import Backend, CopyResult, FileFacts, OpenOptions, RemoteFile
 from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.protocols import DEFAULT_PORTS, GRIDFTP
 
 TOOL = "globus-url-copy"
-_DEFAULT_PORTS = {"gsiftp": 2811, "ftp": 21}
 _DUMPED_SIZE = re.compile(r"\bsize=(\d+);")
 # globus-url-copy's own words for failures that the generic copy-tool phrases miss.
 _GRIDFTP_ERRORS = (
@@ -32,13 +32,6 @@ NOT_A_READ_PROTOCOL = "gridftp is a copy protocol: use method copy or stage"
 
 class GridFtpBackend(Backend):
     """gsiftp:// and ftp:// endpoints, copied whole with globus-url-copy."""
-
-    connects_itself = True
-    credential_any_port = True
-    family_refusal = (
-        "globus-url-copy can only be let use IPv6 (-ipv6), not held to one family, and its "
-        "connections end with it: use 'any'"
-    )
 
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         raise ProbeError(ErrorClass.SERVER_ERROR, NOT_A_READ_PROTOCOL)
@@ -96,13 +89,13 @@ class GridFtpBackend(Backend):
 def served_by(url: str) -> str:
     parts = urlsplit(url)
     host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
-    return f"{host}:{parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 0)}"
+    return f"{host}:{parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 0)}"
 
 
 def _check_url(url: str) -> None:
     """Only gsiftp:// and ftp:// URLs reach the tool: nothing it could take for an option."""
     scheme = urlsplit(url).scheme.lower()
-    if url.startswith("-") or scheme not in _DEFAULT_PORTS:
+    if url.startswith("-") or scheme not in GRIDFTP.scheme_names:
         raise InvalidParams("url", f"{url!r} is not a gsiftp:// or ftp:// URL")
 
 

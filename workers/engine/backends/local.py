@@ -110,8 +110,6 @@ class LocalFile(RemoteFile):
 class LocalBackend(Backend):
     """file:// URLs."""
 
-    family_refusal = "file:// connects nowhere: use 'any'"
-
     def open(self, url: str, options: OpenOptions) -> RemoteFile:
         return LocalFile(local_path(url))
 

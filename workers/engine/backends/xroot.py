@@ -211,8 +211,6 @@ def query_vector_limits(url: str, timeout_s: int) -> VectorLimits:
 class XRootDBackend(Backend):
     """root://, xroot://: direct reads through XrdCl, copies through xrdcp."""
 
-    connects_itself = True
-
     def __init__(self) -> None:
         self._configured = False
 

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from workers.engine.backends.base import OpenOptions
-from workers.engine.backends.http import MAX_RANGES, HttpBackend, HttpFile, http_url
+from workers.engine.backends.http import MAX_RANGES, HttpBackend, HttpFile
 from workers.engine.deadline import Deadline
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.httpclient import http_url
 
 # The conftest's script_server fixture: answers -> port.
 ScriptServer = Callable[[Sequence[bytes]], int]

@@ -11,8 +11,9 @@ import pytest
 
 from workers.engine import EgressPolicy, ErrorClass, ProbeError
 from workers.engine.backends.base import OpenOptions
-from workers.engine.backends.http import ClientConfig, HttpBackend, HttpFile
+from workers.engine.backends.http import HttpBackend, HttpFile
 from workers.engine.deadline import Deadline
+from workers.engine.httpclient import ClientConfig
 from workers.engine.tls import ssl_context
 
 ScriptServer = Callable[[Sequence[bytes]], int]
