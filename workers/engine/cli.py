@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit
 
 from workers.engine.credentials import (
@@ -26,7 +26,14 @@ from workers.engine.credentials import (
 from workers.engine.driver import Progress, run_probe, run_probes
 from workers.engine.errors import InvalidParams
 from workers.engine.nagios import Verdict, judge_run, parse_probe_thresholds, unknown
-from workers.engine.params import AddressFamily, Method, Pattern, RunParams
+from workers.engine.params import (
+    AddressFamily,
+    Method,
+    Operation,
+    Pattern,
+    ReplayTiming,
+    RunParams,
+)
 from workers.engine.plugin import BadThreshold, State, Thresholds
 from workers.engine.protocols import PROTOCOLS, Protocol
 from workers.engine.results import RunJson, RunResult, RunStatus
@@ -162,6 +169,20 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         "one run per address of the endpoint's name (each: one table, or with --json a list "
         "of run JSONs); the run says which family and address it used",
     )
+    parser.add_argument(
+        "--trace",
+        default=None,
+        metavar="CSV",
+        help="replay this XRootD client recorder CSV (implies operation replay); the URLs "
+        "are the trace's files, in the order it first opens them",
+    )
+    parser.add_argument(
+        "--replay-timing",
+        choices=[str(t) for t in ReplayTiming],
+        default=str(d.replay_timing),
+        help="asap: each operation as soon as the one before ends; recorded: at its recorded "
+        "time from the start (default asap)",
+    )
     parser.add_argument("--json", action="store_true", help="print the run JSON")
     parser.add_argument(
         "--nagios",
@@ -213,9 +234,19 @@ def params_from_options(options: dict[str, object]) -> RunParams:
         ),
         ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
         address_family=AddressFamily(str(options.get("address_family") or AddressFamily.ANY)),
+        **_replay_options(options),
     )
     params.validate()
     return params
+
+
+def _replay_options(options: dict[str, object]) -> dict[str, Any]:
+    """--trace makes a replay, paced by --replay-timing."""
+    trace = _text(options.get("trace"))
+    if trace is None:
+        return {}
+    timing = ReplayTiming(str(options.get("replay_timing", ReplayTiming.ASAP)))
+    return {"operation": Operation.REPLAY, "trace": trace, "replay_timing": timing}
 
 
 def _credential(options: dict[str, object], url: str) -> Credential | None:

@@ -28,10 +28,11 @@ from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.families import endpoint_port, peer_address
 from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import Method, Pattern, RunParams
+from workers.engine.params import Method, Operation, Pattern, RunParams
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
+from workers.engine.replay import Replay
 
 
 class ReleaseEvent(Protocol):
@@ -124,6 +125,7 @@ class Client:
         self.backend: Backend = backend_for(self.params.scheme)
         self.backend.prepare(spec.access)
         self.plans = [self._plan(target) for target in spec.targets]
+        self.replay = Replay(self.params) if self.params.operation == Operation.REPLAY else None
         self.expected_adler32 = dict(self.params.adler32)
         self.delivered = 0
         self.opened: list[RemoteFile] = []
@@ -165,7 +167,9 @@ class Client:
             access=self.spec.access,
         )
         try:
-            if self.params.method == Method.DIRECT:
+            if self.replay is not None:
+                self.replay.run(self)
+            elif self.params.method == Method.DIRECT:
                 self._run_direct()
             elif self.params.method == Method.COPY:
                 self._run_copy()

@@ -48,10 +48,11 @@ from workers.engine.families import (
     wrong_family,
 )
 from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import AddressFamily, Method, RunParams
+from workers.engine.params import AddressFamily, Method, Operation, RunParams
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
 from workers.engine.protocols import protocol_of
+from workers.engine.replay import replay_deadline_s, trace_of
 from workers.engine.results import RunResult
 
 PREFLIGHT_TIMEOUT_S = 60.0
@@ -133,6 +134,8 @@ def run_probe(
         raise InvalidParams(
             "address_family", "'each' makes one run per address: run_probes runs them"
         )
+    if params.operation == Operation.REPLAY:
+        trace_of(params)  # a bad trace, or URLs not matching it, before anything starts
     scheme = params.scheme
     credential = params.credential
     result = _new_result(params)
@@ -234,12 +237,16 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
     result.negotiated = found.negotiated
     spent = time.time() - planned_at if params.timeout_s is not None else 0.0
     derived = params.deadline_s(max(sizes.values()), rtt_s=found.rtt_s, vector_limits=vector_limits)
+    if params.operation == Operation.REPLAY:
+        derived = replay_deadline_s(params, sizes, found.rtt_s)
     result.deadline_s = max(0.0, derived - spent)
     if credential is not None:
         ends = datetime.now(UTC) + timedelta(seconds=result.deadline_s)
         credential.check_valid(until=ends, why="the run's deadline")
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
     planned = sum(params.client_planned_bytes(sizes))
+    if params.operation == Operation.REPLAY:
+        planned = params.clients * trace_of(params).bytes_read
     try:
         execution = _Execution(
             specs,
