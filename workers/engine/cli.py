@@ -411,8 +411,8 @@ def summary_table(result: RunResult) -> str:
 
 def _address_text(run: RunJson) -> str:
     """ "127.0.0.1 (IPv4)"; "- (IPv6)" for a pinned run that connected nowhere."""
-    family = {"4": " (IPv4)", "6": " (IPv6)"}.get(run["address_family"] or "", "")
-    return f"{run['address'] or '-'}{family}"
+    family = {"4": " (IPv4)", "6": " (IPv6)"}.get(run.get("address_family") or "", "")
+    return f"{run.get('address') or '-'}{family}"
 
 
 def _throughput(run: RunJson) -> str:

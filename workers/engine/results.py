@@ -118,8 +118,9 @@ class RunJson(TypedDict):
     server_version: str | None
     # The family ("4", "6") and the address the run's connections went to, as the OS saw
     # them (families.py); the family also when nothing connected, if the run was pinned.
-    address_family: str | None
-    address: str | None
+    # Absent from the reports of agents older than them.
+    address_family: NotRequired[str | None]
+    address: NotRequired[str | None]
     # The clients' library or tool and its version (Backend.client_version); absent from the
     # reports of agents older than it.
     client_version: NotRequired[str | None]
