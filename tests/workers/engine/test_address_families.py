@@ -371,7 +371,7 @@ def test_the_copy_tools_environment_pins_the_family() -> None:
 
 def test_an_older_agents_report_without_addresses_is_accepted() -> None:
     params = RunParams(urls=("root://127.0.0.1:1094//f",))
-    run = RunResult(params, started_at="2026-11-29T06:00:00+00:00", host="h", deadline_s=0).to_json()
+    run = RunResult(params, started_at="2026-11-29T06:00:00", host="h", deadline_s=0).to_json()
     assert (run["address_family"], run["address"]) == (None, None)
     older = {k: v for k, v in run.items() if k not in ("address_family", "address")}
     assert check_run_json(older) == older
