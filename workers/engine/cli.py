@@ -142,6 +142,32 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         help="X.509 proxy to present (gsi on root://, client certificate on https/davs)",
     )
     parser.add_argument(
+        "--operation",
+        choices=[str(o) for o in Operation],
+        default=str(d.operation),
+        help="what the clients do (tpc-pull, tpc-push: third-party copies to --destination)",
+    )
+    parser.add_argument(
+        "--destination",
+        default=None,
+        metavar="URL",
+        help="tpc-pull, tpc-push: the directory copies land in (as fedprobe-TAG-cC-fK, "
+        "deleted after)",
+    )
+    parser.add_argument(
+        "--destination-token-file",
+        default=None,
+        metavar="PATH",
+        help="bearer token the destination is given (scoped to write there; the source's "
+        "credential is --token-file or --proxy)",
+    )
+    parser.add_argument(
+        "--destination-proxy",
+        default=None,
+        metavar="PATH",
+        help="X.509 proxy presented to the destination (HTTP-TPC push or pull over https)",
+    )
+    parser.add_argument(
         "--credential-host",
         action="append",
         default=None,
@@ -234,10 +260,18 @@ def params_from_options(options: dict[str, object]) -> RunParams:
         ),
         ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
         address_family=AddressFamily(str(options.get("address_family") or AddressFamily.ANY)),
-        **_replay_options(options),
+        destination=_text(options.get("destination")),
+        destination_credential=_destination_credential(options),
+        **_operation_options(options),
     )
     params.validate()
     return params
+
+
+def _operation_options(options: dict[str, object]) -> dict[str, Any]:
+    """--operation, or a replay when --trace is given."""
+    chosen = {"operation": Operation(str(options.get("operation") or Operation.READ))}
+    return {**chosen, **_replay_options(options)}
 
 
 def _replay_options(options: dict[str, object]) -> dict[str, Any]:
@@ -261,6 +295,22 @@ def _credential(options: dict[str, object], url: str) -> Credential | None:
     if options.get("anonymous"):
         return None
     return discover_credential(urlsplit(url).scheme)
+
+
+def _destination_credential(options: dict[str, object]) -> Credential | None:
+    """--destination-token-file or --destination-proxy (read from files: never argv)."""
+    token_file = _text(options.get("destination_token_file"))
+    proxy = _text(options.get("destination_proxy"))
+    if token_file and proxy:
+        raise InvalidParams(
+            "destination_credential",
+            "give --destination-token-file or --destination-proxy, not both",
+        )
+    if token_file:
+        return Credential.token(read_secret_file(token_file, "destination_token_file"))
+    if proxy:
+        return Credential.x509_proxy(read_secret_file(proxy, "destination_proxy"))
+    return None
 
 
 def _texts(value: object) -> list[str]:

@@ -28,11 +28,12 @@ from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.families import endpoint_port, peer_address
 from workers.engine.metrics import ClientError, ClientResult
-from workers.engine.params import Method, Operation, Pattern, RunParams
+from workers.engine.params import TPC_OPERATIONS, Method, Operation, Pattern, RunParams
 from workers.engine.patterns import Request, client_seed, plan_requests, vector_batches
 from workers.engine.processes import die_with
 from workers.engine.readahead import ReadAheadFile
 from workers.engine.replay import Replay
+from workers.engine.tpc import run_third_party_copies
 
 
 class ReleaseEvent(Protocol):
@@ -167,7 +168,9 @@ class Client:
             access=self.spec.access,
         )
         try:
-            if self.replay is not None:
+            if self.params.operation in TPC_OPERATIONS:
+                run_third_party_copies(self)
+            elif self.replay is not None:
                 self.replay.run(self)
             elif self.params.method == Method.DIRECT:
                 self._run_direct()

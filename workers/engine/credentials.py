@@ -385,6 +385,8 @@ class Access:
     guard: GuardLink | None = None
     # The hosts the credential may also be presented to (RunParams.credential_hosts).
     credential_hosts: tuple[str, ...] = ()
+    # A third-party copy's destination: what it is given (this Access is the source's).
+    destination: Access | None = None
     # The one address family the process may connect over ("4", "6"; "any": the client
     # library's choice), and in a run per address ("each") the address (families.py).
     address_family: str = "any"

@@ -15,7 +15,7 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from multiprocessing.connection import Connection, wait
@@ -150,6 +150,7 @@ def run_probe(
             credential.check_valid(until=datetime.now(UTC))
         with (
             run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access,
+            _destination_secrets(params) as destination,
             EgressGuard.running(*guarded_by(params, scheme, result.auth)) as guard,
         ):
             guarded = replace(
@@ -158,6 +159,7 @@ def run_probe(
                 credential_hosts=params.credential_hosts,
                 address_family=str(params.address_family),
                 address=address,
+                destination=_held_to(destination, params.address_family),
             )
             _plan_and_execute(
                 shared, credential, guarded, result, guard, on_progress, should_cancel
@@ -166,6 +168,14 @@ def run_probe(
         result.run_error = (exc.error_class, _over(exc.message, params.address_family, address))
         result.run_error_phase = exc.phase
     return result
+
+
+def _held_to(destination: Access | None, family: AddressFamily) -> Access | None:
+    """A third-party copy's destination is reached over the run's family too (not at the
+    address of an "each" run: that is the source's name's)."""
+    if destination is None:
+        return None
+    return replace(destination, address_family=str(family))
 
 
 def _new_result(params: RunParams) -> RunResult:
@@ -186,6 +196,24 @@ def _over(message: str, family: AddressFamily, address: str | None) -> str:
         return message
     to = f" to {address}" if address else ""
     return f"{message} (over {NAMES[family]}{to})"
+
+
+@contextlib.contextmanager
+def _destination_secrets(params: RunParams) -> Iterator[Access | None]:
+    """A third-party copy's destination credential, in a private folder of its own."""
+    scheme = params.destination_scheme
+    if scheme is None:
+        yield None
+        return
+    credential = params.destination_credential
+    if credential is not None:
+        try:
+            credential.check_valid(until=datetime.now(UTC))
+        except ProbeError as exc:
+            message = f"the destination's credential: {exc.message}"
+            raise ProbeError(exc.error_class, message, phase=exc.phase) from None
+    with run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access:
+        yield access
 
 
 def guarded_by(

@@ -9,7 +9,7 @@ from workers.engine.errors import ErrorClass
 from workers.engine.histogram import LatencyHistogram
 
 if TYPE_CHECKING:
-    from workers.engine.results import ClientErrorJson, ClientRecordJson
+    from workers.engine.results import ClientErrorJson, ClientRecordJson, TpcJson
 
 
 @dataclass
@@ -22,6 +22,42 @@ class ClientError:
 
     def to_json(self) -> ClientErrorJson:
         return {"class": str(self.error_class), "message": self.message, "wasted_s": self.wasted_s}
+
+
+@dataclass
+class TpcRecord:
+    """A client's third-party copies: how the copier reported them (`http`: XrdHttpTPC's perf
+    markers; `root`: XRootD-native, no markers) and what they moved in how long."""
+
+    mode: str
+    source: str
+    destination: str
+    # Each perf marker: seconds from the client's release when it arrived, bytes copied so
+    # far of the file being copied.
+    markers: list[tuple[float, int]] = field(default_factory=list)
+    # Seconds from sending the first COPY (or starting the first native copy) until the
+    # transfer started (its first marker; for native TPC its end).
+    start_s: float | None = None
+    copy_s: float = 0.0
+    bytes: int = 0
+    remote_connections: list[str] = field(default_factory=list)
+
+    @property
+    def rate_mbps(self) -> float:
+        return self.bytes / self.copy_s / 1e6 if self.copy_s > 0 else 0.0
+
+    def to_json(self) -> TpcJson:
+        return {
+            "mode": self.mode,
+            "source": self.source,
+            "destination": self.destination,
+            "markers": [{"t_s": round(t, 6), "bytes": n} for t, n in self.markers],
+            "start_s": None if self.start_s is None else round(self.start_s, 6),
+            "copy_s": round(self.copy_s, 6),
+            "bytes": self.bytes,
+            "rate_mbps": round(self.rate_mbps, 3),
+            "remote_connections": self.remote_connections,
+        }
 
 
 @dataclass
@@ -47,6 +83,9 @@ class ClientResult:
     cpu_sys_s: float = 0.0
     latency: dict[str, LatencyHistogram] = field(default_factory=dict)
     checksum: str | None = None  # "ok" / "mismatch" / None when it could not be checked
+    # What the server holds after a write or a copy: "adler32:1a2b3c4d" (None: not asked).
+    server_checksum: str | None = None
+    tpc: TpcRecord | None = None
     error: ClientError | None = None
     # The endpoint address its connection went to, read from the OS after its clock stopped
     # (families.py); None when it held none then (a copy tool's connection, a failure).
@@ -97,6 +136,8 @@ class ClientResult:
             "cpu_user_s": round(self.cpu_user_s, 6),
             "cpu_sys_s": round(self.cpu_sys_s, 6),
             "checksum": self.checksum,
+            "server_checksum": self.server_checksum,
+            "tpc": None if self.tpc is None else self.tpc.to_json(),
             "error": self.error.to_json() if self.error else None,
             "address": self.address,
         }

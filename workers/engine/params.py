@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from functools import cached_property
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 from workers.engine.credentials import Credential, check_ca_dir
 from workers.engine.egress import EgressPolicy
@@ -149,6 +150,9 @@ class RunParams:
     rate: float = 0.0
     # tpc-pull, tpc-push: the destination directory URL (the URLs are the sources).
     destination: str | None = None
+    # What the destination is given for the copy (a token scoped to write there; None: the
+    # destination is open). Like `credential`, it never leaves this process.
+    destination_credential: Credential | None = field(default=None, compare=False, repr=False)
     # replay: the recorder CSV on this host, and its pacing.
     trace: str | None = None
     replay_timing: ReplayTiming = ReplayTiming.ASAP
@@ -188,7 +192,7 @@ class RunParams:
     def without_credential(self) -> RunParams:
         """A copy without the credential (what the preflight and the clients are given),
         with its URLs checked already."""
-        copy = replace(self, credential=None)
+        copy = replace(self, credential=None, destination_credential=None)
         copy.__dict__["url_schemes"] = self.url_schemes
         return copy
 
@@ -236,9 +240,36 @@ class RunParams:
         if not 0 <= self.credential_s < math.inf:
             raise InvalidParams("credential_s", f"{self.credential_s!r} is not a duration")
         check_ca_dir(self.ca_dir)
+        self._check_destination()
         for _, text in self.adler32:
             if len(text) != 8 or any(c not in "0123456789abcdef" for c in text.lower()):
                 raise InvalidParams("adler32", f"{text!r} is not 8 hex digits")
+
+    @property
+    def destination_scheme(self) -> str | None:
+        """The destination's scheme, for a third-party copy (checked by validate)."""
+        return None if self.destination is None else urlsplit(self.destination).scheme.lower()
+
+    def _check_destination(self) -> None:
+        """A copy needs a destination directory of the sources' protocol (HTTP-TPC between
+        http, https, davs; native XRootD TPC between root servers, which pull only: the
+        protocol declares tpc-pull alone); other operations take none."""
+        if self.operation not in TPC_OPERATIONS:
+            if self.destination is not None:
+                raise InvalidParams("destination", f"only for {', '.join(sorted(TPC_OPERATIONS))}")
+            return
+        if self.destination is None:
+            raise InvalidParams("destination", f"{self.operation} needs a destination URL")
+        scheme = check_url(self.destination, field="destination")
+        protocol = protocol_of(self.scheme)
+        if protocol_of(scheme) is not protocol:
+            raise InvalidParams(
+                "destination",
+                f"a {self.scheme}:// source is copied to {protocol.title} "
+                f"({', '.join(sorted(protocol.scheme_names))}), not {scheme}://",
+            )
+        if self.destination_credential is not None:
+            self.destination_credential.auth_method(scheme)
 
     def check_file_size(self, url: str, size: int) -> None:
         """Refuse a file that cannot hold even one read."""
@@ -278,7 +309,10 @@ class RunParams:
         )
 
     def planned_bytes(self, file_size: int) -> int:
-        """Bytes one client asks for in one file (what the reader needs)."""
+        """Bytes one client asks for in one file (what the reader needs; all of it for a
+        third-party copy)."""
+        if self.operation in TPC_OPERATIONS:
+            return file_size
         return needed_bytes(self.fraction, file_size)
 
     def client_urls(self, client: int) -> tuple[str, ...]:
@@ -306,7 +340,7 @@ class RunParams:
     def wire_bytes(self, file_size: int) -> int:
         """At most the bytes one client moves for one file: whole files for copies, whole
         windows for read-ahead, else what the reader needs."""
-        if self.method != Method.DIRECT:
+        if self.method != Method.DIRECT or self.operation in TPC_OPERATIONS:
             return file_size
         if self.readahead > self.read_size:
             return max(self.planned_bytes(file_size), self._fetches(file_size) * self.readahead)
@@ -345,7 +379,7 @@ class RunParams:
         return math.ceil(reads / per_window)
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(replace(self, credential=None))
+        data = asdict(replace(self, credential=None, destination_credential=None))
         data["urls"] = list(self.urls)
         data["adler32"] = dict(self.adler32)
         data["credential_hosts"] = list(self.credential_hosts)
@@ -358,6 +392,7 @@ class RunParams:
         data.pop("egress")
         data.pop("scratch_dir")
         data.pop("credential")
+        data.pop("destination_credential")
         return data
 
     @classmethod
@@ -405,7 +440,9 @@ _CHOICES: dict[str, type[StrEnum]] = {
 }
 
 # What a host adds to a run's parameters itself: never taken from another host's JSON.
-_HOST_FIELDS = frozenset({"file_roots", "egress", "credential", "ca_dir", "scratch_dir"})
+_HOST_FIELDS = frozenset(
+    {"file_roots", "egress", "credential", "destination_credential", "ca_dir", "scratch_dir"}
+)
 
 
 def _listed(value: object, name: str) -> list[object]:

@@ -116,6 +116,8 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
     check_family(params, access)
     for url in dict.fromkeys(params.urls):
         backend.check_egress(url, options)
+    if params.destination is not None and params.egress is not None:
+        params.egress.check_url(params.destination)  # a third-party copy: both sides
     for url in dict.fromkeys(params.urls):
         if params.pattern == Pattern.VECTOR and params.method == Method.DIRECT:
             file = found.timed(partial(backend.open, url, options))

@@ -111,9 +111,9 @@ XROOT = Protocol(
     schemes=tuple(
         Scheme(name, 1094, token=True, proxy="gsi") for name in ("root", "roots", "xroot", "xroots")
     ),
-    operations=frozenset({"read", "replay"}),
     # tpc-pull: the destination pulls, as xrdcp --tpc asks it (native XRootD TPC).
-    planned=frozenset({"write", "tpc-pull", "stat", "open", "list"}),
+    operations=frozenset({"read", "replay", "tpc-pull"}),
+    planned=frozenset({"write", "stat", "open", "list"}),
     backend=_xroot,
     connects_itself=True,
 )
@@ -125,8 +125,8 @@ HTTP = Protocol(
         Scheme("https", 443, token=True, proxy="x509"),
         Scheme("davs", 443, token=True, proxy="x509"),
     ),
-    operations=frozenset({"read", "replay"}),
-    planned=frozenset({"write", "tpc-pull", "tpc-push", "stat", "open", "list"}),
+    operations=frozenset({"read", "replay", "tpc-pull", "tpc-push"}),
+    planned=frozenset({"write", "stat", "open", "list"}),
     backend=_http,
 )
 GRIDFTP = Protocol(

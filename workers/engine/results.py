@@ -71,6 +71,28 @@ RunErrorJson = TypedDict(
 """One error of a run: a failed client's, or the run's own (client None: the preflight)."""
 
 
+class TpcMarkerJson(TypedDict):
+    """One perf marker of a third-party copy: its arrival (seconds from the release) and the
+    bytes copied so far of the file being copied."""
+
+    t_s: float
+    bytes: int
+
+
+class TpcJson(TypedDict):
+    """A third-party copy's view (metrics.TpcRecord): a client's, or the run's sum."""
+
+    mode: str  # "http" (HTTP-TPC) or "root" (XRootD-native)
+    source: str
+    destination: str
+    markers: list[TpcMarkerJson]
+    start_s: float | None  # time to start: from the COPY to its first perf marker
+    copy_s: float
+    bytes: int
+    rate_mbps: float
+    remote_connections: list[str]
+
+
 class ClientRecordJson(TypedDict):
     """What one client measured (ClientResult.to_json): a ClientAttempt's record."""
 
@@ -97,6 +119,8 @@ class ClientRecordJson(TypedDict):
     cpu_user_s: float
     cpu_sys_s: float
     checksum: str | None  # "ok", "mismatch", or None when it could not be checked
+    server_checksum: NotRequired[str | None]  # "adler32:1a2b3c4d" of what a server stored
+    tpc: NotRequired[TpcJson | None]
     error: ClientErrorJson | None
     # The address its connection went to (absent from reports of agents older than it).
     address: NotRequired[str | None]
@@ -140,6 +164,9 @@ class RunJson(TypedDict):
     cpu_s: float
     served_by: list[str]
     checksum: str | None  # "ok", "mismatch", or None when no client could check
+    server_checksum: NotRequired[str | None]
+    # Third-party copies: the clients' markers in order, the sum of their rates (null: no copy).
+    tpc: NotRequired[TpcJson | None]
     clients_ok: int
     errors: list[RunErrorJson]
     clients: list[ClientRecordJson]
@@ -347,6 +374,8 @@ class RunResult:
             "cpu_s": round(sum(c.cpu_user_s + c.cpu_sys_s for c in clients), 6),
             "served_by": sorted({s for c in clients for s in c.served_by}),
             "checksum": "mismatch" if "mismatch" in checks else ("ok" if checks else None),
+            "server_checksum": _first_server_checksum(clients),
+            "tpc": _tpc(clients),
             "clients_ok": len(ok),
             "errors": errors,
             "clients": [c.to_json() for c in clients],
@@ -359,6 +388,31 @@ def _open_phases(clients: list[ClientResult]) -> dict[str, float | None]:
     return {
         name: _median([c.open_phases_s[name] for c in clients if name in c.open_phases_s])
         for name in names
+    }
+
+
+def _first_server_checksum(clients: list[ClientResult]) -> str | None:
+    return next((c.server_checksum for c in clients if c.server_checksum), None)
+
+
+def _tpc(clients: list[ClientResult]) -> TpcJson | None:
+    """The run's copies: every client's markers by arrival, the sum of the clients' rates
+    (they copy side by side), the median time to start."""
+    records = [c.tpc for c in clients if c.tpc is not None]
+    if not records:
+        return None
+    first = records[0]
+    markers = sorted(m for r in records for m in r.markers)
+    return {
+        "mode": first.mode,
+        "source": first.source,
+        "destination": first.destination,
+        "markers": [{"t_s": round(t, 6), "bytes": n} for t, n in markers],
+        "start_s": _median([r.start_s for r in records if r.start_s is not None]),
+        "copy_s": round(max(r.copy_s for r in records), 6),
+        "bytes": sum(r.bytes for r in records),
+        "rate_mbps": round(sum(r.rate_mbps for r in records), 3),
+        "remote_connections": sorted({a for r in records for a in r.remote_connections}),
     }
 
 

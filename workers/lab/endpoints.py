@@ -59,6 +59,11 @@ class LabEndpoint:
     bandwidth_mbps: float | None = None
     scratch_path: str | None = None
     families: tuple[str, ...] = BOTH_FAMILIES
+    # The third-party copies the endpoint performs: "http" (it answers HTTP-TPC's COPY: pulls
+    # to it, pushes from it) and "root" (XRootD-native, `xrdcp --tpc`, pulls to it). Any
+    # HTTP endpoint can be the other side of a copy; copies land under /scratch (docs/lab.md
+    # "Third-party copy").
+    tpc: tuple[str, ...] = ()
 
     def file_url(self, path: str) -> str:
         return self.url + "/" + path.lstrip("/")
@@ -78,6 +83,7 @@ class LabEndpoint:
             "bandwidth_mbps": self.bandwidth_mbps,
             "scratch_path": self.scratch_path,
             "families": list(self.families),
+            "tpc": list(self.tpc),
         }
 
     @classmethod
@@ -98,6 +104,7 @@ class LabEndpoint:
             bandwidth_mbps=_bandwidth(data.get("bandwidth_mbps")),
             scratch_path=_optional_str(data.get("scratch_path")),
             families=tuple(str(family) for family in _list(data.get("families", BOTH_FAMILIES))),
+            tpc=tuple(str(mode) for mode in _list(data.get("tpc", []))),
         )
 
 
@@ -145,9 +152,22 @@ def build_endpoints(
             bandwidth_mbps=_link_rate(profile, endpoint),
             scratch_path=_scratch(endpoint),
             families=_families(endpoint),
+            tpc=_tpc_modes(endpoint),
         )
         for endpoint in endpoints
     ]
+
+
+def _tpc_modes(endpoint: LabEndpoint) -> tuple[str, ...]:
+    """The sites' doors that copy (servers.tpc_lines): HTTP-TPC on the TLS sites' HTTP
+    ports, native TPC on the anonymous sites' root ports (gsi and ztn cannot delegate it)."""
+    if endpoint.site not in RELAYED_SITES:
+        return ()
+    if endpoint.protocol in ("https", "davs"):
+        return ("http",)
+    if endpoint.protocol == "root" and endpoint.auth == "none":
+        return ("root",)
+    return ()
 
 
 def _scratch(endpoint: LabEndpoint) -> str | None:

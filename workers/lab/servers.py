@@ -29,6 +29,15 @@ GSI_USER = "labuser"
 # sites configure them; without it XRootD answers 3013 and XrdHttp 405 to a HEAD asking one.
 CHECKSUM = "xrootd.chksum adler32"
 MANAGER_DELAYS = ("cms.delay servers 2 startup 1 service 1 suspend 1", "cms.conwait 1")
+# Third-party copy (docs/lab.md "Third-party copy"). XrdHttp's TPC handler answers COPY (pull:
+# Source, push: Destination) on the TLS sites' HTTP ports; its outbound TLS trusts xrd.tlsca.
+# XrdHttp 5.5.3 loads no handler without HTTPS ("HTTPS functionality was not configured"): the
+# anonymous sites' plain http ports are only ever the other side of a copy.
+HTTP_TPC = ("http.exthandler xrdtpc libXrdHttpTPC.so", "tpc.trace info")
+# XRootD-native TPC on the anonymous sites: the destination's xrootd runs xrdcp to pull; without
+# `autorm ... --server` a copy fails "file exists". (A token source cannot be pulled natively:
+# "No protocols left"; HTTP-TPC serves the token sites.)
+XROOT_TPC = "ofs.tpc autorm pgm /usr/bin/xrdcp --server"
 # Where write tests may write: one folder per site under the data root, the only exports
 # without r/o (a site's own, so a copy between two sites never has one file at both ends).
 SCRATCH_EXPORT = "/scratch"
@@ -133,7 +142,14 @@ def data_server_config(paths: LabPaths, root_port: int, http_port: int) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
+        *tpc_lines(http=False, xroot=True),
     )
+
+
+def tpc_lines(*, http: bool, xroot: bool) -> tuple[str, ...]:
+    """A site's third-party copy doors: HTTP-TPC, XRootD-native TPC (copies land in the
+    site's scratch folder, scratch_config)."""
+    return (*(HTTP_TPC if http else ()), *((XROOT_TPC,) if xroot else ()))
 
 
 @dataclass(frozen=True)
@@ -167,6 +183,7 @@ def token_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
+        *tpc_lines(http=True, xroot=False),
     )
 
 
@@ -191,6 +208,7 @@ def gsi_server_config(paths: LabPaths, port: int, tls: Tls) -> str:
         f"all.export {TEST_FILE_EXPORT} r/o",
         CHECKSUM,
         f"oss.localroot {paths.data}",
+        *tpc_lines(http=True, xroot=False),
     )
 
 

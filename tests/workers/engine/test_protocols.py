@@ -10,7 +10,7 @@ from workers.engine.backends import backend_for
 from workers.engine.credential_scope import CredentialScope
 from workers.engine.credentials import AuthMethod, Credential, CredentialKind
 from workers.engine.errors import InvalidParams
-from workers.engine.params import Method, Operation, RunParams
+from workers.engine.params import TPC_OPERATIONS, Method, Operation, RunParams
 from workers.engine.protocols import DEFAULT_PORTS, PROTOCOLS, SCHEMES, Protocol, protocol_of
 from workers.engine.urls import check_url
 
@@ -72,8 +72,13 @@ def test_a_supported_operation_passes_the_check(protocol: Protocol) -> None:
     method = Method.COPY if protocol.copy_only else Method.DIRECT
     for scheme in protocol.scheme_names:
         for operation in protocol.operations:
+            # A third-party copy also needs its destination, a folder of the same protocol.
+            copies = Operation(operation) in TPC_OPERATIONS
             RunParams(
-                urls=(url_of(scheme),), method=method, operation=Operation(operation)
+                urls=(url_of(scheme),),
+                method=method,
+                operation=Operation(operation),
+                destination=url_of(scheme) + "-copies" if copies else None,
             ).validate()
 
 

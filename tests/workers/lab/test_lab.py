@@ -239,7 +239,7 @@ def test_every_endpoint_is_listed_with_the_contract_fields(lab: Lab) -> None:
     for endpoint in listed.values():
         assert set(endpoint.to_json()) == {
             "name", "site", "protocol", "role", "url", "rtt_ms", "files", "tls", "auth", "ca_dir",
-            "bandwidth_mbps", "scratch_path", "families",
+            "bandwidth_mbps", "scratch_path", "families", "tpc",
         }  # fmt: skip
         assert FILE in {f.path for f in endpoint.files}
         assert endpoint.ca_dir == str(lab.ca_dir())
