@@ -27,7 +27,7 @@ from workers.engine.backends.base import (
 )
 from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.credential_scope import CredentialScope
-from workers.engine.credentials import XRD_NETWORK_STACKS, AuthMethod
+from workers.engine.credentials import XRD_NETWORK_STACKS, Access, AuthMethod
 from workers.engine.deadline import Deadline
 from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.urls import host_of, normalize_server, with_user
@@ -67,9 +67,17 @@ def configure_client(options: OpenOptions) -> None:
     xrd.EnvPutInt("ConnectionWindow", min(seconds, 60))
     xrd.EnvPutInt("ConnectionRetry", 1)
     xrd.EnvPutInt("SubStreamsPerChannel", options.streams)
-    # XrdCl read XRD_NETWORKSTACK when it was imported, before the run's environment was
-    # set (the fork server imports it): a pinned family is put to it here.
-    stack = XRD_NETWORK_STACKS.get(options.access.address_family)
+    pin_network_stack(options.access)
+
+
+def pin_network_stack(access: Access) -> None:
+    """Hold XrdCl in this process to the run's address family, if it is pinned to one.
+
+    XrdCl read XRD_NETWORKSTACK when it was imported, before the run's environment was set
+    (the fork server imports it): the family is put to it here, before any connection
+    (xrdcp reads XRD_NETWORKSTACK from the environment Access.apply_environment set).
+    """
+    stack = XRD_NETWORK_STACKS.get(access.address_family)
     if stack is None or xrd.EnvPutString("NetworkStack", stack):
         return
     if xrd.EnvGetString("NetworkStack") != stack:  # the worker's environment set another
@@ -213,6 +221,10 @@ class XRootDBackend(Backend):
 
     def __init__(self) -> None:
         self._configured = False
+
+    def prepare(self, access: Access) -> None:
+        # Copies ask XrdCl here too (copy_source, after xrdcp): never over another family.
+        pin_network_stack(access)
 
     def _client_url(self, url: str, options: OpenOptions) -> str:
         if not self._configured:
