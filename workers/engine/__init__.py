@@ -4,7 +4,7 @@ Pure Python, no Django or Celery: usable from the command line (`python -m worke
 from the web application's workers and from the benchmarks.
 """
 
-from workers.engine.driver import Progress, run_probe
+from workers.engine.driver import Progress, run_probe, run_probes
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import Method, Pattern, RunParams
@@ -24,4 +24,5 @@ __all__ = [
     "RunStatus",
     "parse_size",
     "run_probe",
+    "run_probes",
 ]

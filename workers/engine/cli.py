@@ -24,11 +24,12 @@ from workers.engine.credentials import (
     read_secret_file,
     resolve_ca_dir,
 )
-from workers.engine.driver import Progress, run_probe
+from workers.engine.driver import Progress, run_probe, run_probes
 from workers.engine.errors import InvalidParams, ProbeError
 from workers.engine.nagios import Verdict, judge_run, parse_probe_thresholds, unknown
 from workers.engine.params import (
     METADATA_OPERATIONS,
+    AddressFamily,
     Method,
     Operation,
     Pattern,
@@ -220,6 +221,14 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         f"$X509_CERT_DIR, {GRID_CA_DIR} if it exists, else the system store)",
     )
     parser.add_argument(
+        "--address-family",
+        choices=[str(f) for f in AddressFamily],
+        default=str(d.address_family),
+        help="connect over IPv4 (4) or IPv6 (6) only, as the client library likes (any), or "
+        "one run per address of the endpoint's name (each: one table, or with --json a list "
+        "of run JSONs); the run says which family and address it used",
+    )
+    parser.add_argument(
         "--trace",
         default=None,
         metavar="CSV",
@@ -288,6 +297,7 @@ def params_from_options(options: dict[str, object]) -> RunParams:
             _texts(options.get("credential_host")), field="credential_host"
         ),
         ca_dir=resolve_ca_dir(_text(options.get("ca_dir"))),
+        address_family=AddressFamily(str(options.get("address_family") or AddressFamily.ANY)),
         destination=_text(options.get("destination")),
         destination_credential=_destination_credential(options),
         **_operation_options(options),
@@ -372,17 +382,20 @@ def execute(params: RunParams, *, as_json: bool, out: TextIO, err: TextIO) -> in
     """Run, show progress on `err`, print the result on `out`; return the exit status."""
     bar = ProgressBar(err)
     try:
-        result = run_probe(params, on_progress=bar.update)
+        results = run_probes(params, on_progress=bar.update)
     except InvalidParams as exc:
         bar.clear()
         err.write(f"error: {exc.field}: {exc.message}\n")
         return EXIT_BAD_INPUT
     bar.clear()
-    if as_json:
-        out.write(json.dumps(result.to_json(), indent=2) + "\n")
+    if as_json and params.address_family == AddressFamily.EACH:
+        out.write(json.dumps([r.to_json() for r in results], indent=2) + "\n")
+    elif as_json:
+        out.write(json.dumps(results[0].to_json(), indent=2) + "\n")
     else:
-        out.write(summary_table(result))
-    return EXIT_OK if result.status == RunStatus.SUCCEEDED else EXIT_RUN_FAILED
+        out.write("\n".join(summary_table(result) for result in results))
+    succeeded = all(result.status == RunStatus.SUCCEEDED for result in results)
+    return EXIT_OK if succeeded else EXIT_RUN_FAILED
 
 
 class ProgressBar:
@@ -461,6 +474,7 @@ def summary_table(result: RunResult) -> str:
         ("server", str(run["server_version"] or "-")),
         ("client", str(run.get("client_version") or "-")),
         ("auth, tls", f"{run['auth']}, {_tls_text(run['tls'])}"),
+        ("address", _address_text(run)),
         ("checksum", str(run["checksum"] or "not checked")),
         *_beyond_reads(run),
     ]
@@ -515,6 +529,12 @@ def _beyond_reads(run: RunJson) -> list[tuple[str, str]]:
     if run.get("ops_per_s") is not None:
         rows.append(("ops/s", f"{run.get('ops_per_s')}"))
     return rows
+
+
+def _address_text(run: RunJson) -> str:
+    """ "127.0.0.1 (IPv4)"; "- (IPv6)" for a pinned run that connected nowhere."""
+    family = {"4": " (IPv4)", "6": " (IPv6)"}.get(run.get("address_family") or "", "")
+    return f"{run.get('address') or '-'}{family}"
 
 
 def _throughput(run: RunJson) -> str:

@@ -32,6 +32,7 @@ from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import client_label
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.families import endpoint_port, peer_address
 from workers.engine.metrics import ClientError, ClientResult, op_kinds
 from workers.engine.params import (
     METADATA_OPERATIONS,
@@ -123,6 +124,8 @@ def client_main(
         message = f"client failed: {type(exc).__name__}: {exc}"
         result.error = ClientError(ErrorClass.SERVER_ERROR, message, round(result.wall_s, 6))
     finally:
+        # Its clock has stopped: which address its connection went to, from the OS.
+        result.address = peer_address(endpoint_port(spec.params.urls[0]))
         sink.send(result)
 
 

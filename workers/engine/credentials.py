@@ -40,6 +40,8 @@ from workers.engine.protocols import SCHEMES, protocol_of
 GRID_CA_DIR = "/etc/grid-security/certificates"
 # Debian's system store as a hashed folder (for XrdCl, which takes only a folder).
 SYSTEM_CA_DIR = "/etc/ssl/certs"
+# XrdCl's NetworkStack (XRD_NETWORKSTACK) for a run pinned to one address family.
+XRD_NETWORK_STACKS = {"4": "IPv4", "6": "IPv6"}
 # RFC 6750 b64token: what may appear in a bearer token.
 # The WLCG token profile's audience that every storage service accepts by convention.
 WLCG_ANY_AUDIENCE = "https://wlcg.cern.ch/jwt/v1/any"
@@ -385,6 +387,10 @@ class Access:
     credential_hosts: tuple[str, ...] = ()
     # A third-party copy's destination: what it is given (this Access is the source's).
     destination: Access | None = None
+    # The one address family the process may connect over ("4", "6"; "any": the client
+    # library's choice), and in a run per address ("each") the address (families.py).
+    address_family: str = "any"
+    address: str | None = None
 
     def apply_environment(self, env: MutableMapping[str, str] = os.environ) -> None:
         """Set, in this process only, what XrdCl, xrdcp and globus-url-copy read."""
@@ -402,6 +408,10 @@ class Access:
             # /tmp/x509up_u<uid>); a server that demands one refuses us, as it should.
             env["XrdSecPROTOCOL"] = "unix"
             env["BEARER_TOKEN_FILE"] = os.devnull
+        # xrdcp's; XrdCl in this process read its environment on import (configure_client).
+        stack = XRD_NETWORK_STACKS.get(self.address_family)
+        if stack is not None:
+            env["XRD_NETWORKSTACK"] = stack
 
     def bearer_token(self) -> str | None:
         if not self.token_file:

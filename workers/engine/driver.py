@@ -40,11 +40,21 @@ from workers.engine.credentials import (
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard, client_label
-from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
+from workers.engine.errors import NO_TLS, ErrorClass, InvalidParams, ProbeError
+from workers.engine.families import (
+    NAMES,
+    PINNED,
+    addresses_for,
+    endpoint_of,
+    family_of,
+    most_common,
+    wrong_family,
+)
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import (
     METADATA_OPERATIONS,
     TPC_OPERATIONS,
+    AddressFamily,
     Method,
     Operation,
     RunParams,
@@ -90,14 +100,56 @@ ProgressCallback = Callable[[Progress], None]
 CancelCheck = Callable[[], bool]
 
 
-def run_probe(
+def run_probes(
     params: RunParams,
     *,
     on_progress: ProgressCallback | None = None,
     should_cancel: CancelCheck | None = None,
-) -> RunResult:
-    """Validate, plan and execute one run. Raises InvalidParams before anything starts."""
+) -> list[RunResult]:
+    """The runs `params` asks for: one, or with address family "each" one per address of
+    the endpoint's name (resolved once, here), in the resolver's order, each pinned to that
+    address's family and recording its own address. Raises InvalidParams before anything
+    starts; a name that does not resolve is one failed run."""
     params.validate()
+    if params.address_family != AddressFamily.EACH:
+        return [run_probe(params, on_progress=on_progress, should_cancel=should_cancel)]
+    host, port = endpoint_of(params.urls)
+    try:
+        addresses = addresses_for(host, port, AddressFamily.EACH)
+    except ProbeError as exc:
+        failed = _new_result(params)
+        failed.run_error = (exc.error_class, exc.message)
+        return [failed]
+    results = []
+    for address in addresses:
+        if should_cancel is not None and should_cancel():
+            break
+        pinned = replace(params, address_family=family_of(address))
+        results.append(
+            run_probe(
+                pinned,
+                address=str(address),
+                on_progress=on_progress,
+                should_cancel=should_cancel,
+            )
+        )
+    return results
+
+
+def run_probe(
+    params: RunParams,
+    *,
+    address: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    should_cancel: CancelCheck | None = None,
+) -> RunResult:
+    """Validate, plan and execute one run (at `address` of the endpoint's name, for one of
+    run_probes's runs per address). Raises InvalidParams before anything starts."""
+    params.validate()
+    if params.address_family == AddressFamily.EACH and address is None:
+        raise InvalidParams(
+            "address_family", "'each' makes one run per address: run_probes runs them"
+        )
     if params.operation == Operation.REPLAY:
         trace_of(params)  # a bad trace, or URLs not matching it, before anything starts
     scheme = params.scheme
@@ -106,13 +158,7 @@ def run_probe(
     ):  # one tag for the run's files (its JSON's params say it: the cleanup's key)
         params = replace(params, run_tag=secrets.token_hex(6))
     credential = params.credential
-    result = RunResult(
-        params=params,
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        host=socket.getfqdn(),
-        deadline_s=0.0,
-        auth=AuthMethod.NONE if credential is None else credential.auth_method(scheme),
-    )
+    result = _new_result(params)
     # Once per process (the backends cache it), before anything is timed.
     copies = params.method != Method.DIRECT
     result.client_version = backend_for(scheme).client_version(copies=copies)
@@ -131,15 +177,45 @@ def run_probe(
                 access,
                 guard=None if guard is None else guard.link,
                 credential_hosts=params.credential_hosts,
-                destination=destination,
+                address_family=str(params.address_family),
+                address=address,
+                destination=_held_to(destination, params.address_family),
             )
             _plan_and_execute(
                 shared, credential, guarded, result, guard, on_progress, should_cancel
             )
     except ProbeError as exc:
-        result.run_error = (exc.error_class, exc.message)
+        result.run_error = (exc.error_class, _over(exc.message, params.address_family, address))
         result.run_error_phase = exc.phase
     return result
+
+
+def _held_to(destination: Access | None, family: AddressFamily) -> Access | None:
+    """A third-party copy's destination is reached over the run's family too (not at the
+    address of an "each" run: that is the source's name's)."""
+    if destination is None:
+        return None
+    return replace(destination, address_family=str(family))
+
+
+def _new_result(params: RunParams) -> RunResult:
+    """A run's record before anything ran."""
+    credential = params.credential
+    return RunResult(
+        params=params,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        host=socket.getfqdn(),
+        deadline_s=0.0,
+        auth=AuthMethod.NONE if credential is None else credential.auth_method(params.scheme),
+    )
+
+
+def _over(message: str, family: AddressFamily, address: str | None) -> str:
+    """A pinned run's failure says over which family, and to which address, it was tried."""
+    if family not in PINNED or NAMES[family] in message:
+        return message
+    to = f" to {address}" if address else ""
+    return f"{message} (over {NAMES[family]}{to})"
 
 
 @contextlib.contextmanager
@@ -203,6 +279,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
             exc = guard.explain(exc, PREFLIGHT)
         raise explained(exc, credential, params.ca_dir, params.urls[0]) from None
     sizes, vector_limits = found.sizes, found.vector_limits
+    result.address = found.address
     result.file_sizes = sizes
     result.preflight_rtt_s = found.rtt_s
     result.negotiated = found.negotiated
@@ -227,6 +304,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
             should_cancel=should_cancel,
         )
         execution.run()
+        _record_address(params, found.address, result)
     finally:
         for spec in specs:
             if spec.scratch:
@@ -255,6 +333,18 @@ def _planned(params: RunParams, sizes: dict[str, int]) -> int:
     if params.operation in METADATA_OPERATIONS:
         return params.clients * params.ops
     return sum(params.client_planned_bytes(sizes))
+
+
+def _record_address(params: RunParams, preflight_address: str | None, result: RunResult) -> None:
+    """The run's address: most clients' (the preflight's when none held a connection at its
+    end, as with copy tools); a pinned run whose preflight or a client went over the other
+    family does not count (class harness: the pin failed, not the endpoint)."""
+    result.address = most_common(c.address for c in result.clients) or preflight_address
+    used = [("the preflight", preflight_address)]
+    used += [(f"client {c.client}", c.address) for c in result.clients]
+    wrong = wrong_family(params.address_family, used)
+    if wrong is not None:
+        result.run_error = (ErrorClass.HARNESS, wrong)
 
 
 def explained(

@@ -48,8 +48,10 @@ from workers.engine.backends.digests import WANT_DIGEST
 from workers.engine.credential_scope import CredentialScope
 from workers.engine.credentials import AuthMethod
 from workers.engine.deadline import Deadline
-from workers.engine.egress import EgressPolicy, IPAddress
+from workers.engine.egress import EgressPolicy, IPAddress, resolve
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.families import note_connected, pinned
+from workers.engine.params import AddressFamily
 from workers.engine.protocols import DEFAULT_PORTS
 from workers.engine.tls import ssl_context, tls_error
 
@@ -162,6 +164,9 @@ class ClientConfig:
     egress: EgressPolicy | None
     context: ssl.SSLContext
     auth: httpx.Auth | None
+    # The address family the run is held to, and in a run per address its address.
+    family: str = AddressFamily.ANY
+    address: str | None = None
 
     @classmethod
     def of(cls, url: str, options: OpenOptions) -> ClientConfig:
@@ -175,7 +180,7 @@ class ClientConfig:
             auth = CredentialAuth(
                 origin, access.credential_hosts, token=token, client_cert=client_cert is not None
             )
-        return cls(options.egress, context, auth)
+        return cls(options.egress, context, auth, access.address_family, access.address)
 
     @classmethod
     def for_tls(cls, *, egress: EgressPolicy | None, ca_dir: str | None) -> ClientConfig:
@@ -185,9 +190,8 @@ class ClientConfig:
     def client(self) -> httpx.Client:
         # trust_env=False: no proxy from the environment between us and the endpoint.
         transport = httpx.HTTPTransport(verify=self.context, http2=False)
-        if self.egress is not None:
-            pool = transport._pool  # httpx has no public way to give its pool a network backend
-            pool._network_backend = _CheckedBackend(self.egress, pool._network_backend)
+        pool = transport._pool  # httpx has no public way to give its pool a network backend
+        pool._network_backend = _CheckedBackend(self, pool._network_backend)
         return httpx.Client(
             transport=transport,
             auth=self.auth,
@@ -198,9 +202,8 @@ class ClientConfig:
 
     def async_client(self, limits: httpx.Limits) -> httpx.AsyncClient:
         transport = httpx.AsyncHTTPTransport(verify=self.context, http2=False, limits=limits)
-        if self.egress is not None:
-            pool = transport._pool
-            pool._network_backend = _CheckedAsyncBackend(self.egress, pool._network_backend)
+        pool = transport._pool
+        pool._network_backend = _CheckedAsyncBackend(self, pool._network_backend)
         return httpx.AsyncClient(
             transport=transport,
             auth=self.auth,
@@ -211,12 +214,14 @@ class ClientConfig:
 
 
 class _CheckedBackend(httpcore.NetworkBackend):
-    """Every connection (redirections included) goes to an address the egress policy passed,
-    resolved once: what was checked is what is connected to, so DNS cannot change it between.
-    TLS still verifies and sends the host name (httpcore passes it to start_tls)."""
+    """Every connection (redirections included) goes to an address the egress policy passed
+    and of the run's address family (families.pinned), resolved once: what was checked is
+    what is connected to, so DNS cannot change it between. TLS still verifies and sends the
+    host name (httpcore passes it to start_tls). The peer each connection reached is noted
+    from its socket (families.note_connected): the run's `address`."""
 
-    def __init__(self, egress: EgressPolicy, inner: httpcore.NetworkBackend) -> None:
-        self._egress = egress
+    def __init__(self, config: ClientConfig, inner: httpcore.NetworkBackend) -> None:
+        self._config = config
         self._inner = inner
 
     def connect_tcp(
@@ -227,15 +232,18 @@ class _CheckedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
-        addresses = self._egress.check_host(host, port)
+        addresses = _addresses(self._config, host, port)
         failure: Exception | None = None
         for address in addresses:  # in the resolver's order, as socket.create_connection
             try:
-                return self._inner.connect_tcp(
+                stream = self._inner.connect_tcp(
                     str(address), port, timeout, local_address, socket_options
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
+            else:
+                note_connected(stream.get_extra_info("server_addr"))
+                return stream
         raise _no_address(host, failure)
 
     def sleep(self, seconds: float) -> None:
@@ -245,8 +253,8 @@ class _CheckedBackend(httpcore.NetworkBackend):
 class _CheckedAsyncBackend(httpcore.AsyncNetworkBackend):
     """_CheckedBackend for the async clients (the resolver runs on a thread)."""
 
-    def __init__(self, egress: EgressPolicy, inner: httpcore.AsyncNetworkBackend) -> None:
-        self._egress = egress
+    def __init__(self, config: ClientConfig, inner: httpcore.AsyncNetworkBackend) -> None:
+        self._config = config
         self._inner = inner
 
     async def connect_tcp(
@@ -258,20 +266,31 @@ class _CheckedAsyncBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         addresses: list[IPAddress] = await anyio.to_thread.run_sync(
-            self._egress.check_host, host, port
+            _addresses, self._config, host, port
         )
         failure: Exception | None = None
         for address in addresses:
             try:
-                return await self._inner.connect_tcp(
+                stream = await self._inner.connect_tcp(
                     str(address), port, timeout, local_address, socket_options
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
+            else:
+                note_connected(stream.get_extra_info("server_addr"))
+                return stream
         raise _no_address(host, failure)
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+def _addresses(config: ClientConfig, host: str, port: int) -> list[IPAddress]:
+    """Where a connection to host:port may go: the egress policy's checked addresses (all
+    of the name's when there is none), of the run's family."""
+    egress = config.egress
+    addresses = egress.check_host(host, port) if egress is not None else resolve(host, port)
+    return pinned(addresses, host, config.family, config.address)
 
 
 def _no_address(host: str, failure: Exception | None) -> Exception:

@@ -108,6 +108,9 @@ class ClientResult:
     write_s: float = 0.0
     # The latency kinds that are this client's operations (ops, op_latency_us).
     op_kinds: frozenset[str] = field(default_factory=lambda: READ_KINDS)
+    # The endpoint address its connection went to, read from the OS after its clock stopped
+    # (families.py); None when it held none then (a copy tool's connection, a failure).
+    address: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -174,4 +177,5 @@ class ClientResult:
             "error": self.error.to_json() if self.error else None,
             "bytes_written": self.bytes_written,
             "write_s": round(self.write_s, 6),
+            "address": self.address,
         }

@@ -254,6 +254,9 @@ class RunParams:
                     "method", f"{scheme}:// is a copy protocol: use method copy or stage"
                 )
         _check_supported(self.operation, self.url_schemes[0])
+        refusal = protocol_of(self.url_schemes[0]).family_refusal
+        if refusal is not None and self.address_family != AddressFamily.ANY:
+            raise InvalidParams("address_family", refusal)
         _check_int("read_size", self.read_size, *INT_BOUNDS["read_size"])
         if self.run_tag is not None and not (
             isinstance(self.run_tag, str) and RUN_TAG.fullmatch(self.run_tag)

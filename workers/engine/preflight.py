@@ -14,8 +14,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from ipaddress import ip_address
 from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import Backend, Negotiated, OpenOptions
@@ -23,7 +25,15 @@ from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.egress_guard import PREFLIGHT
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
-from workers.engine.params import METADATA_OPERATIONS, Method, Operation, Pattern, RunParams
+from workers.engine.families import PINNED, addresses_for, endpoint_port, peer_address
+from workers.engine.params import (
+    METADATA_OPERATIONS,
+    AddressFamily,
+    Method,
+    Operation,
+    Pattern,
+    RunParams,
+)
 from workers.engine.processes import child_answer, die_with
 
 # How long past its deadline a preflight may take to report before it is killed.
@@ -43,6 +53,9 @@ class Found:
     vector_limits: tuple[int, int] | None = None
     rtt_s: float = math.inf
     negotiated: Negotiated = field(default_factory=Negotiated)
+    # The address the preflight's connection to the endpoint went to (families.py); None
+    # when it held none at the end (a backend that closes its connections).
+    address: str | None = None
 
     def timed(self, request: Callable[[], _T]) -> _T:
         started = time.perf_counter()
@@ -107,6 +120,7 @@ def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:
     )
     found = Found()
     backend = backend_for(params.scheme)  # one protocol for all URLs (RunParams.validate)
+    check_family(params, access)
     for url in dict.fromkeys(params.urls):
         backend.check_egress(url, options)
     if params.destination is not None and params.egress is not None:
@@ -144,3 +158,19 @@ def _round_trip_and_server(
     first = params.urls[0]
     found.rtt_s = min(found.rtt_s, backend.round_trip_s(first, options))
     found.negotiated = backend.describe(first, options)
+    found.address = peer_address(endpoint_port(first))
+
+
+def check_family(params: RunParams, access: Access) -> None:
+    """A run pinned to a family needs each URL's host to have an address of it, and a run
+    of one address ("each") that address among them: refused before any request."""
+    family = AddressFamily(access.address_family)
+    if family not in PINNED:
+        return
+    for url in dict.fromkeys(params.urls):
+        parts = urlsplit(url)
+        fitting = addresses_for(parts.hostname or "", endpoint_port(url), family)
+        if access.address and ip_address(access.address) not in fitting:
+            raise ProbeError(
+                ErrorClass.REFUSED, f"{parts.hostname} no longer resolves to {access.address}"
+            )

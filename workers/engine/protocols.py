@@ -69,6 +69,9 @@ class Protocol:
     # (another port is another server), or any port (GridFTP: the data channel goes to a port
     # the server names). Listed hosts take any port (credential_scope.py).
     credential_any_port: bool = False
+    # Why a run over it cannot be held to one address family (None: it can; docs/engine.md,
+    # Address families): RunParams.validate refuses address_family other than "any" then.
+    family_refusal: str | None = None
 
     @property
     def scheme_names(self) -> frozenset[str]:
@@ -132,6 +135,10 @@ GRIDFTP = Protocol(
     copy_only=True,
     connects_itself=True,
     credential_any_port=True,
+    family_refusal=(
+        "globus-url-copy can only be let use IPv6 (-ipv6), not held to one family, and its "
+        "connections end with it: use 'any'"
+    ),
 )
 FILE = Protocol(
     name="file",
@@ -139,6 +146,7 @@ FILE = Protocol(
     schemes=(Scheme("file", None),),
     operations=frozenset({"read", "write", "stat", "open", "list"}),
     backend=_file,
+    family_refusal="file:// connects nowhere: use 'any'",
 )
 PROTOCOLS = (XROOT, HTTP, GRIDFTP, FILE)
 

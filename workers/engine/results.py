@@ -6,6 +6,7 @@ The run JSON's shape is defined here once, as TypedDicts: what `RunResult.to_jso
 
 from __future__ import annotations
 
+import ipaddress
 import statistics
 from dataclasses import dataclass, field
 from types import UnionType
@@ -24,6 +25,7 @@ from typing import (
 from workers.engine.backends.base import Negotiated
 from workers.engine.credentials import AuthMethod
 from workers.engine.errors import ErrorClass, InvalidParams
+from workers.engine.families import PINNED, family_of
 from workers.engine.histogram import LatencyHistogram
 from workers.engine.metrics import METADATA_KINDS, ClientResult, op_kinds
 from workers.engine.params import RunParams
@@ -123,6 +125,8 @@ class ClientRecordJson(TypedDict):
     # Writes (absent from the reports of agents older than them).
     bytes_written: NotRequired[int]
     write_s: NotRequired[float]
+    # The address its connection went to (absent from reports of agents older than it).
+    address: NotRequired[str | None]
 
 
 class RunJson(TypedDict):
@@ -139,6 +143,11 @@ class RunJson(TypedDict):
     auth: str  # an AuthMethod
     tls: dict[str, str | None] | None  # {"version", "cipher"}; None without TLS
     server_version: str | None
+    # The family ("4", "6") and the address the run's connections went to, as the OS saw
+    # them (families.py); the family also when nothing connected, if the run was pinned.
+    # Absent from the reports of agents older than them.
+    address_family: NotRequired[str | None]
+    address: NotRequired[str | None]
     # The clients' library or tool and its version (Backend.client_version); absent from the
     # reports of agents older than it.
     client_version: NotRequired[str | None]
@@ -169,8 +178,6 @@ class RunJson(TypedDict):
     operation: NotRequired[str]  # an Operation
     bytes_written: NotRequired[int]
     ops_per_s: NotRequired[float | None]  # metadata (and replay) operations per second
-    address_family: NotRequired[str | None]
-    address: NotRequired[str | None]
 
 
 class RunStatus:
@@ -289,6 +296,8 @@ class RunResult:
     negotiated: Negotiated = field(default_factory=Negotiated)
     # The client library or tool the clients used, and its version (None: none, or unknown).
     client_version: str | None = None
+    # The address the run's connections went to (families.py; None: none connected).
+    address: str | None = None
 
     @property
     def status(self) -> str:
@@ -303,6 +312,15 @@ class RunResult:
         if self.run_error is not None:
             classes.add(self.run_error[0])
         return RunStatus.TIMEOUT if classes == {ErrorClass.TIMEOUT} else RunStatus.FAILED
+
+    @property
+    def address_family(self) -> str | None:
+        """The family of the address used; with none, the one a pinned run could only try."""
+        if self.address is not None:
+            return str(family_of(ipaddress.ip_address(self.address)))
+        if self.params.address_family in PINNED:
+            return str(self.params.address_family)
+        return None
 
     def merged_latency(self, kinds: frozenset[str] | None = None) -> dict[str, LatencyHistogram]:
         merged: dict[str, LatencyHistogram] = {}
@@ -348,6 +366,8 @@ class RunResult:
             "tls": self.negotiated.tls,
             "server_version": self.negotiated.server_version,
             "client_version": self.client_version,
+            "address_family": self.address_family,
+            "address": self.address,
             "file_sizes": self.file_sizes,
             "wall_s": round(self.wall_s, 6),
             "open_s": _median([c.open_s for c in clients if c.open_s]),
@@ -372,8 +392,6 @@ class RunResult:
             "operation": operation,
             "bytes_written": bytes_written,
             "ops_per_s": self._ops_per_s(),
-            "address_family": None,
-            "address": None,
         }
 
     def _throughput_mbps(self, bytes_read: int, bytes_written: int) -> float:

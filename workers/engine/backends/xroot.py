@@ -30,7 +30,7 @@ from workers.engine.backends.base import (
 )
 from workers.engine.backends.tools import run_copy_tool, tool_version
 from workers.engine.credential_scope import CredentialScope
-from workers.engine.credentials import AuthMethod
+from workers.engine.credentials import XRD_NETWORK_STACKS, Access, AuthMethod
 from workers.engine.deadline import Deadline
 from workers.engine.errors import NO_TLS, ErrorClass, ProbeError
 from workers.engine.urls import host_of, normalize_server, with_user
@@ -70,6 +70,21 @@ def configure_client(options: OpenOptions) -> None:
     xrd.EnvPutInt("ConnectionWindow", min(seconds, 60))
     xrd.EnvPutInt("ConnectionRetry", 1)
     xrd.EnvPutInt("SubStreamsPerChannel", options.streams)
+    pin_network_stack(options.access)
+
+
+def pin_network_stack(access: Access) -> None:
+    """Hold XrdCl in this process to the run's address family, if it is pinned to one.
+
+    XrdCl read XRD_NETWORKSTACK when it was imported, before the run's environment was set
+    (the fork server imports it): the family is put to it here, before any connection
+    (xrdcp reads XRD_NETWORKSTACK from the environment Access.apply_environment set).
+    """
+    stack = XRD_NETWORK_STACKS.get(access.address_family)
+    if stack is None or xrd.EnvPutString("NetworkStack", stack):
+        return
+    if xrd.EnvGetString("NetworkStack") != stack:  # the worker's environment set another
+        raise ProbeError(ErrorClass.HARNESS, f"XrdCl refused NetworkStack {stack}")
 
 
 def status_error(status: Any, what: str, *, reading: bool = False) -> ProbeError:
@@ -241,6 +256,10 @@ class XRootDBackend(Backend):
         if root not in self._filesystems:
             self._filesystems[root] = xrd.FileSystem(root)
         return self._filesystems[root]
+
+    def prepare(self, access: Access) -> None:
+        # Copies ask XrdCl here too (copy_source, after xrdcp): never over another family.
+        pin_network_stack(access)
 
     def _client_url(self, url: str, options: OpenOptions) -> str:
         if not self._configured:
@@ -499,6 +518,7 @@ def _negotiate_tls(url: str, options: OpenOptions) -> dict[str, str | None] | No
         ca_dir=options.access.ca_dir,
         egress=options.egress,
         timeout_s=options.deadline.timeout_s(),
+        family=options.access.address_family,
     )
 
 

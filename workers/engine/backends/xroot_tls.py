@@ -16,6 +16,8 @@ import struct
 
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.families import PINNED, addresses_for
+from workers.engine.params import AddressFamily
 from workers.engine.tls import ssl_context, tls_error
 
 # XProtocol.hh: the initial handshake (five network-order ints), kXR_protocol (3006) with
@@ -28,12 +30,19 @@ _MAX_BODY = 65536
 
 
 def negotiate(
-    host: str, port: int, *, ca_dir: str | None, egress: EgressPolicy | None, timeout_s: float
+    host: str,
+    port: int,
+    *,
+    ca_dir: str | None,
+    egress: EgressPolicy | None,
+    timeout_s: float,
+    family: str = AddressFamily.ANY,
 ) -> dict[str, str | None] | None:
-    """{"version", "cipher"} of a TLS session with the server, None when it offers no TLS;
-    ProbeError class tls (with OpenSSL's reason) when its certificate does not verify."""
+    """{"version", "cipher"} of a TLS session with the server (over `family` only, when the
+    run is pinned to one), None when it offers no TLS; ProbeError class tls (with OpenSSL's
+    reason) when its certificate does not verify."""
     what = f"TLS handshake with {host}:{port}"
-    with _connect(host, port, egress, timeout_s, what) as raw:
+    with _connect(host, port, egress, timeout_s, what, AddressFamily(family)) as raw:
         try:
             raw.sendall(_HANDSHAKE + _PROTOCOL_REQUEST)
             _read_response(raw)  # the handshake's answer: protocol version, server kind
@@ -53,10 +62,18 @@ def negotiate(
             raise ProbeError(ErrorClass.TLS, f"{what}: {exc}") from None
 
 
-def _connect(
-    host: str, port: int, egress: EgressPolicy | None, timeout_s: float, what: str
+def _connect(  # noqa: PLR0917 (negotiate's)
+    host: str,
+    port: int,
+    egress: EgressPolicy | None,
+    timeout_s: float,
+    what: str,
+    family: AddressFamily,
 ) -> socket.socket:
     addresses = [str(a) for a in egress.check_host(host, port)] if egress is not None else [host]
+    if family in PINNED:
+        fitting = [str(a) for a in addresses_for(host, port, family)]
+        addresses = [a for a in fitting if egress is None or a in addresses]
     failure: OSError | None = None
     for address in addresses:
         try:
