@@ -708,7 +708,7 @@ class RunDetailSerializer(RunChartsSerializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     params = serializers.DictField()
     operation = serializers.CharField(help_text="read, write, tpc-pull, tpc-push, stat, open, list")
-    address_family = serializers.CharField(help_text="asked for: any, 4, 6 or each")
+    address_family = serializers.CharField(help_text="asked for: any, 4 or 6")
     address = serializers.CharField(
         allow_null=True, help_text="the peer address the run used (an IP), null if unknown"
     )

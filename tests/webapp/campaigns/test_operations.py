@@ -204,6 +204,9 @@ def test_the_api_refuses_as_the_form_does_and_defaults_to_reading() -> None:
     assert answer.status_code == 400 and "api-no-scratch" in answer.json()["operations"][0]
     answer = api.post("/api/v1/campaigns/", {**body, "operations": ["tpc-pull"]}, format="json")
     assert answer.status_code == 400 and "destination_endpoint" in answer.json()
+    # "each" is one run per address: the CLI's; a campaign's run holds one family.
+    answer = api.post("/api/v1/campaigns/", {**body, "address_family": "each"}, format="json")
+    assert answer.status_code == 400 and list(answer.json()) == ["address_family"]
     assert not Campaign.objects.exists()
     answer = api.post("/api/v1/campaigns/", body, format="json")
     assert answer.status_code == 201 and answer.json()["operations"] == ["read"]
