@@ -20,7 +20,13 @@ from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import Operation, RunParams, in_directory, written_names
-from workers.engine.processes import child_answer, client_context, die_with
+from workers.engine.processes import (
+    child_answer,
+    client_context,
+    die_with,
+    failure_of,
+    raise_failure,
+)
 
 CLEANUP_TIMEOUT_S = 60.0
 KILL_GRACE_S = 5.0
@@ -77,10 +83,7 @@ def sweep_in_child(params: RunParams, access: Access, deadline: Deadline) -> lis
     )
     if isinstance(answer, list):
         return [str(url) for url in answer]
-    kind, name, message = answer
-    if kind == "invalid":
-        raise InvalidParams(name, message)
-    raise ProbeError(ErrorClass(name), message)
+    raise_failure(answer)
 
 
 def _sweep_main(
@@ -91,10 +94,8 @@ def _sweep_main(
     access.apply_environment()
     try:
         sink.send(sweep(params, access, deadline))
-    except ProbeError as exc:
-        sink.send(("probe", str(exc.error_class), exc.message))
-    except InvalidParams as exc:
-        sink.send(("invalid", exc.field, exc.message))
+    except (ProbeError, InvalidParams) as exc:
+        sink.send(failure_of(exc))
     except Exception as exc:  # a bug of ours: said as such, not as "the process died"
         sink.send(
             ("probe", str(ErrorClass.HARNESS), f"cleanup failed: {type(exc).__name__}: {exc}")

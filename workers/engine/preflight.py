@@ -34,7 +34,7 @@ from workers.engine.params import (
     Pattern,
     RunParams,
 )
-from workers.engine.processes import child_answer, die_with
+from workers.engine.processes import child_answer, die_with, failure_of, raise_failure
 
 # How long past its deadline a preflight may take to report before it is killed.
 KILL_GRACE_S = 5.0
@@ -84,10 +84,7 @@ def run_preflight(
     )
     if isinstance(answer, Found):
         return answer
-    kind, name, message = answer
-    if kind == "invalid":
-        raise InvalidParams(name, message)
-    raise ProbeError(ErrorClass(name), message)
+    raise_failure(answer)
 
 
 def preflight_main(
@@ -101,10 +98,8 @@ def preflight_main(
         if access.guard is not None:
             access.guard.attach(PREFLIGHT)
         sink.send(preflight(params, access, deadline))
-    except ProbeError as exc:
-        sink.send(("probe", str(exc.error_class), exc.message))
-    except InvalidParams as exc:
-        sink.send(("invalid", exc.field, exc.message))
+    except (ProbeError, InvalidParams) as exc:
+        sink.send(failure_of(exc))
 
 
 def preflight(params: RunParams, access: Access, deadline: Deadline) -> Found:

@@ -15,10 +15,10 @@ import types
 from collections.abc import Callable, Iterator
 from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]  # private, untyped
-from typing import Any
+from typing import Any, NoReturn
 
 from workers.engine.deadline import Deadline
-from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 
 
 def allow_children_in_pool_process() -> None:
@@ -89,6 +89,26 @@ def child_answer(
         if process.is_alive():
             process.kill()
         process.join(timeout=5)
+
+
+# A child's failure as it crosses the pipe: ("probe", error class, message) or ("invalid",
+# field, message).
+Failure = tuple[str, str, str]
+
+
+def failure_of(exc: ProbeError | InvalidParams) -> Failure:
+    """What a child sends for a failure (`raise_failure` raises it again in the parent)."""
+    if isinstance(exc, InvalidParams):
+        return ("invalid", exc.field, exc.message)
+    return ("probe", str(exc.error_class), exc.message)
+
+
+def raise_failure(answer: Failure) -> NoReturn:
+    """Raise again, in the parent, the failure a child sent (failure_of)."""
+    kind, name, message = answer
+    if kind == "invalid":
+        raise InvalidParams(name, message)
+    raise ProbeError(ErrorClass(name), message)
 
 
 def die_with(run_pid: int) -> None:
