@@ -370,7 +370,6 @@ def test_the_reaper_sends_a_lost_write_runs_cleanup_to_its_vantage_points_queue(
 
 
 def test_a_cleanup_deletes_the_runs_files_and_nothing_else(tmp_path: Path, settings: Any) -> None:
-    pytest.importorskip("workers.engine.cleanup")  # the write operation's engine side
     settings.FEDPROBE_FILE_ROOTS = [str(tmp_path)]
     scratch = tmp_path / "scratch"
     scratch.mkdir()
