@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from workers.engine.credentials import Access, AuthMethod, Credential
 from workers.engine.deadline import Deadline
 from workers.engine.driver import run_probe
 from workers.engine.egress import EgressPolicy
-from workers.engine.errors import InvalidParams, ProbeError
+from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
 from workers.engine.params import Operation, RunParams
 from workers.lab import Lab
 from workers.lab.relay import RelayHost
@@ -313,3 +314,24 @@ def test_a_copy_needs_a_destination_of_its_protocol(changes: dict[str, Any], fie
     with pytest.raises(InvalidParams) as caught:
         params.validate()
     assert caught.value.field == field
+
+
+def test_the_other_sides_token_never_goes_over_plain_http(tmp_path: Path) -> None:
+    """TransferHeaderAuthorization follows the token rule: a COPY sent to an http:// side
+    would carry the other side's token in the clear, so none is sent at all."""
+    token = tmp_path / "token"
+    token.write_text("secret-token")
+    token.chmod(0o600)
+    sides = Sides(
+        pull=True,
+        source="https://source.example:8443/data/f",
+        destination="http://destination.example:8000/scratch/f",
+        source_access=Access(AuthMethod.TOKEN, token_file=str(token)),
+        destination_access=Access(),
+    )
+    with pytest.raises(ProbeError) as refused:
+        sides.headers()
+    assert refused.value.error_class == ErrorClass.AUTH
+    assert "secret-token" not in refused.value.message
+    over_tls = replace(sides, destination="https://destination.example:8443/scratch/f")
+    assert over_tls.headers()["TransferHeaderAuthorization"] == "Bearer secret-token"

@@ -28,12 +28,13 @@ import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
 
 import httpx
 
 from workers.engine.backends.base import OpenOptions
 from workers.engine.credentials import Access
-from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.errors import CREDENTIAL_PHASE, ErrorClass, ProbeError
 from workers.engine.httpclient import ClientConfig, http_url, request_error
 
 # The line that ends each perf marker, and the fields read from one.
@@ -102,6 +103,14 @@ class Sides:
         headers = {other: http_url(self.source if self.pull else self.destination)}
         token = self.other_access.bearer_token()
         if token is not None:
+            # The token rule of httpclient.py: a bearer token goes only over TLS, this one too.
+            if urlsplit(self.active_url).scheme.lower() == "http":
+                raise ProbeError(
+                    ErrorClass.AUTH,
+                    f"the other side's token would go to {self.active_url} in the clear: "
+                    "a COPY carrying a token needs https:// or davs://",
+                    phase=CREDENTIAL_PHASE,
+                )
             headers["TransferHeaderAuthorization"] = f"Bearer {token}"
         return headers
 
