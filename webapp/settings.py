@@ -550,6 +550,11 @@ FEDPROBE_WORKER_STALE_S = env_int("FEDPROBE_WORKER_STALE_S", 120)
 FEDPROBE_REAPER_STALE_S = env_int("FEDPROBE_REAPER_STALE_S", 60)
 FEDPROBE_REAPER_PERIOD_S = env_int("FEDPROBE_REAPER_PERIOD_S", 30)
 FEDPROBE_RESEND_PERIOD_S = env_int("FEDPROBE_RESEND_PERIOD_S", 60)
+# What a lost write or copy run left is deleted by a worker (or the agent) of its vantage
+# point, tried this many times at most, the n-th failure waiting FEDPROBE_CLEANUP_RETRY_S *
+# 2**(n-1) before the next (webapp.campaigns.cleanups; docs/workers.md#when-a-worker-dies).
+FEDPROBE_CLEANUP_MAX_ATTEMPTS = env_int("FEDPROBE_CLEANUP_MAX_ATTEMPTS", 5)
+FEDPROBE_CLEANUP_RETRY_S = env_int("FEDPROBE_CLEANUP_RETRY_S", 60)
 # How often a running client beats (webapp.campaigns.services.HEARTBEAT_S).
 _CLIENT_HEARTBEAT_S = 2
 for _name in (
@@ -560,6 +565,8 @@ for _name in (
     "FEDPROBE_WORKER_HEARTBEAT_S",
     "FEDPROBE_WORKER_STALE_S",
     "FEDPROBE_REAPER_PERIOD_S",
+    "FEDPROBE_CLEANUP_MAX_ATTEMPTS",
+    "FEDPROBE_CLEANUP_RETRY_S",
 ):
     if globals()[_name] < 1:
         raise ImproperlyConfigured(f"{_name} must be at least 1")

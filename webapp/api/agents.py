@@ -25,6 +25,8 @@ from webapp.campaigns.agents import (
     MalformedReport,
     UnknownRun,
     agent_claim,
+    agent_cleanup_report,
+    agent_cleanups,
     agent_failure,
     agent_heartbeat,
     agent_progress,
@@ -171,6 +173,42 @@ class ClaimView(AgentView):
         if claim.sealed_destination_credential:
             answer["destination_credential"] = claim.sealed_destination_credential
         return Response(answer, headers={"Cache-Control": "no-store"})
+
+
+class CleanupsView(AgentView):
+    """POST: the due cleanups of the vantage point's lost write and copy runs (each now an
+    attempt the agent reports through CleanupReportView), with the credential of the
+    endpoint written to sealed to its key for that run."""
+
+    @extend_schema(request=None, responses={200: None})
+    def post(self, request: Request) -> Response:
+        cleanups = agent_cleanups(vantage_point=self.vantage_point(request), now=timezone.now())
+        answer = [
+            {
+                "run": cleanup.run_id,
+                "run_tag": cleanup.run_tag,
+                "urls": list(cleanup.urls),
+                "credential": cleanup.sealed_credential,
+            }
+            for cleanup in cleanups
+        ]
+        return Response({"cleanups": answer}, headers={"Cache-Control": "no-store"})
+
+
+class CleanupReportView(AgentView):
+    """POST {deleted} or {error}: what the agent's cleanup of a lost run did."""
+
+    @extend_schema(request=None, responses={200: None})
+    def post(self, request: Request, pk: int) -> Response:
+        try:
+            stored = agent_cleanup_report(
+                vantage_point=self.vantage_point(request), run_id=pk, report=_body(request)
+            )
+        except UnknownRun:
+            raise NotFound() from None
+        except MalformedReport as exc:
+            raise ValidationError({"detail": str(exc)}) from None
+        return Response({"stored": stored})
 
 
 class TraceView(AgentView):

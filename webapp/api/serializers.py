@@ -720,6 +720,12 @@ class RunDetailSerializer(RunChartsSerializer):
         allow_null=True,
         help_text="a third-party copy's {markers, rate_mbps, source, destination}; null otherwise",
     )
+    cleanup = serializers.DictField(
+        allow_null=True,
+        help_text="a lost write's or copy's cleanup of what it left on the storage: {status "
+        "(pending, done, gave-up), attempts, deleted (files), error, finished_at}; null for a "
+        "run that needs none",
+    )
     ops_per_s = serializers.FloatField(
         allow_null=True, help_text="a metadata storm's operations per second"
     )

@@ -65,5 +65,7 @@ urlpatterns = [
     path("agent/runs/<int:pk>/result/", agents.ResultView.as_view(), name="agent-result"),
     path("agent/runs/<int:pk>/failure/", agents.FailureView.as_view(), name="agent-failure"),
     path("agent/traces/<str:sha256>/", agents.TraceView.as_view(), name="agent-trace"),
+    path("agent/cleanups/", agents.CleanupsView.as_view(), name="agent-cleanups"),
+    path("agent/runs/<int:pk>/cleanup/", agents.CleanupReportView.as_view(), name="agent-cleanup"),
     path("", include(router.urls)),
 ]

@@ -2,7 +2,9 @@
 database URL and no central key, so it claims each run sent to its queue here, gets the
 run's parameters and its credential sealed to its own key, reports progress (and learns of
 a cancel) and hands in the run JSON, which is stored exactly as a local worker's: once, in
-one transaction (run_ingest), a second delivery adding nothing.
+one transaction (run_ingest), a second delivery adding nothing. It also asks here for the
+cleanups of its lost runs (webapp.campaigns.cleanups), which a local worker gets from its
+queue.
 
 Every call names a run of the agent's own vantage point; any other is refused as unknown.
 """
@@ -18,7 +20,8 @@ from typing import Any
 from django.utils import timezone
 
 from webapp.campaigns import health
-from webapp.campaigns.models import Run
+from webapp.campaigns.cleanups import cleanup_report, cleanup_target, cleanups_hand_out
+from webapp.campaigns.models import Run, RunCleanup
 from webapp.campaigns.services import (
     RunMustWait,
     run_claim,
@@ -101,6 +104,68 @@ def agent_claim(*, vantage_point: VantagePoint, run_id: int, worker: str) -> Age
     answer.pop("trace", None)  # a path on the agent's host, where the agent writes it
     trace = run.campaign.trace if run.operation == Operation.REPLAY else None
     return AgentClaim(run_id, answer, sealed, trace.sha256 if trace else None, sealed_destination)
+
+
+@dataclass(frozen=True)
+class AgentCleanup:
+    """A cleanup as the agent runs it (workers.engine.cleanup.cleanup_written): the run's tag
+    and the directories it wrote to, with the credential of the endpoint written to sealed
+    to the vantage point's key for this run."""
+
+    run_id: int
+    run_tag: str
+    urls: tuple[str, ...]
+    sealed_credential: str | None
+
+
+def agent_cleanups(*, vantage_point: VantagePoint, now: datetime) -> list[AgentCleanup]:
+    """The due cleanups of the vantage point's lost runs, each counted as an attempt (the
+    agent reports it through agent_cleanup_report). One whose credential cannot be had here
+    (it does not parse, an oauth issuer gave no token) is not handed out: that attempt
+    failed, with the reason."""
+    own = VantagePoint.objects.filter(pk=vantage_point.pk)
+    answer = []
+    for cleanup in cleanups_hand_out(vantage_points=own, now=now):
+        target = cleanup_target(cleanup.run)
+        if target is None:  # nowhere it wrote any more (the scratch path was removed)
+            cleanup_report(run_id=cleanup.run_id, deleted=0, now=now)
+            continue
+        try:
+            credential = target.params().credential
+        except InvalidParams as exc:
+            cleanup_report(run_id=cleanup.run_id, error=f"{exc.field}: {exc.message}", now=now)
+            continue
+        except ProbeError as exc:
+            cleanup_report(run_id=cleanup.run_id, error=f"credential: {exc.message}", now=now)
+            continue
+        sealed = (
+            None
+            if credential is None
+            else seal(
+                Sealed(target.run_id, vantage_point.name, credential.kind, credential.secret),
+                vantage_point.public_key,
+            )
+        )
+        answer.append(AgentCleanup(target.run_id, target.run_tag, target.urls, sealed))
+    return answer
+
+
+def agent_cleanup_report(
+    *, vantage_point: VantagePoint, run_id: int, report: dict[str, Any]
+) -> bool:
+    """What the agent's cleanup of run `run_id` did: {"deleted": N} or {"error": MESSAGE};
+    False when the run has no cleanup pending. MalformedReport for anything else."""
+    _own_run(vantage_point, run_id)
+    deleted, error = report.get("deleted"), report.get("error")
+    if (deleted is None) == (error is None):
+        raise MalformedReport("deleted, error: one of them (a count of files, or a message)")
+    if deleted is not None and (
+        not isinstance(deleted, int) or isinstance(deleted, bool) or deleted < 0
+    ):
+        raise MalformedReport(f"deleted: {deleted!r} is not a count of files")
+    if error is not None and (not isinstance(error, str) or not error.strip()):
+        raise MalformedReport("error: a message saying why the cleanup failed")
+    return cleanup_report(run_id=run_id, deleted=deleted, error=(error or "")[:2000])
 
 
 def agent_trace(*, vantage_point: VantagePoint, sha256: str) -> str:
@@ -221,5 +286,9 @@ def vantage_point_revoke(*, vantage_point: VantagePoint, now: datetime | None = 
         running = Run.objects.filter(vantage_point=vantage_point, status=Run.Status.RUNNING)
         for run_id in running.values_list("pk", flat=True):
             ended += run_fail(run_id=run_id, message=message, error_class=ErrorClass.HARNESS)
+        # No agent of it will ask for its cleanups any more.
+        RunCleanup.objects.filter(
+            run__vantage_point=vantage_point, status=RunCleanup.Status.PENDING
+        ).update(status=RunCleanup.Status.GAVE_UP, error=message, finished_at=now)
         log.info("vantage point %s revoked: %d runs ended", vantage_point.name, ended)
     return ended

@@ -24,5 +24,5 @@ def enqueue_run(run: Run, *, countdown_s: float | None = None) -> None:
 
 def enqueue_cleanup(run: Run) -> None:
     """Ask a worker of the run's vantage point (where its clients ran, and its credential
-    and egress policy hold) to delete what the run wrote (services.run_cleanup)."""
+    and egress policy hold) to delete what the run wrote (cleanups.run_cleanup)."""
     app.send_task(CLEANUP_RUN, args=[run.pk], queue=run.vantage_point.queue)

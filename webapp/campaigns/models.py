@@ -828,3 +828,43 @@ class ClientAttempt(models.Model):
         if not (self.error_class or self.error_message):
             return None
         return {"class": self.error_class, "message": self.error_message}
+
+
+class RunCleanup(models.Model):
+    """Deleting what a lost write or copy run left on the storage (its clients died with
+    their worker before they could delete it), by a worker of the run's vantage point: a
+    local one through the queue, a remote one's agent when it asks for its cleanups
+    (docs/workers.md#when-a-worker-dies). It holds no credential: the endpoint's is looked up
+    (for an agent, sealed to its key) each time the cleanup is handed out."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        GAVE_UP = "gave-up"
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="cleanup")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    # Times it was handed out to a worker or an agent (FEDPROBE_CLEANUP_MAX_ATTEMPTS at most).
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # Not handed out before this: a worker holds it, or a failed attempt waits its back-off.
+    due_at = models.DateTimeField()
+    deleted = models.PositiveIntegerField(null=True, blank=True, help_text="files deleted")
+    error = models.TextField(blank=True, help_text="why the last attempt failed")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "due_at"], name="cleanup_due_idx")]
+
+    def __str__(self) -> str:
+        return f"cleanup of run {self.run_id} ({self.status})"
+
+    def to_json(self) -> dict[str, object]:
+        """What the run's page and the API show of it."""
+        return {
+            "status": self.status,
+            "attempts": self.attempts,
+            "deleted": self.deleted,
+            "error": self.error or None,
+            "finished_at": self.finished_at,
+        }

@@ -19,6 +19,7 @@ from webapp.campaigns.models import (
     Campaign,
     ClientAttempt,
     Run,
+    RunCleanup,
     parameter_set_named,
 )
 from webapp.core import sql
@@ -410,8 +411,15 @@ def run_json(run: Run) -> dict[str, Any]:
         "client_version": run.client_version or None,
         "served_by": run.served_by,
         "errors": run.errors,
+        # A lost write's or copy's deletion of what it left (webapp.campaigns.cleanups).
+        "cleanup": _cleanup_json(run),
         "clients": [_client_json(attempt) for attempt in run.attempts.all()],
     }
+
+
+def _cleanup_json(run: Run) -> dict[str, Any] | None:
+    cleanup = RunCleanup.objects.filter(run=run).first()
+    return None if cleanup is None else cleanup.to_json()
 
 
 def _client_json(attempt: ClientAttempt) -> dict[str, Any]:

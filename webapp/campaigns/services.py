@@ -23,11 +23,11 @@ from django.db.models import BigIntegerField, Case, F, QuerySet, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from webapp.campaigns.cleanups import cleanup_record, cleanups_dispatch_local
 from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.metrics import RUN_METRICS
 from webapp.campaigns.models import (
     COPY_OPERATIONS,
-    WRITE_OPERATIONS,
     Campaign,
     ClientAttempt,
     MatrixRows,
@@ -44,7 +44,6 @@ from webapp.sites.credential_expiry import endpoint_credential_expiry
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 from workers.engine import InvalidParams, ProbeError, run_probe
 from workers.engine.beats import ProgressBeats
-from workers.engine.cleanup import cleanup_written
 from workers.engine.errors import ErrorClass, OutsideFileRoots
 from workers.engine.params import Operation
 from workers.engine.results import ClientErrorJson, ClientRecordJson, RunJson
@@ -630,20 +629,19 @@ def runs_reap(*, stale_after_s: float | None = None) -> int:
     )
     ended = 0
     for run_id in lost_runs:
-        ended += _reap_run(run_id, stale)
+        ended += _reap_run(run_id)
+    # Also the cleanups of earlier passes that failed and are due again.
+    cleanups_dispatch_local(now=timezone.now())
     return ended
 
 
-def _reap_run(run_id: int, stale: object) -> int:
-    """End one lost run; one that wrote (a write, a copy) gets its files cleaned up by a
-    worker of its vantage point: its clients died before they could delete them."""
-    from webapp.campaigns.dispatch import enqueue_cleanup
-
+def _reap_run(run_id: int) -> int:
+    """End one lost run; one that wrote (a write, a copy) gets a cleanup recorded: a worker
+    of its vantage point deletes its files (its clients died before they could), a local
+    one sent it by the reaper, a remote one's agent asking for it (webapp.campaigns.cleanups)."""
     reaped = _reap_run_ended(run_id)
-    wrote = reaped is not None and reaped.operation in WRITE_OPERATIONS | COPY_OPERATIONS
-    # An enrolled agent takes no tasks from the queue: its lost runs are not cleaned up yet.
-    if reaped is not None and wrote and not reaped.vantage_point.is_remote:
-        enqueue_cleanup(reaped)
+    if reaped is not None:
+        cleanup_record(reaped)
     return int(reaped is not None)
 
 
@@ -667,36 +665,6 @@ def _reap_run_ended(run_id: int) -> Run | None:
         run.errors = [{"class": ErrorClass.LOST.value, "message": message, "client": None}]
         run.save(update_fields=["status", "finished_at", "errors"])
     return run
-
-
-def run_cleanup(*, run_id: int) -> list[str]:
-    """Delete the files a lost write or copy run left (fedprobe-<run id>-*, in the scratch
-    directories it wrote to, and nothing else), with the credential of the endpoint written
-    to; return their URLs. A failure is logged, not raised: the next write run of the same
-    directory does not depend on it, and the names are the run's alone."""
-    run = Run.objects.select_related("endpoint", "destination_endpoint", "test_file").get(pk=run_id)
-    if run.operation not in WRITE_OPERATIONS | COPY_OPERATIONS:
-        return []
-    written_to = run.destination_endpoint if run.operation in COPY_OPERATIONS else run.endpoint
-    if written_to is None:
-        return []
-    measured = run.measured_params()
-    urls = (measured.destination,) if run.operation in COPY_OPERATIONS else measured.urls
-    try:
-        params = written_to.engine_params(measured)
-        deleted: list[str] = cleanup_written(
-            run_tag=str(run.pk),
-            urls=[url for url in urls if url],
-            credential=params.credential,
-            ca_dir=params.ca_dir,
-            egress=params.egress,
-            file_roots=params.file_roots,
-        )
-    except (InvalidParams, ProbeError) as exc:
-        log.warning("run %s: cleanup of its written files failed: %s", run.pk, exc)
-        return []
-    log.info("run %s: cleanup deleted %d files", run.pk, len(deleted))
-    return deleted
 
 
 @dataclass(frozen=True)

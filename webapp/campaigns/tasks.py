@@ -10,7 +10,7 @@ from celery import Task
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from webapp.campaigns import schedules, services
+from webapp.campaigns import cleanups, schedules, services
 from webapp.campaigns.dispatch import (
     CLEANUP_RUN,
     LAUNCH_DUE_CAMPAIGNS,
@@ -60,7 +60,7 @@ def reap_runs() -> int:
     max_retries=5,
 )
 def cleanup_run(run_id: int) -> list[str]:
-    return services.run_cleanup(run_id=run_id)
+    return cleanups.run_cleanup(run_id=run_id)
 
 
 @app.task(

@@ -6,6 +6,7 @@ import re
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -29,6 +30,7 @@ from webapp.campaigns.models import (
     SCHEDULE_PAUSE_REFUSAL,
     Campaign,
     Run,
+    RunCleanup,
 )
 from webapp.campaigns.run_detail import run_charts, tpc_progress
 from webapp.campaigns.run_table import RunError, run_list_columns
@@ -293,6 +295,8 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
             charts=run_charts(run),
             outcome=run.result or {},
             tpc=tpc_progress((run.result or {}).get("tpc")),
+            cleanup=RunCleanup.objects.filter(run=run).first(),
+            cleanup_max_attempts=settings.FEDPROBE_CLEANUP_MAX_ATTEMPTS,
             live={
                 "run": run.pk,
                 "final": run.is_final,

@@ -64,6 +64,17 @@ class Claim:
     destination_credential: str | None = None
 
 
+@dataclass(frozen=True)
+class Cleanup:
+    """A lost run's cleanup: delete fedprobe-<run_tag>-* in `urls` with `credential` (sealed
+    like a claim's, for run `run_id`)."""
+
+    run_id: int
+    run_tag: str
+    urls: tuple[str, ...]
+    credential: str | None
+
+
 class AgentApi:
     def __init__(self, server: str, *, token: str = "", ca_file: str = "") -> None:
         self.server = check_server_url(server)
@@ -143,6 +154,28 @@ class AgentApi:
                     raise
             time.sleep(pause_s)
         raise AssertionError("unreachable")
+
+    def cleanups(self) -> list[Cleanup]:
+        """The due cleanups of this vantage point's lost runs (each an attempt to report)."""
+        answer = self._post("cleanups/", {})
+        try:
+            return [
+                Cleanup(
+                    int(item["run"]),
+                    str(item["run_tag"]),
+                    tuple(str(url) for url in item["urls"]),
+                    None if item.get("credential") is None else str(item["credential"]),
+                )
+                for item in answer["cleanups"]
+            ]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AgentApiError(f"{self.server} answered cleanups/ with no list: {exc}") from None
+
+    def cleanup_done(self, run_id: int, deleted: int) -> None:
+        self._post(f"runs/{run_id}/cleanup/", {"deleted": deleted})
+
+    def cleanup_failed(self, run_id: int, error: str) -> None:
+        self._post(f"runs/{run_id}/cleanup/", {"error": error})
 
     def heartbeat(self, worker: dict[str, Any]) -> None:
         self._post("heartbeat/", worker, expect=(204,))

@@ -1,9 +1,11 @@
 """One run, as the agent measures it: claim it from the server, open its sealed credential,
 add what this host decides (egress policy, CA folder, file roots), measure with the engine
-while reporting progress, and hand in the run JSON.
+while reporting progress, and hand in the run JSON. And the cleanup of a lost run: delete
+what it left, with the credential the server sealed for it, and report what was deleted.
 
-The same steps as a deployment's own worker (webapp.campaigns.services.run_execute), each
-that touched the database now a call to the server's agent API.
+The same steps as a deployment's own worker (webapp.campaigns.services.run_execute,
+webapp.campaigns.cleanups.run_cleanup), each that touched the database now a call to the
+server's agent API.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from dataclasses import replace
 
 from nacl.public import PrivateKey
 
-from workers.agent.api import AgentApi, AgentApiError, Claim
+from workers.agent.api import AgentApi, AgentApiError, Claim, Cleanup
 from workers.agent.config import AgentConfig, HostSettings
 from workers.agent.sealing import SealingError, open_sealed
 from workers.engine.beats import ProgressBeats
+from workers.engine.cleanup import cleanup_written
 from workers.engine.credentials import Credential, CredentialKind, private_run_file
 from workers.engine.driver import run_probe
-from workers.engine.errors import ErrorClass, InvalidParams, OutsideFileRoots
+from workers.engine.errors import ErrorClass, InvalidParams, OutsideFileRoots, ProbeError
 from workers.engine.params import RunParams
 from workers.engine.results import ClientRecordJson
 
@@ -66,6 +69,47 @@ def measure(
     ):
         result = run_probe(params, on_progress=progress.update, should_cancel=progress.cancelled)
     api.result(run_id, dict(result.to_json()))
+
+
+def clean_up(
+    cleanup: Cleanup, *, api: AgentApi, config: AgentConfig, key: PrivateKey, host: HostSettings
+) -> None:
+    """Delete what lost run `cleanup.run_id` left, with its sealed credential opened into a
+    0600 file of a private folder removed after (as a run's), under this host's settings;
+    report the count deleted, or why not (never a secret: the engine's messages hold none)."""
+    try:
+        credential = (
+            None
+            if cleanup.credential is None
+            else _opened(cleanup.credential, cleanup.run_id, config, key)
+        )
+        deleted = cleanup_written(
+            run_tag=cleanup.run_tag,
+            urls=cleanup.urls,
+            credential=credential,
+            ca_dir=host.ca_dir,
+            egress=host.egress,
+            file_roots=host.file_roots,
+        )
+    except SealingError as exc:
+        api.cleanup_failed(cleanup.run_id, f"credential: {exc}")
+        return
+    except InvalidParams as exc:
+        api.cleanup_failed(cleanup.run_id, f"{exc.field}: {exc.message}")
+        return
+    except ProbeError as exc:
+        api.cleanup_failed(cleanup.run_id, f"{exc.error_class}: {exc.message}")
+        return
+    log.info("run %s: cleanup deleted %d files", cleanup.run_id, len(deleted))
+    api.cleanup_done(cleanup.run_id, len(deleted))
+
+
+def clean_up_due(*, api: AgentApi, config: AgentConfig, key: PrivateKey, host: HostSettings) -> int:
+    """Ask the server for this vantage point's due cleanups and run each; how many ran."""
+    cleanups = api.cleanups()
+    for cleanup in cleanups:
+        clean_up(cleanup, api=api, config=config, key=key, host=host)
+    return len(cleanups)
 
 
 @contextlib.contextmanager

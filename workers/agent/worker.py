@@ -2,7 +2,9 @@
 account enrolment gave it (which reaches that queue only), one run at a time, and measures
 each run the server sends there (the message carries only the run's id: runner.measure
 asks the server for the rest). Its health is reported to the server as a deployment's
-workers report theirs (webapp/celery.py's Heartbeat), through the agent API.
+workers report theirs (webapp/celery.py's Heartbeat), through the agent API. As often, it
+asks the server for the cleanups of its lost runs and runs them: a deployment's worker is
+sent those on its queue; the agent asks, and gets each with its credential sealed to it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 from celery.worker import state as worker_state
+from nacl.public import PrivateKey
 
 from workers.agent.api import AgentApi, AgentApiError
 from workers.agent.config import AgentConfig, HostSettings, amqp_tls_options
-from workers.agent.runner import measure
+from workers.agent.runner import clean_up_due, measure
 from workers.engine.credentials import remove_stale_run_dirs
 from workers.engine.processes import allow_children_in_pool_process
 
@@ -70,6 +73,7 @@ def make_app(folder: Path) -> tuple[Celery, AgentConfig]:
             api.close()
 
     _Health.configure(config)
+    _Cleanups.configure(config, key, host)
     return app, config
 
 
@@ -129,16 +133,64 @@ class _Health:
         self.api.close()
 
 
+class _Cleanups:
+    """A thread of the worker's main process asking the server every HEALTH_S for the
+    cleanups of this vantage point's lost runs and running them (one at a time, beside the
+    run its pool process may be measuring: a cleanup touches only a lost run's names)."""
+
+    settings: tuple[AgentConfig, PrivateKey, HostSettings] | None = None
+    running: _Cleanups | None = None
+
+    @classmethod
+    def configure(cls, config: AgentConfig, key: PrivateKey, host: HostSettings) -> None:
+        cls.settings = (config, key, host)
+
+    def __init__(self) -> None:
+        assert self.settings is not None
+        self.config, self.key, self.host = self.settings
+        self.api = AgentApi(
+            self.config.server, token=self.config.agent_token, ca_file=self.config.server_ca_file
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name="fedprobe-agent-cleanups", daemon=True
+        )
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                clean_up_due(api=self.api, config=self.config, key=self.key, host=self.host)
+            except AgentApiError as exc:  # logged; the next poll asks again
+                log.warning("cleanups not asked for or not reported: %s", exc)
+            except Exception:  # a bug of ours: said, and the thread goes on polling
+                log.exception("cleanups failed")
+            self._stop.wait(HEALTH_S)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.api.close()
+
+
 @worker_ready.connect
 def _start_health(sender: Any, **kwargs: Any) -> None:
     remove_stale_run_dirs()
     if _Health.config is not None:
         _Health.running = _Health(sender.hostname)
         _Health.running.start()
+    if _Cleanups.settings is not None:
+        _Cleanups.running = _Cleanups()
+        _Cleanups.running.start()
 
 
 @worker_shutdown.connect
 def _stop_health(**kwargs: Any) -> None:
+    if _Cleanups.running is not None:
+        _Cleanups.running.stop()
+        _Cleanups.running = None
     if _Health.running is not None:
         _Health.running.stop()
         _Health.running = None

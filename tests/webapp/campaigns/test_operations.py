@@ -28,10 +28,11 @@ from tests.webapp.factories import (
     jwt,
 )
 from webapp.accounts.services import user_set_role
+from webapp.campaigns.cleanups import run_cleanup
 from webapp.campaigns.estimates import run_moved_bytes
 from webapp.campaigns.forms import CampaignForm
-from webapp.campaigns.models import Campaign, ClientAttempt, Run, parameter_set_named
-from webapp.campaigns.services import run_cleanup, runs_reap
+from webapp.campaigns.models import Campaign, ClientAttempt, Run, RunCleanup, parameter_set_named
+from webapp.campaigns.services import runs_reap
 from webapp.sites.models import Endpoint
 from workers.engine.params import AddressFamily, Operation
 
@@ -367,6 +368,11 @@ def test_the_reaper_sends_a_lost_write_runs_cleanup_to_its_vantage_points_queue(
     assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in messages] == [
         ("fedprobe.cleanup_run", f"[{runs['write'].pk}]")
     ]
+    cleanup = RunCleanup.objects.get()
+    assert (cleanup.run_id, cleanup.status, cleanup.attempts) == (runs["write"].pk, "pending", 1)
+    # The next pass sends nothing while a worker holds it.
+    assert runs_reap(stale_after_s=60) == 0
+    assert broker.llen(point.queue) == 0
 
 
 def test_a_cleanup_deletes_the_runs_files_and_nothing_else(tmp_path: Path, settings: Any) -> None:
@@ -383,9 +389,54 @@ def test_a_cleanup_deletes_the_runs_files_and_nothing_else(tmp_path: Path, setti
     kept = scratch / "notes.txt"
     for path in (mine, other, kept):
         path.write_bytes(b"x")
+    RunCleanup.objects.create(run=run, attempts=1, due_at=timezone.now())
     deleted = run_cleanup(run_id=run.pk)
     assert [url.rsplit("/", 1)[-1] for url in deleted] == [mine.name]
     assert not mine.exists() and other.exists() and kept.exists()
+    cleanup = RunCleanup.objects.get(run=run)
+    assert (cleanup.status, cleanup.deleted) == ("done", 1)
+
+
+def test_a_copys_cleanup_deletes_at_its_destination_and_a_failure_is_tried_again(
+    tmp_path: Path, settings: Any
+) -> None:
+    """The local path: a lost copy's files are at the destination endpoint's scratch, not the
+    source's; a cleanup that fails (here: the destination is outside the file roots) is
+    reported, and the reaper's next pass after the back-off sends it again."""
+    settings.FEDPROBE_FILE_ROOTS = [str(tmp_path / "allowed")]
+    settings.FEDPROBE_CLEANUP_RETRY_S = 60
+    source_scratch, destination_scratch = tmp_path / "src", tmp_path / "allowed" / "dst"
+    for folder in (source_scratch, destination_scratch):
+        folder.mkdir(parents=True)
+    source = EndpointFactory(protocol="file", base_url=f"file://{tmp_path}", scratch_path="/src")
+    destination = EndpointFactory(
+        protocol="file", base_url=f"file://{tmp_path}/allowed", scratch_path="/dst"
+    )
+    run = RunFactory(
+        test_file=TestFileFactory(endpoint=source, path="/data/f"),
+        operation="tpc-pull",
+        destination_endpoint=destination,
+        status=Run.Status.FAILED,
+    )
+    name = f"fedprobe-{run.pk}-c0-f0"
+    for folder in (source_scratch, destination_scratch):
+        (folder / name).write_bytes(b"x")
+    RunCleanup.objects.create(run=run, attempts=1, due_at=timezone.now())
+    assert [url.rsplit("/", 1)[-1] for url in run_cleanup(run_id=run.pk)] == [name]
+    assert not (destination_scratch / name).exists() and (source_scratch / name).exists()
+
+    settings.FEDPROBE_FILE_ROOTS = [str(tmp_path / "elsewhere")]
+    (destination_scratch / name).write_bytes(b"x")
+    RunCleanup.objects.filter(run=run).update(status="pending", attempts=1, deleted=None)
+    assert run_cleanup(run_id=run.pk) == []
+    cleanup = RunCleanup.objects.get(run=run)
+    assert (cleanup.status, cleanup.attempts) == ("pending", 1)
+    assert "file roots" in cleanup.error or "FEDPROBE_FILE_ROOTS" in cleanup.error, cleanup.error
+    assert runs_reap(stale_after_s=60) == 0  # its back-off: not sent yet
+    assert RunCleanup.objects.get(run=run).attempts == 1
+    RunCleanup.objects.filter(run=run).update(due_at=timezone.now() - timedelta(seconds=1))
+    runs_reap(stale_after_s=60)
+    assert RunCleanup.objects.get(run=run).attempts == 2  # sent again
 
 
 def test_a_parameter_set_named_without_its_operation_is_a_reads() -> None:
