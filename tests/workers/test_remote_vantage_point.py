@@ -4,7 +4,8 @@ broker, the server and the lab's doors, and not PostgreSQL), with none of the ce
 in its environment; it makes its keys there, gets a RabbitMQ account that reaches only its
 queue, measures the lab's token and proxy doors with credentials sealed to its key, and
 reports through the agent API into the real database; revoking it ends its token, its broker
-account (the agent is cut off) and its queued runs.
+account (the agent is cut off) and its queued runs. A write run lost with the agent (kill -9
+mid-write) has its files deleted by the agent once it polls again.
 
 The broker is the machine's RabbitMQ, in a virtual host of the test's own (removed after);
 the server is Django's live server; the agent runs as `python -m workers.agent run`."""
@@ -37,8 +38,8 @@ from tests.netns import remote_host
 from tests.rabbitmq import RABBIT_ADMIN
 from tests.servers import free_port
 from tests.workers.test_celery_credentials import campaign, endpoint
-from webapp.campaigns.models import Run
-from webapp.campaigns.services import campaign_launch
+from webapp.campaigns.models import Run, RunCleanup
+from webapp.campaigns.services import campaign_launch, runs_reap
 from webapp.sites.models import VantagePoint, WorkerHeartbeat
 from workers.agent.api import AgentApi, AgentApiError
 from workers.agent.config import AgentConfig, amqp_tls_options
@@ -277,3 +278,107 @@ def test_the_agents_broker_account_reaches_its_own_queue_only(
         )
         with pytest.raises(Exception, match=r"ACCESS_REFUSED"):
             publisher.basic_qos(0, 1, False)  # the publish's refusal comes on the next call
+
+
+MiB = 1024 * 1024
+
+
+def test_a_write_lost_with_its_agent_is_cleaned_up_by_the_agents_next_poll(
+    lab: Lab, live_server: Any, central: str, tmp_path: Path
+) -> None:
+    """The agent is killed -9 (main process, pool process, clients: its host dies) while its
+    clients write 1 GiB each through the lab's token door; the reaper ends the run lost and
+    records its cleanup; the agent started again asks for it, gets the door's write token
+    sealed to its key, deletes the two files and nothing else, and reports it done."""
+    folder, home = tmp_path / "agent", tmp_path / "home"
+    home.mkdir()
+    env = agent_env(lab, folder, home)
+    token = lab.token_file("write").read_text().strip()
+    door = endpoint(lab, "local-roots", "token", token)
+    door.scratch_path = lab.endpoint("local-roots").scratch_path
+    door.save()
+    scratch = Path(lab.state_dir) / "data" / "scratch" / lab.endpoint("local-roots").site
+    others = ["fedprobe-0-c0-f0", "not-ours"]
+    for name in others:
+        (scratch / name).write_bytes(b"keep me")
+    ports = [BROKER_PORT, port_of(live_server.url), port_of(door.base_url)]
+    try:
+        with remote_host(ports) as host:
+            inside = host.command([])
+            enrol(live_server, env, inside)
+            first = agent(NAME, env, tmp_path / "agent.log", inside).start()
+            run = killed_mid_write(first, door, scratch)
+            tag = f"fedprobe-{run.pk}-"
+            left = still(scratch, tag)
+            assert left == [f"{tag}c0-f0", f"{tag}c1-f0"]
+            wait_until(lambda: runs_reap(stale_after_s=5) == 1, 30, "the reaper")
+            assert Run.objects.get(pk=run.pk).status == "failed"
+            assert RunCleanup.objects.get(run=run).status == "pending"
+            again = agent(NAME, env, tmp_path / "agent-again.log", inside).start()
+            try:
+                again.wait_ready()
+                wait_until(
+                    lambda: RunCleanup.objects.get(run=run).status != "pending",
+                    60,
+                    "the agent's cleanup",
+                    again,
+                )
+                log = again.log()
+            finally:
+                again.stop()
+        cleanup = RunCleanup.objects.get(run=run)
+        assert (cleanup.status, cleanup.deleted, cleanup.attempts) == ("done", 2, 1), cleanup.error
+        assert [n for n in os.listdir(scratch) if n.startswith(tag)] == []
+        for name in others:
+            assert (scratch / name).read_bytes() == b"keep me"
+        config, _ = AgentConfig.read(folder)
+        assert f"run {run.pk}: cleanup deleted 2 files" in log
+        for secret in (token, config.agent_token):
+            assert secret not in log and secret not in first.log()
+        # The killed run's credential folder and the cleanup's are gone.
+        secrets = home / "secrets"
+        assert not secrets.exists() or list(secrets.iterdir()) == []
+    finally:
+        for name in others:
+            (scratch / name).unlink(missing_ok=True)
+
+
+def killed_mid_write(agent: WorkerProcess, door: Any, scratch: Path) -> Run:
+    """A write run of 2 clients the agent measures, the agent killed -9 (main process, pool
+    process and clients, as if its host died) once both clients write into `scratch`."""
+    try:
+        agent.wait_ready()
+        writes = campaign(
+            "lost-write",
+            [door],
+            NAME,
+            operations=["write"],
+            file_size=1024 * MiB,
+            read_sizes=[16 * 1024],
+            patterns=["sequential"],
+            fractions=[1.0],
+        )
+        (run,) = campaign_launch(campaign=writes, trigger="api")
+        tag = f"fedprobe-{run.pk}-"
+        wait_until(
+            lambda: len([n for n in os.listdir(scratch) if n.startswith(tag)]) == 2,
+            60,
+            "both clients writing",
+            agent,
+        )
+        agent.kill_host()  # nothing deletes what was written
+    finally:
+        agent.stop()
+    return run
+
+
+def still(folder: Path, prefix: str) -> list[str]:
+    """The names starting with `prefix` once their sizes stop changing."""
+    sizes: dict[str, int] = {}
+    for _ in range(100):
+        now = {n: (folder / n).stat().st_size for n in os.listdir(folder) if n.startswith(prefix)}
+        if now == sizes:
+            return sorted(now)
+        sizes = now
+        time.sleep(0.2)
+    raise AssertionError(f"still being written: {sizes}")

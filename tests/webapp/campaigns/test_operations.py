@@ -7,6 +7,7 @@ copy did, from run JSON written by hand from the contract (docs/engine.md)."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -449,3 +450,58 @@ def test_a_parameter_set_named_without_its_operation_is_a_reads() -> None:
     }
     assert parameter_set_named({**five, "clients": 1, "operation": "write"})["operation"] == "write"
     assert parameter_set_named(five) is None  # clients left to the most measured
+
+
+@pytest.mark.lab
+def test_a_lost_copys_files_are_deleted_at_its_destination_with_the_destinations_token(
+    lab: Any, settings: Any
+) -> None:
+    """The local path against the lab's token door (roots://): source and destination both
+    name its scratch folder, the source with a read token, the destination with the write
+    token; only the destination's deletes (with the read token the door refuses, and the
+    cleanup reports it, to be tried again)."""
+    settings.FEDPROBE_CA_DIR = str(lab.ca_dir())
+    door = lab.endpoint("local-roots")
+    tokens = {kind: lab.token_file(kind).read_text().strip() for kind in ("read", "write")}
+
+    def side(kind: str) -> Endpoint:
+        return EndpointFactory(  # type: ignore[no-any-return]
+            protocol=door.protocol,
+            base_url=door.url,
+            credential_kind="token",
+            credential=tokens[kind],
+            scratch_path=door.scratch_path,
+        )
+
+    source, destination = side("read"), side("write")
+    run = RunFactory(
+        test_file=TestFileFactory(endpoint=source, path="/fedprobe/file-1M"),
+        operation="tpc-pull",
+        destination_endpoint=destination,
+        status=Run.Status.FAILED,
+    )
+    folder = Path(lab.state_dir) / "data" / "scratch" / door.site
+    names = [f"fedprobe-{run.pk}-c0-f0", f"fedprobe-{run.pk}-c1-f0"]
+    try:
+        RunCleanup.objects.create(run=run, attempts=1, due_at=timezone.now())
+        destination.credential = tokens["read"]
+        destination.save()
+        for name in names:
+            (folder / name).write_bytes(b"left by a killed copy")
+        assert run_cleanup(run_id=run.pk) == []  # the read token may not delete
+        refused = RunCleanup.objects.get(run=run)
+        assert (refused.status, refused.attempts) == ("pending", 1)
+        assert "auth" in refused.error, refused.error
+        assert set(names) <= set(os.listdir(folder))  # nothing deleted
+        destination.credential = tokens["write"]
+        destination.save()
+        deleted = run_cleanup(run_id=run.pk)
+        assert sorted(url.rsplit("/", 1)[-1] for url in deleted) == names
+        assert not set(names) & set(os.listdir(folder))
+        cleanup = RunCleanup.objects.get(run=run)
+        assert (cleanup.status, cleanup.deleted) == ("done", 2)
+        for secret in tokens.values():
+            assert secret not in cleanup.error
+    finally:
+        for name in names:
+            (folder / name).unlink(missing_ok=True)
