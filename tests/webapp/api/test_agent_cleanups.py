@@ -9,7 +9,9 @@ kill -9 is tests/workers/test_remote_vantage_point.py's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +24,11 @@ from webapp.campaigns.models import ClientAttempt, Run, RunCleanup
 from webapp.campaigns.services import runs_reap
 from webapp.sites.enrolment import vantage_enrolment_start
 from webapp.sites.models import Endpoint, VantagePoint
-from workers.agent.sealing import encode_key, new_private_key, open_sealed
+from workers.agent.api import AgentApi
+from workers.agent.config import AgentConfig, HostSettings
+from workers.agent.runner import clean_up, clean_up_due
+from workers.agent.sealing import Sealed, encode_key, new_private_key, open_sealed, seal
+from workers.engine.egress import EgressPolicy
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +36,8 @@ CLEANUPS = "/api/v1/agent/cleanups/"
 
 
 def agent(name: str) -> tuple[APIClient, VantagePoint, PrivateKey]:
-    """An enrolled agent's API client (its token set), its vantage point and its key."""
+    """An enrolled agent's API client (its token set, also as `client.agent_token`), its
+    vantage point and its key."""
     key = new_private_key()
     _, token = vantage_enrolment_start(name=name, now=timezone.now())
     client = APIClient()
@@ -40,7 +47,9 @@ def agent(name: str) -> tuple[APIClient, VantagePoint, PrivateKey]:
         format="json",
     )
     assert answer.status_code == 201, answer.content
-    client.credentials(HTTP_AUTHORIZATION=f"Agent {answer.json()['agent_token']}")
+    agent_token = answer.json()["agent_token"]
+    client.credentials(HTTP_AUTHORIZATION=f"Agent {agent_token}")
+    client.agent_token = agent_token  # type: ignore[attr-defined]
     return client, VantagePoint.objects.get(name=name), key
 
 
@@ -209,3 +218,47 @@ def test_a_credential_that_does_not_parse_fails_the_attempt_on_the_server(centra
     cleanup = cleanup_of(run)
     assert (cleanup.status, cleanup.attempts) == ("pending", 1)
     assert cleanup.error.startswith("credential")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_agent_reports_a_box_it_cannot_open_then_deletes_under_its_own_file_roots(
+    central: str, live_server: Any, tmp_path: Path, settings: Any
+) -> None:
+    """The agent's side (workers/agent/runner.py) against the real server: a credential
+    sealed for another run does not open, and the agent says so (nothing deleted); handed
+    out again, it deletes the run's file in a file:// scratch its host's file roots allow,
+    and nothing else."""
+    client, vantage_point, key = agent("filer")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    endpoint = EndpointFactory(
+        protocol="file", base_url=f"file://{tmp_path}", scratch_path="/scratch"
+    )
+    TestFileFactory(endpoint=endpoint, path="/data/f")
+    run = lost(vantage_point, endpoint, operation="write")
+    mine, other = scratch / f"fedprobe-{run.pk}-c0-f0", scratch / f"fedprobe-{run.pk + 1}-c0-f0"
+    for path in (mine, other):
+        path.write_bytes(b"x")
+    token = client.agent_token  # type: ignore[attr-defined]
+    api = AgentApi(live_server.url, token=token)
+    config = AgentConfig(live_server.url, "filer", vantage_point.queue, token, "amqp://x")
+    host = HostSettings(EgressPolicy.allowing([]), None, (str(tmp_path),))
+    try:
+        (handed,) = api.cleanups()
+        assert handed.urls == (f"file://{scratch}/",) and handed.credential is None
+        stranger = Sealed(run.pk + 1, "filer", "token", "not this run's")
+        wrong_box = replace(handed, credential=seal(stranger, vantage_point.public_key))
+        clean_up(wrong_box, api=api, config=config, key=key, host=host)
+        cleanup = cleanup_of(run)
+        assert cleanup.error.startswith(
+            f"credential: the sealed credential is for run {run.pk + 1}"
+        )
+        assert "not this run's" not in cleanup.error
+        assert mine.exists()
+        RunCleanup.objects.filter(run=run).update(due_at=timezone.now())  # its back-off passed
+        assert clean_up_due(api=api, config=config, key=key, host=host) == 1
+    finally:
+        api.close()
+    cleanup = cleanup_of(run)
+    assert (cleanup.status, cleanup.attempts, cleanup.deleted) == ("done", 2, 1)
+    assert not mine.exists() and other.exists()
