@@ -325,6 +325,34 @@ def test_a_copy_cancelled_mid_transfer_leaves_nothing_at_the_destination(
     assert ours() == []
 
 
+@pytest.mark.faults
+def test_an_http_copy_past_its_deadline_leaves_nothing_at_the_destination(
+    lab: Lab, tokens: dict[str, Path], relay_to: Relay
+) -> None:
+    """A 6.7 s pull with a 2.5 s deadline: the client's read of the markers times out at the
+    deadline and it deletes its copy while the server goes on copying into it; the run's
+    sweep follows the drain. After the run nothing is left, nothing comes back."""
+    _, source = relay_to("local-https", FILE_16M, bandwidth_mbps=SLOW_MBPS)
+    folder = lab.paths.scratch / lab.endpoint("near-https").site
+    params = RunParams(
+        urls=(source,),
+        operation=Operation.TPC_PULL,
+        destination=scratch_url(lab, "near-https"),
+        run_tag="late-copy",
+        timeout_s=2.5,
+        ca_dir=str(lab.ca_dir()),
+        credential=Credential.token(tokens["read"].read_text()),
+        destination_credential=Credential.token(tokens["write"].read_text()),
+    )
+    run = run_probe(params).to_json()
+    assert run["status"] == "timeout", run["errors"]
+    error = run["clients"][0]["error"]
+    assert error["class"] == "timeout" and "perf markers" in error["message"], error
+    assert list(folder.glob("fedprobe-late-copy-*")) == []
+    time.sleep(1.5)
+    assert list(folder.glob("fedprobe-late-copy-*")) == []
+
+
 def test_the_egress_policy_checks_the_destination_too(lab: Lab, tokens: dict[str, Path]) -> None:
     """The source (127.0.0.1) is allowed, the destination ([::1], the same server) is not:
     the preflight refuses the run before any COPY."""
