@@ -68,8 +68,11 @@ def tokens(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
     return files
 
 
-def left_in_scratch(lab: Lab) -> list[str]:
-    return sorted(p.name for p in lab.paths.scratch.rglob("fedprobe-*"))
+def left_in_scratch(lab: Lab, run: dict[str, Any]) -> list[str]:
+    """What the run left in any scratch folder, by its tag (tests in parallel copy too)."""
+    tag = run["params"]["run_tag"]
+    assert tag, run["params"]
+    return sorted(p.name for p in lab.paths.scratch.rglob(f"fedprobe-{tag}-*"))
 
 
 def scratch_url(lab: Lab, endpoint: str) -> str:
@@ -125,7 +128,7 @@ def test_http_tpc_pull_reads_perf_markers_while_the_copy_runs(
     assert result["checksum"] == "ok"
     assert result["bytes_read"] == info.size
     assert set(result["latency_us"]) >= {"tpc", "delete"}
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
     for token in tokens.values():
         assert token.read_text().strip() not in printed
 
@@ -142,7 +145,7 @@ def test_http_tpc_push_reads_perf_markers_while_the_copy_runs(
     # once and paces it out after, so the 5 s marker already says all of it.
     assert_markers_during_copy(result, info.size, partial=False)
     assert result["server_checksum"] == f"adler32:{info.adler32}"
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 @pytest.mark.parametrize("operation", ["tpc-pull", "tpc-push"])
@@ -159,7 +162,7 @@ def test_a_destination_given_a_read_token_refuses_the_copy(
     error = result["errors"][0]
     assert error["class"] == "tpc-destination", error
     assert ("401" if operation == "tpc-pull" else "403") in error["message"], error
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 def test_a_source_token_that_cannot_read_is_refused_before_any_copy(
@@ -174,7 +177,7 @@ def test_a_source_token_that_cannot_read_is_refused_before_any_copy(
     error = result["errors"][0]
     assert error["class"] == "auth" and error["client"] is None, error
     assert "storage.read:/fedprobe" in error["message"], error
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 def copy_directly(
@@ -241,7 +244,7 @@ def test_http_tpc_with_a_proxy_at_the_gsi_site_and_an_open_site_on_the_other_sid
     result, _ = probe(source, "--operation", operation, "--ca-dir", str(lab.ca_dir()), *args)
     assert result["status"] == "succeeded", result["errors"]
     assert result["server_checksum"] == f"adler32:{info.adler32}"
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 def test_xroot_native_tpc_pull_copies_checks_and_deletes(lab: Lab) -> None:
@@ -252,7 +255,7 @@ def test_xroot_native_tpc_pull_copies_checks_and_deletes(lab: Lab) -> None:
     assert result["tpc"]["mode"] == "root"
     assert result["tpc"]["markers"] == [] and result["tpc"]["bytes"] == info.size
     assert result["server_checksum"] == f"adler32:{info.adler32}"
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 def test_xroot_native_tpc_to_a_read_only_path_is_tpc_destination(lab: Lab) -> None:
@@ -318,7 +321,8 @@ def test_a_copy_cancelled_mid_transfer_leaves_nothing_at_the_destination(
     run = run_probe(params, should_cancel=copying).to_json()
     assert run["status"] == "cancelled", run["errors"]
     assert seen, "the copy never reached the destination"
-    assert run["clients"][0]["error"]["class"] == "cancelled", run["clients"]
+    error = run["clients"][0]["error"]
+    assert error is not None and error["class"] == "cancelled", run["clients"]
     assert run["errors"][0]["message"] == "the run was cancelled", run["errors"]
     assert ours() == []
     time.sleep(1.5)  # nothing was still being written there
@@ -347,7 +351,8 @@ def test_an_http_copy_past_its_deadline_leaves_nothing_at_the_destination(
     run = run_probe(params).to_json()
     assert run["status"] == "timeout", run["errors"]
     error = run["clients"][0]["error"]
-    assert error["class"] == "timeout" and "perf markers" in error["message"], error
+    assert error is not None and error["class"] == "timeout", error
+    assert "perf markers" in error["message"], error
     assert list(folder.glob("fedprobe-late-copy-*")) == []
     time.sleep(1.5)
     assert list(folder.glob("fedprobe-late-copy-*")) == []
