@@ -1,9 +1,10 @@
-"""Delete what a write run left behind: its files, by their names, and nothing else.
+"""Delete what a write or copy run left behind: its files, by their names, and nothing else.
 
 A write's client deletes its file itself, also after a failure, the deadline or a SIGTERM
-(client_ops.py); a client killed outright (SIGKILL, its worker gone) cannot. The engine
-sweeps the run's directories after every write run, and the web application's reaper
-calls `cleanup_written` for a run whose worker died. Only names written_names(run_tag)
+(client_ops.py); a client killed outright (SIGKILL, its worker gone) cannot, nor can a copy
+client killed mid-copy (tpc.py). The engine sweeps the run's directories after every write
+run, and a copy run's destination after a client was cut (driver.py); the web application's
+reaper calls `cleanup_written` for a run whose worker died. Only names written_names(run_tag)
 matches (fedprobe-<run_tag>-c<client>-f<k>) are ever deleted.
 """
 
@@ -122,6 +123,12 @@ def sweep(params: RunParams, access: Access, deadline: Deadline) -> list[str]:
             raise
         for name in sorted(n for n in names if ours.fullmatch(n)):
             url = in_directory(directory, name)
-            backend.delete(url, options)
+            try:
+                backend.delete(url, options)
+            except ProbeError as exc:
+                # Gone since the listing: its server removed it (a native TPC's, after a cut).
+                if exc.error_class == ErrorClass.NOT_FOUND:
+                    continue
+                raise
             deleted.append(url)
     return deleted

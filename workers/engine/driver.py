@@ -66,6 +66,7 @@ from workers.engine.processes import client_context, main_module_hidden
 from workers.engine.protocols import protocol_of
 from workers.engine.replay import replay_deadline_s, trace_of
 from workers.engine.results import RunResult
+from workers.engine.urls import HTTP_SCHEMES
 
 PREFLIGHT_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 120.0
@@ -73,6 +74,11 @@ START_TIMEOUT_S = 120.0
 KILL_GRACE_S = 2.0
 # How long a writer asked to stop (SIGTERM) may take to delete its file before it is killed.
 WRITE_STOP_GRACE_S = DELETE_TIMEOUT_S + 2.0
+# How long XrdHttpTPC may go on copying once our COPY's connection dropped: it notices only
+# when writing a perf marker (every 5 s) fails, 2 to 12 s after the drop on the lab (xrootd
+# 5.5.3), then stops and keeps what it copied (docs/engine.md "Third-party copy"). The copy
+# sweep waits this long from the cut before it deletes.
+HTTP_TPC_DRAIN_S = 15.0
 POLL_S = 0.2
 
 _T = TypeVar("_T")
@@ -294,6 +300,7 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
         credential.check_valid(until=ends, why="the run's deadline")
     specs = _client_specs(params, sizes, result.deadline_s, vector_limits, access)
     planned = _planned(params, sizes)
+    execution: _Execution | None = None
     try:
         execution = _Execution(
             specs,
@@ -311,6 +318,8 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
                 shutil.rmtree(spec.scratch, ignore_errors=True)
         if params.operation == Operation.WRITE:
             _sweep_after_write(params, access, result)
+        elif params.operation in TPC_OPERATIONS and execution and execution.cut_at is not None:
+            _sweep_after_cut_copies(params, access, result, execution.cut_at)
 
 
 def _sweep_after_write(params: RunParams, access: Access, result: RunResult) -> None:
@@ -322,6 +331,30 @@ def _sweep_after_write(params: RunParams, access: Access, result: RunResult) -> 
     except ProbeError as exc:
         if result.run_error is None:
             result.run_error = (exc.error_class, f"cleanup of the written files: {exc.message}")
+
+
+def _sweep_after_cut_copies(
+    params: RunParams, access: Access, result: RunResult, cut_at: float
+) -> None:
+    """Delete the copies a cut client left at the destination (killed mid-copy by the
+    deadline or a cancel, it never deleted its copy; a native TPC's server may leave it
+    too): the run's names only, with the destination's credential (cleanup.py). HTTP-TPC's
+    server goes on copying after the cut, so the sweep first waits HTTP_TPC_DRAIN_S from
+    it. Untimed, after the clients; a failed sweep is the run's error. Copies not cut were
+    deleted by their client."""
+    assert params.destination is not None  # RunParams.validate
+    if params.scheme in HTTP_SCHEMES:
+        time.sleep(max(0.0, cut_at + HTTP_TPC_DRAIN_S - time.monotonic()))
+    at_destination = replace(
+        params, urls=(params.destination,), operation=Operation.WRITE, destination=None
+    )
+    destination_access = access.destination or Access(ca_dir=access.ca_dir)
+    try:
+        sweep_in_child(at_destination, destination_access, Deadline.after(CLEANUP_TIMEOUT_S))
+    except ProbeError as exc:
+        if result.run_error is None:
+            message = f"cleanup of the copies at {params.destination}: {exc.message}"
+            result.run_error = (exc.error_class, message)
 
 
 def _planned(params: RunParams, sizes: dict[str, int]) -> int:
@@ -400,6 +433,10 @@ def _targets(params: RunParams, client: int, sizes: dict[str, int]) -> tuple[Fil
     return tuple(FileTarget(url, sizes.get(url, 0), k) for k, url in enumerate(picked))
 
 
+# A client that ended with these was stopped mid-operation, by the run.
+_CUT_BY = frozenset({ErrorClass.TIMEOUT, ErrorClass.CANCELLED})
+
+
 def _kill_client(pid: int) -> None:
     """Kill a client and what it started (a copy tool): its process group, once it has one."""
     try:
@@ -438,6 +475,10 @@ class _Execution:
         self.processes: dict[int, BaseProcess] = {}
         self.pipes: dict[int, Connection] = {}
         self.results: dict[int, ClientResult] = {}
+        # When a released client last stopped mid-operation (killed, found dead, or ended
+        # by the deadline or a cancel), on time.monotonic(): a copy's server may still be
+        # writing its file, and the client did not delete it.
+        self.cut_at: float | None = None
 
     def run(self) -> None:
         try:
@@ -519,9 +560,13 @@ class _Execution:
             if pipe not in ready:
                 continue
             try:
-                self.results[client] = self.explained(pipe.recv())
+                record = self.explained(pipe.recv())
             except EOFError:
-                self.results[client] = self._lost(client, "the client process died")
+                record = self._lost(client, "the client process died")
+                self._cut()
+            if record.error is not None and record.error.error_class in _CUT_BY:
+                self._cut()
+            self.results[client] = record
             self._forget(client)
 
     def explained(self, record: ClientResult) -> ClientResult:
@@ -541,6 +586,7 @@ class _Execution:
             process = self.processes[client]
             if process.pid is not None and process.is_alive():
                 _kill_client(process.pid)
+            self._cut()
             process.join(timeout=5)
             self.results[client] = self._lost(client, message, error_class)
             self._forget(client)
@@ -569,6 +615,10 @@ class _Execution:
                 and error.error_class == ErrorClass.CANCELLED
             ):
                 record.error = ClientError(error_class, message, error.wasted_s)
+
+    def _cut(self) -> None:
+        if self.release.is_set():
+            self.cut_at = time.monotonic()
 
     def _lost(
         self, client: int, message: str, error_class: ErrorClass = ErrorClass.SERVER_ERROR

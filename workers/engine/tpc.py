@@ -3,7 +3,8 @@
 Each client copies its sources (RunParams.client_urls) to
 `<destination>/fedprobe-<run_tag>-c<client>-f<k>`, asks the destination for the copy's
 adler32 and compares it with the source's, then deletes the copy: always, also when the
-copy or the check failed. The bytes never pass through us: the servers move them, we time
+copy or the check failed (a client killed mid-copy cannot: the driver sweeps the
+destination after it, driver.py). The bytes never pass through us: the servers move them, we time
 the COPY (HTTP-TPC, backends/http_tpc.py) or XRootD's own TPC (backends/xroot_tpc.py).
 """
 

@@ -6,6 +6,7 @@ anonymous sites, and every copy deleted after."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -67,8 +68,11 @@ def tokens(lab: Lab, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
     return files
 
 
-def left_in_scratch(lab: Lab) -> list[str]:
-    return sorted(p.name for p in lab.paths.scratch.rglob("fedprobe-*"))
+def left_in_scratch(lab: Lab, run: dict[str, Any]) -> list[str]:
+    """What the run left in any scratch folder, by its tag (tests in parallel copy too)."""
+    tag = run["params"]["run_tag"]
+    assert tag, run["params"]
+    return sorted(p.name for p in lab.paths.scratch.rglob(f"fedprobe-{tag}-*"))
 
 
 def scratch_url(lab: Lab, endpoint: str) -> str:
@@ -124,7 +128,7 @@ def test_http_tpc_pull_reads_perf_markers_while_the_copy_runs(
     assert result["checksum"] == "ok"
     assert result["bytes_read"] == info.size
     assert set(result["latency_us"]) >= {"tpc", "delete"}
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
     for token in tokens.values():
         assert token.read_text().strip() not in printed
 
@@ -141,7 +145,7 @@ def test_http_tpc_push_reads_perf_markers_while_the_copy_runs(
     # once and paces it out after, so the 5 s marker already says all of it.
     assert_markers_during_copy(result, info.size, partial=False)
     assert result["server_checksum"] == f"adler32:{info.adler32}"
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 @pytest.mark.parametrize("operation", ["tpc-pull", "tpc-push"])
@@ -158,7 +162,7 @@ def test_a_destination_given_a_read_token_refuses_the_copy(
     error = result["errors"][0]
     assert error["class"] == "tpc-destination", error
     assert ("401" if operation == "tpc-pull" else "403") in error["message"], error
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 def test_a_source_token_that_cannot_read_is_refused_before_any_copy(
@@ -173,7 +177,7 @@ def test_a_source_token_that_cannot_read_is_refused_before_any_copy(
     error = result["errors"][0]
     assert error["class"] == "auth" and error["client"] is None, error
     assert "storage.read:/fedprobe" in error["message"], error
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 def copy_directly(
@@ -240,7 +244,7 @@ def test_http_tpc_with_a_proxy_at_the_gsi_site_and_an_open_site_on_the_other_sid
     result, _ = probe(source, "--operation", operation, "--ca-dir", str(lab.ca_dir()), *args)
     assert result["status"] == "succeeded", result["errors"]
     assert result["server_checksum"] == f"adler32:{info.adler32}"
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 def test_xroot_native_tpc_pull_copies_checks_and_deletes(lab: Lab) -> None:
@@ -251,7 +255,7 @@ def test_xroot_native_tpc_pull_copies_checks_and_deletes(lab: Lab) -> None:
     assert result["tpc"]["mode"] == "root"
     assert result["tpc"]["markers"] == [] and result["tpc"]["bytes"] == info.size
     assert result["server_checksum"] == f"adler32:{info.adler32}"
-    assert left_in_scratch(lab) == []
+    assert left_in_scratch(lab, result) == []
 
 
 def test_xroot_native_tpc_to_a_read_only_path_is_tpc_destination(lab: Lab) -> None:
@@ -261,6 +265,97 @@ def test_xroot_native_tpc_to_a_read_only_path_is_tpc_destination(lab: Lab) -> No
     error = result["errors"][0]
     assert error["class"] == "tpc-destination", error
     assert "read/only" in error["message"], error
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize(
+    "case",
+    [
+        # (operation, source, destination, the side behind the slow relay)
+        ("tpc-pull", "local-https", "near-https", "source"),
+        ("tpc-push", "local-https", "near-https", "destination"),
+        ("tpc-pull", "local-root", "near-root", "source"),
+    ],
+)
+def test_a_copy_cancelled_mid_transfer_leaves_nothing_at_the_destination(
+    lab: Lab, tokens: dict[str, Path], relay_to: Relay, case: tuple[str, str, str, str]
+) -> None:
+    """The client is killed while its copy runs, so it never deletes it; XrdHttpTPC goes on
+    copying for seconds after our COPY's connection dropped and keeps what it copied, a
+    native TPC's server keeps the partial file in some runs (measured: docs/engine.md). The
+    run's sweep, with the destination's credential, leaves nothing, and nothing comes back."""
+    operation, source_endpoint, destination_endpoint, relayed = case
+    tag = f"cut-{operation}-{source_endpoint}"
+    folder = lab.paths.scratch / lab.endpoint(destination_endpoint).site
+
+    def ours() -> list[Path]:
+        return list(folder.glob(f"fedprobe-{tag}-*"))
+
+    source, info = lab_file(lab, source_endpoint, FILE_16M)
+    destination = scratch_url(lab, destination_endpoint)
+    if relayed == "source":
+        _, source = relay_to(source_endpoint, FILE_16M, bandwidth_mbps=SLOW_MBPS)
+    else:
+        scratch = lab.endpoint(destination_endpoint).scratch_path
+        _, destination = relay_to(destination_endpoint, str(scratch), bandwidth_mbps=SLOW_MBPS)
+    http = source.startswith("https")
+    params = RunParams(
+        urls=(source,),
+        operation=Operation(operation),
+        destination=destination,
+        run_tag=tag,
+        ca_dir=str(lab.ca_dir()),
+        credential=Credential.token(tokens["read"].read_text()) if http else None,
+        destination_credential=Credential.token(tokens["write"].read_text()) if http else None,
+    )
+    seen: list[int] = []
+
+    def copying() -> bool:
+        """Cancel once the copy is at the destination (HTTP-TPC: with bytes in it)."""
+        seen.clear()
+        for path in ours():
+            with contextlib.suppress(FileNotFoundError):  # the server's own cleanup
+                seen.append(path.stat().st_size)
+        return bool(seen) and (not http or 0 < seen[0] < info.size)
+
+    run = run_probe(params, should_cancel=copying).to_json()
+    assert run["status"] == "cancelled", run["errors"]
+    assert seen, "the copy never reached the destination"
+    error = run["clients"][0]["error"]
+    assert error is not None and error["class"] == "cancelled", run["clients"]
+    assert run["errors"][0]["message"] == "the run was cancelled", run["errors"]
+    assert ours() == []
+    time.sleep(1.5)  # nothing was still being written there
+    assert ours() == []
+
+
+@pytest.mark.faults
+def test_an_http_copy_past_its_deadline_leaves_nothing_at_the_destination(
+    lab: Lab, tokens: dict[str, Path], relay_to: Relay
+) -> None:
+    """A 6.7 s pull with a 2.5 s deadline: the client's read of the markers times out at the
+    deadline and it deletes its copy while the server goes on copying into it; the run's
+    sweep follows the drain. After the run nothing is left, nothing comes back."""
+    _, source = relay_to("local-https", FILE_16M, bandwidth_mbps=SLOW_MBPS)
+    folder = lab.paths.scratch / lab.endpoint("near-https").site
+    params = RunParams(
+        urls=(source,),
+        operation=Operation.TPC_PULL,
+        destination=scratch_url(lab, "near-https"),
+        run_tag="late-copy",
+        timeout_s=2.5,
+        ca_dir=str(lab.ca_dir()),
+        credential=Credential.token(tokens["read"].read_text()),
+        destination_credential=Credential.token(tokens["write"].read_text()),
+    )
+    run = run_probe(params).to_json()
+    assert run["status"] == "timeout", run["errors"]
+    error = run["clients"][0]["error"]
+    assert error is not None and error["class"] == "timeout", error
+    assert "perf markers" in error["message"], error
+    assert list(folder.glob("fedprobe-late-copy-*")) == []
+    time.sleep(1.5)
+    assert list(folder.glob("fedprobe-late-copy-*")) == []
 
 
 def test_the_egress_policy_checks_the_destination_too(lab: Lab, tokens: dict[str, Path]) -> None:

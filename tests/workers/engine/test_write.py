@@ -17,9 +17,11 @@ import pytest
 
 from tests.workers.engine.conftest import MiB, WritableDoor
 from workers.engine import RunParams, run_probe
+from workers.engine.backends.xroot import STREAM_TIMEOUT_FLOOR_S
 from workers.engine.cleanup import cleanup_written
 from workers.engine.client_ops import WriteSource
 from workers.engine.credentials import Credential
+from workers.engine.driver import KILL_GRACE_S
 from workers.engine.errors import InvalidParams
 from workers.engine.params import Operation, written_name
 
@@ -170,17 +172,71 @@ def test_a_write_past_its_deadline_deletes_what_it_wrote(writable_door: Writable
         urls=(writable_door.url,),
         operation=Operation.WRITE,
         run_tag="late",
-        # Not 1 s: XrdCl's StreamTimeout is the deadline's whole seconds (configure_client),
-        # and at 1 s its once-a-second check, on whole-second timestamps, takes a busy stream
-        # for dead, reconnects, and the server no longer knows the file (3004).
-        timeout_s=3.0,
+        # 1 s: XrdCl's StreamTimeout has a floor (configure_client), so its stream outlives
+        # the deadline; the requests and the driver's kill end the client.
+        timeout_s=1.0,
         **SLOW,
     )
     record = run_probe(params).to_json()
     assert record["status"] == "timeout", record["errors"]
+    assert not any("3004" in e["message"] for e in record["errors"]), record["errors"]
     client = record["clients"][0]
-    assert "delete" in [p["phase"] for p in client["phases"]]
+    phases = {p["phase"]: p for p in client["phases"]}
+    # Held to the deadline all the same: asked to stop KILL_GRACE_S past it, then deleted.
+    assert phases["write"]["end_s"] < record["deadline_s"] + KILL_GRACE_S + 1.0, phases
+    assert "delete" in phases
     assert ours(writable_door, "late") == []
+
+
+# One client's write loop in a process of its own (XrdCl's settings are the process's):
+# configured as a client with a 1 s deadline, then writing 16 KiB requests past it for
+# BUSY_S (the client's loop goes on until the driver stops it), as XRootDWritableFile does.
+_BUSY_WRITER = """
+import sys, time
+from workers.engine.backends import backend_for
+from workers.engine.backends.base import OpenOptions
+from workers.engine.backends.xroot import configure_client
+from workers.engine.deadline import Deadline
+from XRootD import client as xrd
+
+url, busy_s = sys.argv[1], float(sys.argv[2])
+options = OpenOptions(user="busy", streams=1, deadline=Deadline.after(1.0))
+configure_client(options)
+print("StreamTimeout", xrd.EnvGetInt("StreamTimeout"), flush=True)
+backend = backend_for("root")
+file = backend.create(url, 0, options)
+data, offset, ends = b"x" * 16384, 0, time.monotonic() + busy_s
+try:
+    while time.monotonic() < ends:
+        file.write(offset, data)
+        offset += len(data)
+    print("wrote", offset, flush=True)
+finally:
+    file.abort()
+    backend.delete(url, OpenOptions(user="busy", streams=1, deadline=Deadline.after(10)))
+"""
+# Before the floor, a writer configured so met the false stream timeout within 10 s in every
+# try on the lab (the runs with a 1 s deadline, writing ~3 s, one in three).
+BUSY_S = 12.0
+
+
+@pytest.mark.faults
+def test_a_busy_stream_outlives_a_1_s_deadline(writable_door: WritableDoor) -> None:
+    url = writable_door.url + written_name("busy", 0, 0)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _BUSY_WRITER, url, str(BUSY_S)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=BUSY_S + 60,
+            check=False,
+        )
+    finally:  # a writer whose stream was taken for dead could not delete its file
+        cleanup_written(run_tag="busy", urls=[writable_door.url])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"StreamTimeout {STREAM_TIMEOUT_FLOOR_S}" in done.stdout
+    assert "wrote" in done.stdout, done.stdout  # and deleted (a failed delete raises)
 
 
 @pytest.mark.faults

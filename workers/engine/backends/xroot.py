@@ -55,6 +55,11 @@ _TLS_HINT = (
 DEFAULT_PORT = 1094
 # Redirectors behind redirectors a preflight follows (global, regional, site: three).
 MAX_REDIRECTOR_LEVELS = 4
+# XrdCl's StreamTimeout never below this: at 1 s (a 1 s deadline) its once-a-second check,
+# on whole-second timestamps, took a busy stream for dead; it reconnected and the server no
+# longer knew the open file (3004). On the lab a writer met it within 10 s every time at 1 s,
+# never at 5 s (docs/engine.md "Deadlines").
+STREAM_TIMEOUT_FLOOR_S = 5
 
 
 def configure_client(options: OpenOptions) -> None:
@@ -62,11 +67,13 @@ def configure_client(options: OpenOptions) -> None:
 
     Called in the client process before its first connection; XrdCl reads these when it
     creates a channel, and checks timeouts every TimeoutResolution seconds (default 15).
+    StreamTimeout is at least STREAM_TIMEOUT_FLOOR_S: each request still carries the time
+    left, and the driver kills a client 2 s past the deadline.
     """
     seconds = options.deadline.timeout_s()
     xrd.EnvPutInt("TimeoutResolution", 1)
     xrd.EnvPutInt("RequestTimeout", seconds)
-    xrd.EnvPutInt("StreamTimeout", seconds)
+    xrd.EnvPutInt("StreamTimeout", max(seconds, STREAM_TIMEOUT_FLOOR_S))
     xrd.EnvPutInt("ConnectionWindow", min(seconds, 60))
     xrd.EnvPutInt("ConnectionRetry", 1)
     xrd.EnvPutInt("SubStreamsPerChannel", options.streams)
