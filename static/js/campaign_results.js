@@ -39,9 +39,13 @@
     return endpoint ? `${endpoint.name} (site ${endpoint.site})` : `endpoint ${id}`;
   }
 
+  // What a cell is keyed by (the selector's DIMENSIONS: the endpoint, the vantage point and
+  // every run parameter); any of them may vary, a shared one when the campaign was edited
+  // between launches.
   const DIMENSIONS = {
     endpoint: ["Endpoint", endpointLabel],
     vantage_point: ["Vantage point", String],
+    operation: ["Operation", String],
     method: ["Method", String],
     pattern: ["Pattern", String],
     read_size: ["Read size", fedprobeUnits.size],
@@ -53,9 +57,16 @@
     skip: ["Skip", String],
     readahead: ["Read-ahead", (v) => (v ? fedprobeUnits.size(v) : "off")],
     streams: ["Streams", String],
+    file_size: ["File size (write)", fedprobeUnits.size],
+    ops_per_client: ["Operations per client", String],
+    rate: ["Rate (ops/s)", (v) => (v ? String(v) : "as fast as possible")],
+    address_family: ["Address family", String],
+    replay_timing: ["Replay timing", String],
   };
-  const label = (name) => DIMENSIONS[name][0];
-  const show = (name, value) => DIMENSIONS[name][1](value);
+  // A parameter added later and not named here yet is shown by its name, not a broken page.
+  const dimension = (name) => DIMENSIONS[name] || [name, String];
+  const label = (name) => dimension(name)[0];
+  const show = (name, value) => dimension(name)[1](value);
 
   // -- the controls: a value for each parameter that varies -------------------------------
 

@@ -166,3 +166,29 @@ def test_mid_campaign_the_page_says_runs_are_still_to_come(
     assert "Add methods" not in crossover and "one access pattern" not in latency
     assert page.locator("#card-latency [data-role=note]").text_content() == ""
     watch.assert_clean()
+
+
+def test_a_campaign_of_several_operations_is_drawn_one_operation_at_a_time(
+    browser_page: Callable[..., Any], live_server: Any
+) -> None:
+    """A metadata storm (stat, open, list: the bootstrap's example) or a pull and a push vary
+    the operation: the page offers it as a control, as it does the other parameters, and draws
+    the chosen operation's runs (it broke on the first parameter it had no label for)."""
+    test_file = TestFileFactory(endpoint__name="near-root")
+    campaign = CampaignFactory(
+        name="storm", endpoints=[test_file.endpoint], operations=["stat", "open", "list"]
+    )
+    for clients, operation in ((c, o) for c in (1, 4) for o in ("stat", "open", "list")):
+        measured(campaign, test_file, 2.1, operation=operation, clients=clients, wall_s=0.2)
+    page, watch = browser_page("viewer")
+    open_results(page, f"{live_server.url}/campaigns/{campaign.pk}/results/?operation=open")
+    control = page.locator("#control-operation")
+    assert page.locator("label[for=control-operation]").text_content() == "Operation"
+    assert control.locator("option").all_text_contents() == ["list", "open", "stat"]
+    assert control.input_value() == "open"
+    shown(page, "throughput")
+    drawn = page.evaluate("document.getElementById('chart-throughput').data[0].x")
+    assert list(drawn) == [1, 4]
+    control.select_option("stat")
+    assert "operation=stat" in page.url
+    watch.assert_clean()

@@ -32,8 +32,9 @@ def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
     Endpoints keep the lab's names (`far-root`, as `lab status` lists them); their sites are
     named `lab-<site>` (tier "lab"), which tells them apart from real ones. Each endpoint's
     largest file is its default test file. Authenticated endpoints get the
-    lab's credentials: an oauth client of its issuer where a token is asked for, a fresh
-    proxy of its CA where an X.509 proxy is; each its scratch path, where the lab has one.
+    lab's credentials: an oauth client of its issuer where a token is asked for (reading
+    the test files, writing under the endpoint's scratch path), a fresh proxy of its CA where
+    an X.509 proxy is; each its scratch path, where the lab has one.
     With `ca_dir`, that folder is made the CA folder of this host plus the lab's CA
     (settings.LOCAL_CA_DIR: the embedded mode's).
     """
@@ -44,7 +45,7 @@ def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
             defaults={"tier": "lab", "storage_system": "xrootd", "location": "loopback"},
         )
         sites.add(site.pk)
-        kind, credential = _lab_credential(lab, lab_endpoint.auth)
+        kind, credential = _lab_credential(lab, lab_endpoint.auth, lab_endpoint.scratch_path)
         endpoint, _ = Endpoint.objects.update_or_create(
             name=lab_endpoint.name,
             defaults={
@@ -79,10 +80,13 @@ def lab_register(*, lab: Lab, ca_dir: Path | None = None) -> Registered:
     return Registered(len(sites), endpoints, files)
 
 
-def _lab_credential(lab: Lab, auth: str) -> tuple[str, str]:
-    """The credential kind and text a lab endpoint asking for `auth` is given."""
+def _lab_credential(lab: Lab, auth: str, scratch_path: str | None) -> tuple[str, str]:
+    """The credential kind and text a lab endpoint asking for `auth` is given: a token door
+    an oauth client whose tokens read the test files and write under its own site's scratch
+    folder (campaigns that write or copy there pass the scope check at save), never another
+    site's (a copy hands the source's token to the other side)."""
     if auth == "token":
-        client = OAuthClient.from_json(json.dumps(lab.oauth_client()))
+        client = OAuthClient.from_json(json.dumps(lab.oauth_client(scratch_path=scratch_path)))
         return CredentialKind.OAUTH_CLIENT, client.to_json()
     if auth == "x509":
         proxy = lab.write_proxy()

@@ -22,6 +22,7 @@ from workers.lab.issuer import (
     ensure_clients,
     load_clients,
     mint_token,
+    scratch_write_scope,
 )
 from workers.lab.paths import LabPaths
 from workers.lab.pki import Authority, LabPki
@@ -91,8 +92,9 @@ class LabCredentials:
         target = path or self.paths.proxy(expired=expired, rogue=rogue)
         return authority.write_proxy(target, expired=expired)
 
-    def oauth_client(self, short: bool = False) -> dict[str, str]:
-        """What a fedprobe `oauth-client` credential holds, for one of the issuer's clients."""
+    def oauth_client(self, short: bool = False, scratch_path: str | None = None) -> dict[str, str]:
+        """What a fedprobe `oauth-client` credential holds, for one of the issuer's clients:
+        asking for its read-only scope, or with `scratch_path` for writes there too."""
         client = load_clients(self.paths.oauth_clients)[
             SHORT_CLIENT_ID if short else DEFAULT_CLIENT_ID
         ]
@@ -100,6 +102,6 @@ class LabCredentials:
             "token_url": self.issuer + TOKEN_PATH,
             "client_id": client.client_id,
             "client_secret": client.client_secret,
-            "scope": client.scope,
+            "scope": scratch_write_scope(scratch_path) if scratch_path else client.scope,
             "audience": LAB_AUDIENCE,
         }

@@ -54,7 +54,8 @@ WRITE_SCOPE = f"{READ_SCOPE} storage.create:/scratch storage.modify:/scratch"
 READY_MADE_TOKEN_LIFETIME_S = 7 * 24 * 3600
 DEFAULT_CLIENT_ID = "fedprobe-lab"
 SHORT_CLIENT_ID = "fedprobe-lab-short"
-# The lab's default client (what `lab register` stores) and one for tests that outlive a token.
+# The lab's default client (`lab register` stores it, asking for scratch_write_scope) and one
+# for tests that outlive a token.
 CLIENT_LIFETIMES_S = {DEFAULT_CLIENT_ID: 20 * 60, SHORT_CLIENT_ID: 30}
 TOKEN_PATH = "/token"
 JWKS_PATH = "/jwks"
@@ -66,6 +67,15 @@ _SCOPE = re.compile(
 _MAX_BODY = 64 * 1024
 _REQUEST_TIMEOUT_S = 10.0
 _CACHE_LIFETIME_S = 10 * 365 * 24 * 3600
+
+
+def scratch_write_scope(scratch_path: str) -> str:
+    """The scopes of a client that reads the test files and writes under one site's scratch
+    folder (`/scratch/near/`) and nowhere else: what `lab register` gives a token door, so
+    that the token a copy hands to the other site cannot write there."""
+    folder = "/" + scratch_path.strip("/")
+    writes = " ".join(f"storage.{action}:{folder}" for action in ("read", "create", "modify"))
+    return f"{DEFAULT_SCOPE} {writes}"
 
 
 def b64url(data: bytes) -> str:

@@ -222,10 +222,12 @@ class Lab:
         the lab's pki/ dir, never where clients look unasked (/tmp/x509up_u<uid>)."""
         return self._credentials_dir().write_proxy(path, expired=expired, rogue=rogue)
 
-    def oauth_client(self, short: bool = False) -> dict[str, str]:
+    def oauth_client(self, short: bool = False, scratch_path: str | None = None) -> dict[str, str]:
         """One of the issuer's clients: token_url, client_id, client_secret, scope, audience.
-        Its tokens live 20 minutes, or 30 seconds if `short`."""
-        return self._credentials().oauth_client(short)
+        Its tokens live 20 minutes, or 30 seconds if `short`. They read the test files
+        (`storage.read:/fedprobe`); with `scratch_path` (an endpoint's) they also read,
+        create, overwrite and delete under that folder (issuer.scratch_write_scope)."""
+        return self._credentials().oauth_client(short, scratch_path)
 
     def _credentials(self) -> LabCredentials:
         return LabCredentials(self.paths, self.issuer_url())

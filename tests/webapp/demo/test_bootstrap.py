@@ -11,6 +11,7 @@ from django.core.management import call_command
 
 from tests.webapp.factories import CampaignFactory, RunFactory
 from webapp.campaigns.models import Campaign
+from webapp.campaigns.traces import Trace
 from webapp.demo.examples import EXAMPLES, FORMER_EXAMPLES
 from webapp.sites.models import Endpoint, VantagePoint
 from workers.lab.files import MiB
@@ -39,7 +40,7 @@ def test_bootstrap_registers_the_lab_an_admin_and_the_example_campaigns(
         # A small file both labs hold, never the endpoint's default (256 MiB on bin/run's).
         assert {f.size for f in campaign.test_files.all()} <= {1 * MiB, 16 * MiB}
         assert campaign.test_files.count() == campaign.endpoints.count()
-    doors = examples[EXAMPLES[-1].name].endpoints.all()
+    doors = examples["Lab example: what TLS and each authentication cost per door"].endpoints.all()
     assert {(e.protocol, e.credential_kind) for e in doors} == {
         ("root", "none"),
         ("http", "none"),
@@ -48,6 +49,18 @@ def test_bootstrap_registers_the_lab_an_admin_and_the_example_campaigns(
         ("root", "x509-proxy"),
         ("https", "x509-proxy"),
     }
+    # Issue 20's operations: a write, a metadata storm, a copy between two token doors and a
+    # replay of the recorded job it uploads (tests/webapp/demo/test_example_operations.py
+    # launches them).
+    by_operations = {tuple(c.operations): c for c in examples.values()}
+    assert by_operations[("write",)].file_size == 4 * MiB
+    copy = by_operations[("tpc-pull", "tpc-push")]
+    assert copy.destination_endpoint == Endpoint.objects.get(name="far-https")
+    replay = by_operations[("replay",)]
+    assert replay.trace is not None and replay.trace.files == [
+        "/fedprobe/file-16M",
+        "/fedprobe/file-1M",
+    ]
     assert Endpoint.objects.filter(name="near-root", files__is_default=True).exists()
     assert VantagePoint.objects.filter(name="local").exists()
 
@@ -56,6 +69,7 @@ def test_bootstrap_registers_the_lab_an_admin_and_the_example_campaigns(
     assert password not in again.getvalue()
     assert User.objects.get(username="admin").check_password(password)
     assert Campaign.objects.count() == len(EXAMPLES)
+    assert Trace.objects.count() == 1
 
 
 def test_bootstrap_replaces_former_examples_never_launched_and_keeps_launched_ones(

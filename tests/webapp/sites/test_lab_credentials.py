@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
+from webapp.campaigns.forms import CampaignForm
 from webapp.campaigns.models import Run
 from webapp.demo.services import lab_register
 from webapp.sites.credentials import TOKEN_CACHE, endpoint_run_credential
@@ -37,12 +39,56 @@ def test_lab_register_gives_each_authenticated_endpoint_its_kind_of_credential(
         expected = {"none": "none", "token": "oauth-client", "x509": "x509-proxy"}
         assert kinds[lab_endpoint_.name] == expected[lab_endpoint_.auth]
     client = OAuthClient.from_json(lab_endpoint("near-roots").credential)
-    assert client.public_json() == {
-        k: v for k, v in registered.oauth_client().items() if k != "client_secret"
-    }
+    lab_client = registered.oauth_client(scratch_path="/scratch/near/")
+    assert client.public_json() == {k: v for k, v in lab_client.items() if k != "client_secret"}
     proxy = lab_endpoint("near-gsi-root").credential_info()
     assert proxy["kind"] == "x509-proxy" and proxy["subject"]
     assert lab_endpoint("near-root").credential == ""
+
+
+def test_the_token_doors_client_writes_under_its_own_sites_scratch_only(registered: Any) -> None:
+    """So that write and copy campaigns on the lab's token doors pass the scope check at save;
+    the lab's read-only client (and token) is refused there, naming the endpoint."""
+    user = User.objects.create_superuser("ada")
+    for name in ("near-https", "far-roots", "local-davs"):
+        endpoint = lab_endpoint(name)
+        site = name.split("-")[0]
+        scopes = endpoint.credential_info()["scopes"]
+        assert f"storage.modify:/scratch/{site}" in scopes and "storage.read:/fedprobe" in scopes
+        assert not [s for s in scopes if s.endswith(":/scratch")], scopes  # not every site's
+        assert campaign_form_errors(endpoint, ["write"], user) == {}
+    near, far = lab_endpoint("near-https"), lab_endpoint("far-https")
+    copy = {"destination_endpoint": far.pk}
+    assert campaign_form_errors(near, ["tpc-pull", "tpc-push"], user, **copy) == {}
+    far.credential = OAuthClient.from_json(json.dumps(registered.oauth_client())).to_json()
+    far.save()
+    refused = campaign_form_errors(near, ["tpc-pull"], user, **copy)
+    assert "far-https" in refused["destination_endpoint"][0]
+    assert "storage.modify:/scratch/far" in refused["destination_endpoint"][0]
+    near.credential_kind = "token"
+    near.credential = registered.token_file("read").read_text().strip()
+    near.save()
+    refused = campaign_form_errors(near, ["write"], user)
+    assert "near-https" in refused["operations"][0]
+
+
+def campaign_form_errors(
+    endpoint: Endpoint, operations: list[str], user: User, **fields: Any
+) -> dict[str, list[str]]:
+    data = {
+        "name": "lab writes",
+        "endpoints": [endpoint.pk],
+        "operations": operations,
+        "methods": "direct",
+        "patterns": "sequential",
+        "read_sizes": "256k",
+        "fractions": "1",
+        "clients": "1",
+        **fields,
+    }
+    form = CampaignForm(data=data, user=user)
+    form.is_valid()
+    return {name: [str(m) for m in messages] for name, messages in form.errors.items()}
 
 
 def test_lab_register_is_idempotent_and_keeps_the_credentials(registered: Any) -> None:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from workers.lab import Lab, LabError
-from workers.lab.issuer import READ_SCOPE, WRITE_SCOPE, decode_claims
+from workers.lab.issuer import DEFAULT_SCOPE, READ_SCOPE, WRITE_SCOPE, decode_claims
 from workers.lab.lab import TokenKind
 from workers.lab.one_family import one_family_server
 
@@ -212,6 +212,50 @@ def test_the_proxy_writes_at_the_gsi_doors(
         assert client.put(url, content=data).status_code == 200
         assert on_disk(lab, "local-gsi-https", name).read_bytes() == data
         assert client.delete(url).status_code == 200
+
+
+def granted_token(lab: Lab, client: dict[str, str]) -> str:
+    """A token from the issuer for `client`, asked with the scope and audience it holds (as
+    fedprobe's oauth-client credential asks)."""
+    form = {"grant_type": "client_credentials", "scope": client["scope"]}
+    form["audience"] = client["audience"]
+    with https(lab) as http:
+        answer = http.post(
+            client["token_url"], data=form, auth=(client["client_id"], client["client_secret"])
+        )
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["access_token"])
+
+
+def test_a_client_asked_for_a_sites_scratch_writes_there_and_nowhere_else(
+    lab: Lab, payload: tuple[Path, bytes]
+) -> None:
+    """What `lab register` gives the near site's token doors: reads the test files, writes
+    and deletes in /scratch/near; the far site's scratch (where a copy's other side writes)
+    refuses it. The client without a scratch path stays read-only."""
+    _, data = payload
+    near = lab.endpoint("near-https")
+    client = lab.oauth_client(scratch_path=near.scratch_path)
+    scope = "storage.read:/scratch/near storage.create:/scratch/near storage.modify:/scratch/near"
+    assert client["scope"] == f"{DEFAULT_SCOPE} {scope}"
+    assert lab.oauth_client()["scope"] == DEFAULT_SCOPE
+    token = granted_token(lab, client)
+    assert decode_claims(token)["scope"] == client["scope"]
+    auth = {"Authorization": f"Bearer {token}"}
+    name = fresh_name()
+    with https(lab) as http:
+        assert http.head(near.file_url("/fedprobe/file-1M"), headers=auth).status_code == 200
+        url = scratch_url(lab, "near-https", name)
+        assert http.put(url, content=data, headers=auth).status_code == 200
+        head = http.head(url, headers=auth | {"Want-Digest": "adler32"})
+        assert head.headers["Digest"] == f"adler32={adler32(data)}"
+        assert http.delete(url, headers=auth).status_code == 200
+        far = scratch_url(lab, "far-https", name)
+        assert http.put(far, content=data, headers=auth).status_code == 403
+        read_only = {"Authorization": f"Bearer {granted_token(lab, lab.oauth_client())}"}
+        assert http.put(url, content=data, headers=read_only).status_code == 403
+    assert not on_disk(lab, "near-https", name).exists()
+    assert not on_disk(lab, "far-https", name).exists()
 
 
 # -- refusals --------------------------------------------------------------------------------
