@@ -19,7 +19,11 @@ from tests.webapp.factories import (
     VantagePointFactory,
 )
 from webapp.campaigns.models import Campaign, Run
-from webapp.dashboards.selectors.results_answer import campaign_questions, doors_answer
+from webapp.dashboards.selectors.results_answer import (
+    campaign_questions,
+    doors_answer,
+    results_answer,
+)
 from webapp.sites.models import Endpoint
 
 pytestmark = pytest.mark.django_db
@@ -95,3 +99,29 @@ def test_where_the_model_disagrees_the_answer_and_the_endpoint_page_mark_it() ->
     answer = client.get(reverse("dashboards:campaign-results-answer", args=[campaign.pk]))
     assert "model-disagrees" not in answer.content.decode()
     assert "The model predicts" in answer.content.decode()
+
+
+def test_a_campaign_beyond_reads_asks_of_what_it_measures_and_its_operations_knee() -> None:
+    data = Endpoint(role="data")
+    copies = Campaign(operations=["tpc-pull", "tpc-push"], clients=[1], address_family="6")
+    assert campaign_questions(copies, [data]) == ["tpc-direction", "address-family"]
+    endpoint = EndpointFactory(scratch_path="/scratch/fedprobe")
+    test_file = TestFileFactory(endpoint=endpoint, size=MIB)
+    local = VantagePointFactory()
+    sweep = CampaignFactory(endpoints=[endpoint], operations=["write"], clients=[1, 2, 4])
+    sweep.vantage_points.set([local])
+    for clients in (1, 2, 4):
+        RunFactory(
+            campaign=sweep,
+            test_file=test_file,
+            vantage_point=local,
+            status=Run.Status.SUCCEEDED,
+            operation="write",
+            clients=clients,
+            wall_s=1.0,
+            throughput_mbps=min(10.0 * clients, 20.0),
+        )
+    lines = results_answer(campaign=sweep, cells=[])
+    # The knee of its writes; not a reads' knee, too thin, which it never asked.
+    assert [(line.question, line.verdict) for line in lines] == [("knee", "knee")]
+    assert lines[0].text.startswith("Writes stop scaling at 2 clients")
