@@ -361,7 +361,8 @@ def _mbit(bps: float) -> str:
 
 
 def _ops(per_s: float) -> str:
-    return f"{per_s:.3g} ops/s"
+    """Operations per second, whole ones from 100 on ("2,500 ops/s")."""
+    return f"{per_s:,.0f} ops/s" if per_s >= 100 else f"{per_s:.3g} ops/s"
 
 
 def knee(samples: Sequence[Sample], ctx: Context) -> list[Statement]:

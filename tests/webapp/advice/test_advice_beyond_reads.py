@@ -224,7 +224,7 @@ def test_a_stat_storms_rate_flattens_at_a_client_count() -> None:
     [stat] = about(endpoint_advice(test_file.endpoint, local, now=NOW), "knee", "stat")
     assert stat.verdict == "knee"
     assert stat.value == 4
-    assert stat.text.startswith("The stat rate flattens at 4 clients (2.5e+03 ops/s")
+    assert stat.text.startswith("The stat rate flattens at 4 clients (2,500 ops/s")
     assert stat.scope["rates_ops_per_s"] == [1000.5, 2000.5, 2500.5, 2500.5]
     assert stat.scope["rate"] == 0.0
 
