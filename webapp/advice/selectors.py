@@ -299,7 +299,7 @@ def too_thin(
     )
     if not endpoint.enabled:
         text += f" {endpoint.name} is disabled: enable it to measure it (campaigns skip it)."
-    elif endpoint.default_file is None:
+    elif suggested is None and endpoint.default_file is None:
         text += f" Add a test file to {endpoint.name} first: a campaign needs one to read."
     elif suggested is None:
         text += f" {suggestion_refusal(need, endpoint, vantage_point)}"
