@@ -121,8 +121,8 @@ KNEE_PLANS: dict[str, dict[str, Any]] = {
         for operation in (Operation.STAT, Operation.OPEN, Operation.LIST)
     },
 }
-# The operations a knee is suggested (and a campaign created) for.
-KNEE_OPERATIONS = (Operation.READ.value, *(str(o) for o in KNEE_PLANS))
+# The operations a knee campaign is suggested (and created) for: reads and KNEE_PLANS'.
+SUGGESTED_KNEES = (Operation.READ.value, *(str(o) for o in KNEE_PLANS))
 
 
 @dataclass(frozen=True)
@@ -351,11 +351,11 @@ def create_suggested_campaign(
         raise ValidationError(
             {"question": f"unknown question {question!r}: one of {', '.join(PLANS)}"}
         )
-    if operation not in KNEE_OPERATIONS or (question != "knee" and operation != "read"):
+    if operation not in SUGGESTED_KNEES or (question != "knee" and operation != "read"):
         raise ValidationError(
             {
                 "operation": f"no {question} of {operation!r} runs is asked: the knee is "
-                f"asked of {', '.join(KNEE_OPERATIONS)}, the other questions of one kind each"
+                f"asked of {', '.join(SUGGESTED_KNEES)}, the other questions of one kind each"
             }
         )
     readahead = readahead_to_measure(question, endpoint, vantage_point)

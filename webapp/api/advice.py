@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from webapp.accounts.roles import IsOperatorOrReadOnly
 from webapp.advice.selectors import endpoint_advice, questions, site_advice
 from webapp.advice.statements import QUESTIONS
-from webapp.advice.suggestions import KNEE_OPERATIONS, create_suggested_campaign
+from webapp.advice.suggestions import SUGGESTED_KNEES, create_suggested_campaign
 from webapp.api.serializers import CampaignSerializer
 from webapp.campaigns.validation import MAX_ID
 from webapp.core.parsers import PARSER_CLASSES
@@ -85,7 +85,7 @@ class SuggestedCampaignRequestSerializer(serializers.Serializer[dict[str, Any]])
         help_text="its id; none: the local vantage point",
     )
     operation = serializers.ChoiceField(
-        choices=KNEE_OPERATIONS,
+        choices=SUGGESTED_KNEES,
         default="read",
         help_text="the knee's: of reads (the default), writes or a metadata storm; the other "
         "questions are of one kind each",
