@@ -41,10 +41,6 @@ class Evidence:
 
 
 Answer = Callable[[Evidence, Context], list[Statement]]
-# The operations a question answers, given the evidence: a too-thin statement is made for
-# each one without a statement (the read questions: reads always; the knee: reads and each
-# other operation measured; a copy's direction and the address family: where measured).
-Wanted = Callable[[Evidence], list[str]]
 
 READ = str(Operation.READ)
 # What each question needs, in words, for the "too thin" statement.
@@ -79,25 +75,20 @@ def _knee(found: Evidence, ctx: Context) -> list[Statement]:
     return answers.knee(found.reads, ctx) + answers.operation_knees(found.others, ctx)
 
 
-def _knee_wanted(found: Evidence) -> list[str]:
+def _knee_operations(found: Evidence) -> list[str]:
+    """The operations whose knee is asked: reads always, the others where measured."""
     measured = {s.operation for s in found.others}
     return [READ, *(str(o) for o in KNEE_OPERATIONS if o in measured)]
 
 
-def _reads_wanted(_: Evidence) -> list[str]:
-    return [READ]
+def _copied(found: Evidence) -> bool:
+    return any(s.operation in TPC_OPERATIONS for s in found.others)
 
 
-def _tpc_wanted(found: Evidence) -> list[str]:
-    copied = any(s.operation in TPC_OPERATIONS for s in found.others)
-    return ["tpc"] if copied else []
-
-
-def _family_wanted(found: Evidence) -> list[str]:
-    """Asked where a run was pinned to a family: someone wants the comparison (a run left
-    to the client's choice goes over one family, and is no question by itself)."""
-    pinned = any(s.pinned_family != AddressFamily.ANY for s in found.every)
-    return ["any"] if pinned else []
+def _pinned(found: Evidence) -> bool:
+    """Whether a run was pinned to a family: someone wants the comparison (a run left to
+    the client's choice goes over one family, and is no question by itself)."""
+    return any(s.pinned_family != AddressFamily.ANY for s in found.every)
 
 
 DATA_QUESTIONS: dict[str, Answer] = {
@@ -114,10 +105,10 @@ COPY_QUESTION: dict[str, Answer] = {
 FAMILY_QUESTION: dict[str, Answer] = {
     "address-family": lambda found, ctx: answers.address_family(found.every, ctx)
 }
-WANTED: dict[str, Wanted] = {
-    "knee": _knee_wanted,
-    "tpc-direction": _tpc_wanted,
-    "address-family": _family_wanted,
+# Questions answered (or too thin) only where runs that ask them exist.
+APPLIES: dict[str, Callable[[Evidence], bool]] = {
+    "tpc-direction": _copied,
+    "address-family": _pinned,
 }
 
 
@@ -227,13 +218,13 @@ def _advice(
 
 
 def _needs(question: str, found: Evidence, made: list[Statement]) -> list[Need]:
-    """What the question lacks: an operation it answers for without a statement (the read
-    questions: reads, unless answered)."""
-    wanted = WANTED.get(question, _reads_wanted)(found)
-    if question != "knee":
-        return [] if made or not wanted else [Need(question)]
-    answered = {s.scope.get("operation") for s in made}
-    return [Need(question, operation) for operation in wanted if operation not in answered]
+    """What the question lacks, each a too-thin statement: the knee, each operation whose
+    knee is asked and not answered; any other, itself when it applies and has no answer."""
+    if question == "knee":
+        answered = {s.scope.get("operation") for s in made}
+        return [Need(question, o) for o in _knee_operations(found) if o not in answered]
+    applies = question not in APPLIES or APPLIES[question](found)
+    return [] if made or not applies else [Need(question)]
 
 
 def questions(endpoint: Endpoint) -> dict[str, Answer]:

@@ -302,7 +302,7 @@ def _other_family(endpoint: Endpoint, vantage_point: VantagePoint) -> dict[str, 
     pinned = succeeded_runs().filter(endpoint=endpoint, address_family__in=FAMILIES)
     if vantage_point.pk is not None:
         pinned = pinned.filter(vantage_point=vantage_point)
-    newest = pinned.order_by("-finished_at", "-id").select_related("test_file").first()
+    newest = pinned.order_by("-finished_at", "-id").select_related("test_file", "campaign").first()
     if newest is None or vantage_point.pk is None:
         raise ValidationError(
             {
@@ -318,6 +318,8 @@ def _other_family(endpoint: Endpoint, vantage_point: VantagePoint) -> dict[str, 
         "ops_per_client": newest.ops_per_client,
         "readahead": newest.readahead,
         "destination_endpoint": newest.destination_endpoint,
+        # A replay replays its campaign's recorded job.
+        "trace": newest.campaign.trace if newest.operation == Operation.REPLAY else None,
         "address_family": AddressFamily(other).value,
         "test_file": newest.test_file,
     }

@@ -125,3 +125,26 @@ def test_a_campaign_beyond_reads_asks_of_what_it_measures_and_its_operations_kne
     # The knee of its writes; not a reads' knee, too thin, which it never asked.
     assert [(line.question, line.verdict) for line in lines] == [("knee", "knee")]
     assert lines[0].text.startswith("Writes stop scaling at 2 clients")
+
+
+def test_a_campaign_pinned_to_one_family_is_answered_from_the_other_familys_runs() -> None:
+    test_file = TestFileFactory(size=MIB)
+    local = VantagePointFactory()
+    over6 = CampaignFactory(endpoints=[test_file.endpoint], address_family="6", clients=[1])
+    over6.vantage_points.set([local])
+    for family, walls in (("4", (1.0, 1.1)), ("6", (2.0, 2.1))):
+        for repetition, wall in enumerate(walls):
+            RunFactory(
+                campaign=over6 if family == "6" else CampaignFactory(),
+                test_file=test_file,
+                vantage_point=local,
+                status=Run.Status.SUCCEEDED,
+                address_family=family,
+                repetition=repetition,
+                clients=1,
+                wall_s=wall,
+                result={"address_family": family},
+            )
+    [line] = results_answer(campaign=over6, cells=[])
+    assert (line.question, line.verdict) == ("address-family", "ipv6-slower")
+    assert line.from_all_runs and line.runs == 4

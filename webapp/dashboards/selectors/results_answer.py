@@ -116,14 +116,21 @@ def _with_fallback(
             continue
         endpoint = endpoints[statement.endpoint_id]
         asked = [statement.question]
-        operation = statement.scope.get("operation")  # a knee's: the same operation's
         wider = [
             s
             for s in endpoint_advice(endpoint, point, now=now, questions=asked)
-            if s.enough_data and s.scope.get("operation") == operation
+            if s.enough_data and _same_knee(s, statement)
         ]
         chosen += [(s, True) for s in wider] or [(statement, False)]
     return chosen
+
+
+def _same_knee(statement: Statement, thin: Statement) -> bool:
+    """Whether `statement` answers what the too-thin `thin` lacks: a knee, of the same
+    operation; any other question's, every one."""
+    if thin.question != "knee":
+        return True
+    return statement.scope.get("operation") == thin.scope.get("operation")
 
 
 def _line(
