@@ -184,9 +184,9 @@ def _positive(value: object) -> bool:
 
 def _family(used: object, pinned: str) -> str | None:
     """The family the run went over: the run JSON's, else the one it was pinned to (a run
-    reported by an agent older than address_family)."""
-    if isinstance(used, str) and used in FAMILIES:
-        return used
+    reported by an agent older than address_family). SQLite gives the JSON's "4" as 4."""
+    if isinstance(used, str | int) and str(used) in FAMILIES:
+        return str(used)
     return pinned if pinned in FAMILIES else None
 
 

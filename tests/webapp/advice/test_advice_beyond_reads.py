@@ -25,7 +25,9 @@ from webapp.advice.suggestions import create_suggested_campaign
 from webapp.campaigns.models import ClientAttempt, Run
 from webapp.sites.models import Endpoint, TestFile, VantagePoint
 
-pytestmark = pytest.mark.django_db
+# Also on SQLite (bin/run's default database), which gives the run JSON's strings back
+# decoded ("4" as 4).
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 MIB = 1024 * 1024
 NOW = datetime(2026, 11, 1, 12, tzinfo=UTC)
