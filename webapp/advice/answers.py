@@ -19,11 +19,11 @@ import numpy as np
 
 from webapp.advice import bootstrap, model
 from webapp.advice.crossings import crossings, percent
-from webapp.advice.evidence import Sample
+from webapp.advice.evidence import FAMILIES, Sample
 from webapp.advice.link import SYNC_PATTERNS, busy_s, moved_bytes
 from webapp.advice.model import Link
 from webapp.advice.statements import Statement
-from workers.engine.params import Method, Pattern
+from workers.engine.params import METADATA_OPERATIONS, TPC_OPERATIONS, Method, Operation, Pattern
 from workers.engine.units import format_size
 
 # How far a measurement may be from the model's prediction before the statement says they
@@ -315,10 +315,59 @@ def choice_at(statement: Statement, fraction: float) -> str | None:
 
 # -- knee ------------------------------------------------------------------------------------
 
+# The operations a client sweep finds a knee of beyond reads: a write's bytes written per
+# second, a metadata storm's operations per second (a copy's rate is its own question's).
+KNEE_OPERATIONS = (Operation.WRITE, Operation.STAT, Operation.OPEN, Operation.LIST)
+
+
+@dataclass(frozen=True)
+class KneeWords:
+    """How a knee statement names what stops scaling, in the operation's words: the
+    sentences of each verdict, given the rates already written out."""
+
+    knee: str  # {at}, {rate}, {each}
+    scales: str  # {last}, {rate}
+    flat: str  # {rate}, {last}, {last_each}
+
+
+READ_WORDS = KneeWords(
+    knee="The aggregate rate stops growing at {at} clients ({rate}, {each} per client): more "
+    "clients only share it.",
+    scales="The aggregate rate still grows at {last} clients ({rate}): no knee yet.",
+    flat="One client already gets the whole rate ({rate}): more clients share it, {last} "
+    "clients get {last_each} each.",
+)
+WRITE_WORDS = KneeWords(
+    knee="Writes stop scaling at {at} clients ({rate} written, {each} per client): more "
+    "clients only share it.",
+    scales="Writes still scale at {last} clients ({rate} written): no knee yet.",
+    flat="One client already writes at the whole rate ({rate}): more clients share it, "
+    "{last} clients write {last_each} each.",
+)
+
+
+def _storm_words(operation: str) -> KneeWords:
+    return KneeWords(
+        knee=f"The {operation} rate flattens at {{at}} clients ({{rate}}, {{each}} per "
+        "client): more clients only wait longer for each operation.",
+        scales=f"The {operation} rate still grows at {{last}} clients ({{rate}}): no knee yet.",
+        flat=f"One client already gets the whole {operation} rate ({{rate}}): more clients "
+        "share it, {last} clients get {last_each} each.",
+    )
+
+
+def _mbit(bps: float) -> str:
+    return f"{bps * 8 / 1e6:.3g} Mbit/s"
+
+
+def _ops(per_s: float) -> str:
+    """Operations per second, whole ones from 100 on ("2,500 ops/s")."""
+    return f"{per_s:,.0f} ops/s" if per_s >= 100 else f"{per_s:.3g} ops/s"
+
 
 def knee(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
     """Per method, pattern, read size and fraction measured at three client counts or more:
-    where the aggregate rate stops growing."""
+    where the aggregate rate stops growing (reads: `samples` are read runs)."""
     statements = []
     scopes = grouped(
         [s for s in samples if not s.readahead],
@@ -331,6 +380,7 @@ def knee(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
             continue
         rates = [[moved_bytes(s) / s.wall_s for s in by[n]] for n in counts]
         scope = {
+            "operation": str(Operation.READ),
             "method": method,
             "pattern": pattern,
             "read_size": read_size,
@@ -340,6 +390,55 @@ def knee(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
         }
         statements.append(_knee_statement(ctx, scope, counts, rates, group))
     return statements
+
+
+def operation_knees(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
+    """The knee of writes (bytes written per second, per request and file size) and of
+    metadata storms (operations per second, per operation and target rate) measured at
+    three client counts or more: where they stop scaling. `samples`: runs of other
+    operations than reads (the others are left out)."""
+    statements = []
+    writes = [s for s in samples if s.operation == Operation.WRITE and s.throughput_mbps]
+    for (read_size, write_size), group in sorted(
+        grouped(writes, lambda s: (s.read_size, s.write_size)).items()
+    ):
+        scope = {"operation": str(Operation.WRITE), "read_size": read_size, "file_size": write_size}
+        statements += _operation_knee(
+            ctx, scope, group, rate_of=_written_bps, words=WRITE_WORDS, shown=_mbit
+        )
+    storms = [s for s in samples if s.operation in METADATA_OPERATIONS and s.ops_per_s]
+    for (operation, rate), group in sorted(
+        grouped(storms, lambda s: (s.operation, s.rate)).items()
+    ):
+        scope = {"operation": operation, "rate": rate}
+        words = _storm_words(operation)
+        statements += _operation_knee(
+            ctx, scope, group, rate_of=lambda s: s.ops_per_s or 0.0, words=words, shown=_ops
+        )
+    return statements
+
+
+def _operation_knee(
+    ctx: Context,
+    scope: dict[str, Any],
+    group: list[Sample],
+    *,
+    rate_of: Callable[[Sample], float],
+    words: KneeWords,
+    shown: Callable[[float], str],
+) -> list[Statement]:
+    by = grouped(group, lambda s: s.clients)
+    counts = sorted(by)
+    if len(counts) < 3:
+        return []
+    rates = [[rate_of(s) for s in by[n]] for n in counts]
+    scope["clients"] = counts
+    return [_knee_statement(ctx, scope, counts, rates, group, words=words, shown=shown)]
+
+
+def _written_bps(sample: Sample) -> float:
+    """A write's rate: its bytes written over its writing span (the run's throughput)."""
+    return (sample.throughput_mbps or 0.0) * 1e6
 
 
 def _knee_of(counts: Sequence[int], means: Sequence[float]) -> float:
@@ -354,34 +453,36 @@ def _knee_statement(
     counts: list[int],
     rates: list[list[float]],
     evidence: list[Sample],
+    *,
+    words: KneeWords = READ_WORDS,
+    shown: Callable[[float], str] = _mbit,
 ) -> Statement:
     means = [bootstrap.mean(r) for r in rates]
     at = _knee_of(counts, means)
     index = counts.index(int(at))
     per_client = means[index] / at
     aggregate = means[index]
-    scope["per_client_bps"] = per_client
-    scope["aggregate_bps"] = aggregate
-    scope["rates_bps"] = means
-    rate = f"{aggregate * 8 / 1e6:.3g} Mbit/s"
-    each = f"{per_client * 8 / 1e6:.3g} Mbit/s"
+    reads = scope["operation"] == Operation.READ
+    # A read's or a write's rates are bytes/s, a storm's operations/s.
+    unit = "bps" if reads or scope["operation"] == Operation.WRITE else "ops_per_s"
+    scope[f"per_client_{unit}"] = per_client
+    scope[f"aggregate_{unit}"] = aggregate
+    scope[f"rates_{unit}"] = means
+    said = {
+        "at": int(at),
+        "rate": shown(aggregate),
+        "each": shown(per_client),
+        "last": counts[-1],
+        "last_each": shown(means[-1] / counts[-1]),
+    }
     if index == len(counts) - 1:
-        verdict = "scales"
-        text = f"The aggregate rate still grows at {counts[-1]} clients ({rate}): no knee yet."
+        verdict, text = "scales", words.scales.format(**said)
     elif index == 0:
-        verdict = "flat"
-        text = (
-            f"One client already gets the whole rate ({rate}): more clients share it, "
-            f"{counts[-1]} clients get {means[-1] / counts[-1] * 8 / 1e6:.3g} Mbit/s each."
-        )
+        verdict, text = "flat", words.flat.format(**said)
     else:
-        verdict = "knee"
-        text = (
-            f"The aggregate rate stops growing at {int(at)} clients ({rate}, {each} per "
-            "client): more clients only share it."
-        )
+        verdict, text = "knee", words.knee.format(**said)
     predicted = None
-    if ctx.link is not None:
+    if ctx.link is not None and reads:
         # One client's rate, its session's round trips left out as the link's bandwidth is.
         fewest = [s for s in evidence if s.clients == counts[0]]
         busy = [
@@ -397,13 +498,20 @@ def _knee_statement(
                 read_size=scope["read_size"] if sync else None,
             )
     text, interval = with_interval(text, rates, _knees(counts))
-    model_text, agrees = model_words(
-        at,
-        predicted,
-        "knee (the link is not the limit)",
-        "the storage (disks, a server's threads) or the client host stops scaling before "
-        "the link does, or each client gets less than alone.",
-    )
+    if reads:
+        model_text, agrees = model_words(
+            at,
+            predicted,
+            "knee (the link is not the limit)",
+            "the storage (disks, a server's threads) or the client host stops scaling before "
+            "the link does, or each client gets less than alone.",
+        )
+    else:
+        model_text, agrees = (
+            f"The model predicts no knee of {scope['operation']} runs: it models reads over "
+            "the link, not what the storage does to commit a file or answer its metadata.",
+            None,
+        )
     return ctx.statement(
         "knee",
         verdict,
@@ -705,3 +813,183 @@ def redirector(
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.3g} ms"
+
+
+# -- beyond reads: a copy's direction, the address family ------------------------------------
+
+
+def _slower(ratio: float, interval: tuple[float, float] | None) -> int:
+    """Whether a ratio of times (first / second) says the first is slower (1), faster (-1)
+    or neither (0): by more than SAME, and with an interval that leaves out 1 when there is
+    one (a difference the runs cannot tell from none is none)."""
+    if ratio >= 1 + SAME and (interval is None or interval[0] > 1):
+        return 1
+    if ratio <= 1 / (1 + SAME) and (interval is None or interval[1] < 1):
+        return -1
+    return 0
+
+
+def tpc_direction(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
+    """Per destination, file size and client count copied both ways (tpc-pull: the
+    destination pulls; tpc-push: the source pushes): which is faster, and how long each
+    takes to start (to its first perf marker). The endpoint is the copies' source."""
+    copies = [
+        s
+        for s in samples
+        if s.operation in TPC_OPERATIONS and s.destination_endpoint_id is not None
+    ]
+    scopes = grouped(copies, lambda s: (s.destination_endpoint_id, s.file_size, s.clients, s.files))
+    statements = []
+    for (destination, file_size, clients, files), group in sorted(scopes.items()):
+        pull = [s for s in group if s.operation == Operation.TPC_PULL]
+        push = [s for s in group if s.operation == Operation.TPC_PUSH]
+        if not pull or not push:
+            continue
+        scope = {
+            "destination": destination,
+            "file_size": file_size,
+            "clients": clients,
+            "files": files,
+        }
+        statements.append(_tpc_statement(ctx, scope, pull, push))
+    return statements
+
+
+def _tpc_statement(
+    ctx: Context, scope: dict[str, Any], pull: list[Sample], push: list[Sample]
+) -> Statement:
+    groups = [[t for s in pull for t in s.copy_times], [t for s in push for t in s.copy_times]]
+    pull_s, push_s = bootstrap.mean(groups[0]), bootstrap.mean(groups[1])
+    ratio = pull_s / push_s
+    starts = {}
+    for name, runs in (("pull", pull), ("push", push)):
+        found = [t for s in runs for t in s.client_starts]
+        starts[name] = bootstrap.mean(found) if found else None
+    scope |= {
+        "pull_s": pull_s,
+        "push_s": push_s,
+        "pull_start_s": starts["pull"],
+        "push_start_s": starts["push"],
+    }
+    interval = None if bootstrap.too_few(groups) else bootstrap.interval(groups, _ratio)
+    copies = f"{format_size(scope['file_size'])} copies"
+    times_said = f"{pull_s:.3g} s pulled against {push_s:.3g} s pushed"
+    if starts["pull"] is not None and starts["push"] is not None:
+        times_said += (
+            f"; the first perf marker after {starts['pull']:.3g} s pulled, "
+            f"{starts['push']:.3g} s pushed"
+        )
+    slower = _slower(ratio, interval)
+    if slower < 0:
+        verdict = "pull-faster"
+        text = (
+            f"Let the destination pull: {copies} pulled take {ratio:.0%} of the time pushed "
+            f"({times_said})."
+        )
+    elif slower > 0:
+        verdict = "push-faster"
+        text = (
+            f"Let the source push: {copies} pushed take {1 / ratio:.0%} of the time pulled "
+            f"({times_said})."
+        )
+    else:
+        verdict = "no-difference"
+        text = f"Pulling and pushing {copies} take as long ({times_said})."
+    if bootstrap.too_few(groups):
+        text += ONE_MEASUREMENT
+    return ctx.statement(
+        "tpc-direction",
+        verdict,
+        text,
+        pull + push,
+        scope=scope,
+        value=ratio,
+        unit="time ratio",
+        interval=interval,
+        model_text="The model does not predict third-party copies: the two storages "
+        "copy between themselves, over a link fedprobe does not see.",
+    )
+
+
+# What makes two runs the same but for their address family.
+_SAME_RUN = (
+    "operation",
+    "method",
+    "pattern",
+    "read_size",
+    "fraction",
+    "clients",
+    "file_size",
+    "write_size",
+    "readahead",
+    "rate",
+    "destination_endpoint_id",
+)
+
+
+def address_family(samples: Sequence[Sample], ctx: Context) -> list[Statement]:
+    """Per parameter set measured over IPv4 and over IPv6 (the family each run actually went
+    over, `address_family`): whether one is slower. `samples`: runs of every operation."""
+    known = [s for s in samples if s.address_family in FAMILIES]
+    scopes = grouped(known, lambda s: tuple(getattr(s, name) for name in _SAME_RUN))
+    statements = []
+    for key, group in sorted(scopes.items(), key=lambda item: [str(v) for v in item[0]]):
+        ipv4 = [s for s in group if s.address_family == FAMILIES[0]]
+        ipv6 = [s for s in group if s.address_family == FAMILIES[1]]
+        if not ipv4 or not ipv6:
+            continue
+        scope = dict(zip(_SAME_RUN, key, strict=True))
+        scope["destination"] = scope.pop("destination_endpoint_id")
+        statements.append(_family_statement(ctx, scope, ipv4, ipv6))
+    return statements
+
+
+def _family_statement(
+    ctx: Context, scope: dict[str, Any], ipv4: list[Sample], ipv6: list[Sample]
+) -> Statement:
+    groups = [times(ipv6), times(ipv4)]
+    ipv6_s, ipv4_s = bootstrap.mean(groups[0]), bootstrap.mean(groups[1])
+    ratio = ipv6_s / ipv4_s
+    scope |= {"ipv4_s": ipv4_s, "ipv6_s": ipv6_s}
+    interval = None if bootstrap.too_few(groups) else bootstrap.interval(groups, _ratio)
+    what = _runs_named(scope)
+    said = f"{ipv6_s:.3g} s over IPv6 against {ipv4_s:.3g} s over IPv4"
+    slower = _slower(ratio, interval)
+    if slower > 0:
+        verdict = "ipv6-slower"
+        text = f"IPv6 is slower for {what}: {ratio:.3g}x the time ({said})."
+    elif slower < 0:
+        verdict = "ipv4-slower"
+        text = f"IPv4 is slower for {what}: {1 / ratio:.3g}x the time ({said})."
+    else:
+        verdict = "no-difference"
+        text = f"IPv4 and IPv6 take as long for {what} ({said})."
+    if bootstrap.too_few(groups):
+        text += ONE_MEASUREMENT
+    return ctx.statement(
+        "address-family",
+        verdict,
+        text,
+        ipv4 + ipv6,
+        scope=scope,
+        value=ratio,
+        unit="x",
+        interval=interval,
+        model_text="The model does not predict a family's cost: it takes both over one link.",
+    )
+
+
+def _runs_named(scope: dict[str, Any]) -> str:
+    """The runs a family statement is about, in a few words."""
+    operation = scope["operation"]
+    clients = f"{scope['clients']} client{'s' if scope['clients'] != 1 else ''}"
+    if operation == Operation.READ:
+        return (
+            f"{format_size(scope['read_size'])} {scope['pattern']} reads of "
+            f"{percent(scope['fraction'])} ({scope['method']}, {clients})"
+        )
+    if operation == Operation.WRITE:
+        return f"writes of {format_size(scope['write_size'])} ({clients})"
+    if operation in TPC_OPERATIONS:
+        return f"{operation} copies of {format_size(scope['file_size'])} ({clients})"
+    return f"{operation} runs ({clients})"

@@ -9,7 +9,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-QUESTIONS = ("crossover", "knee", "latency-hiding", "read-ahead", "cache", "redirector")
+QUESTIONS = (
+    "crossover",
+    "knee",
+    "latency-hiding",
+    "read-ahead",
+    "cache",
+    "redirector",
+    # Beyond reads (issue 20): a third-party copy's direction, IPv4 against IPv6.
+    "tpc-direction",
+    "address-family",
+)
 TOO_THIN = "too-thin"
 
 
@@ -20,8 +30,11 @@ class Statement:
     `verdict` is one word per question (crossover: copy-first | read-directly | crossover |
     no-difference; knee: knee | scales | flat; latency-hiding: pays-off | no-gain;
     read-ahead: helps | only-moves-bytes | no-difference; cache: helps | no-gain;
-    redirector: cheap | costly | no-difference), or "too-thin" when there is not enough
-    data, and then `suggested_campaign` says what campaign would collect it."""
+    redirector: cheap | costly | no-difference; tpc-direction: pull-faster | push-faster |
+    no-difference; address-family: ipv6-slower | ipv4-slower | no-difference), or
+    "too-thin" when there is not enough data, and then `suggested_campaign` says what
+    campaign would collect it. The knee is also of writes and metadata storms: its
+    `scope["operation"]` says whose (read, write, stat, open, list)."""
 
     question: str
     verdict: str

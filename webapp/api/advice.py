@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from webapp.accounts.roles import IsOperatorOrReadOnly
 from webapp.advice.selectors import endpoint_advice, questions, site_advice
 from webapp.advice.statements import QUESTIONS
-from webapp.advice.suggestions import create_suggested_campaign
+from webapp.advice.suggestions import SUGGESTED_KNEES, create_suggested_campaign
 from webapp.api.serializers import CampaignSerializer
 from webapp.campaigns.validation import MAX_ID
 from webapp.core.parsers import PARSER_CLASSES
@@ -33,8 +33,8 @@ class StatementSerializer(serializers.Serializer[dict[str, Any]]):
         help_text="one word per question (crossover: crossover|copy-first|read-directly|"
         "no-difference; knee: knee|scales|flat; latency-hiding: pays-off|no-gain; read-ahead: "
         "helps|only-moves-bytes|no-difference; cache: helps|no-gain; redirector: cheap|costly|"
-        "no-difference),"
-        " or too-thin"
+        "no-difference; tpc-direction: pull-faster|push-faster|no-difference; address-family: "
+        "ipv6-slower|ipv4-slower|no-difference), or too-thin"
     )
     text = serializers.CharField(help_text="the sentence a user acts on")
     endpoint = serializers.IntegerField()
@@ -42,7 +42,10 @@ class StatementSerializer(serializers.Serializer[dict[str, Any]]):
         allow_null=True, help_text="null: the local vantage point, not made yet"
     )
     protocol = serializers.CharField()
-    scope = serializers.DictField(help_text="what the statement is about (read size, ...)")
+    scope = serializers.DictField(
+        help_text="what the statement is about (read size, ...); a knee's `operation` says "
+        "whose rate it is: read, write, stat, open or list"
+    )
     value = serializers.FloatField(allow_null=True)
     unit = serializers.CharField()
     interval = serializers.ListField(
@@ -80,6 +83,12 @@ class SuggestedCampaignRequestSerializer(serializers.Serializer[dict[str, Any]])
         min_value=1,
         max_value=MAX_ID,
         help_text="its id; none: the local vantage point",
+    )
+    operation = serializers.ChoiceField(
+        choices=SUGGESTED_KNEES,
+        default="read",
+        help_text="the knee's: of reads (the default), writes or a metadata storm; the other "
+        "questions are of one kind each",
     )
 
 
@@ -171,6 +180,7 @@ class SuggestedCampaignAPIView(APIView):
                 endpoint=endpoint,
                 vantage_point=point,
                 owner=cast(User, request.user),
+                operation=asked.validated_data["operation"],
             )
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from None

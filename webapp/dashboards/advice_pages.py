@@ -30,7 +30,7 @@ from webapp.accounts.access import OperatorRequiredMixin
 from webapp.accounts.roles import can_operate
 from webapp.advice.selectors import questions
 from webapp.advice.statements import Statement
-from webapp.advice.suggestions import PLANS, create_suggested_campaign
+from webapp.advice.suggestions import PLANS, SUGGESTED_KNEES, create_suggested_campaign
 from webapp.sites.models import Endpoint, VantagePoint
 
 # Runs linked one by one under a statement; the rest are one click further (the runs list).
@@ -140,6 +140,8 @@ class SuggestedCampaignForm(forms.Form):
 
     question = forms.ChoiceField(choices=[(q, q) for q in PLANS])
     vantage_point = forms.ModelChoiceField(queryset=VantagePoint.objects.all(), required=False)
+    # The knee's: of reads, writes or a metadata storm (the suggestion's own).
+    operation = forms.ChoiceField(choices=[(o, o) for o in SUGGESTED_KNEES], required=False)
 
     def __init__(self, *args: Any, endpoint: Endpoint, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -176,6 +178,7 @@ class SuggestedCampaignCreateView(OperatorRequiredMixin, View):
                 endpoint=endpoint,
                 vantage_point=form.cleaned_data["vantage_point"] or VantagePoint.local_unsaved(),
                 owner=owner,
+                operation=form.cleaned_data["operation"] or "read",
             )
         except ValidationError as error:
             return _refused(request, form_words(error.message_dict))

@@ -14,6 +14,7 @@ from tests.webapp.factories import (
     user,
 )
 from webapp.campaigns.models import Campaign, Run
+from webapp.sites.models import TestFile, VantagePoint
 
 pytestmark = pytest.mark.django_db
 
@@ -146,3 +147,43 @@ def test_a_viewer_may_read_advice_but_not_create_its_campaign() -> None:
     )
     assert answer.status_code == 403
     assert not Campaign.objects.exists()
+
+
+def write_runs(test_file: TestFile, local: VantagePoint, counts: tuple[int, ...] = (1, 2)) -> None:
+    """Writes at two client counts: the knee of writes is asked, and too thin."""
+    for clients in counts:
+        RunFactory(
+            test_file=test_file,
+            vantage_point=local,
+            status=Run.Status.SUCCEEDED,
+            operation="write",
+            clients=clients,
+            wall_s=1.0,
+            throughput_mbps=10.0 * clients,
+            result={"bytes_written": clients * 16 * MIB},
+        )
+
+
+def test_the_knee_of_writes_is_answered_and_its_sweep_created_by_operation() -> None:
+    endpoint = EndpointFactory(scratch_path="/scratch/fedprobe")
+    test_file = TestFileFactory(endpoint=endpoint, size=MIB)
+    local = VantagePointFactory()
+    write_runs(test_file, local)
+    api = api_for(user("olga", "operator"))
+    statements = api.get(f"/api/v1/endpoints/{endpoint.pk}/advice/").json()["statements"]
+    knees = [s for s in statements if s["question"] == "knee"]
+    assert [s["scope"]["operation"] for s in knees] == ["read", "write"]
+    assert knees[1]["verdict"] == "too-thin"
+    assert knees[1]["suggested_campaign"]["operation"] == "write"
+    url = f"/api/v1/endpoints/{endpoint.pk}/advice/campaign/"
+    answer = api.post(
+        url, {"question": "knee", "vantage_point": local.pk, "operation": "write"}, format="json"
+    )
+    assert answer.status_code == 201, answer.json()
+    assert answer.json()["operations"] == ["write"]
+    # An operation no knee is asked of, or a question of reads only: named, nothing made.
+    for asked in ({"question": "knee", "operation": "tpc-push"}, {"question": "cache"}):
+        refused = api.post(url, {"vantage_point": local.pk, "operation": "write"} | asked)
+        assert refused.status_code == 400
+        assert set(refused.json()) <= {"operation", "question"}
+    assert Campaign.objects.filter(name__startswith="Advice:").count() == 1

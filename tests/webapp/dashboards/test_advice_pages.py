@@ -223,3 +223,60 @@ def test_a_statements_value_is_written_in_its_unit(
     value: float | None, unit: str, written: str
 ) -> None:
     assert advice_value(value, unit) == written
+
+
+def test_the_endpoint_page_shows_the_knee_of_writes_and_offers_a_write_sweep() -> None:
+    endpoint = EndpointFactory(scratch_path="/scratch/fedprobe")
+    test_file = TestFileFactory(endpoint=endpoint, size=MIB)
+    cern = VantagePointFactory(name="cern")
+    for clients in (1, 2):
+        RunFactory(
+            test_file=test_file,
+            vantage_point=cern,
+            status=Run.Status.SUCCEEDED,
+            operation="write",
+            clients=clients,
+            wall_s=1.0,
+            throughput_mbps=10.0 * clients,
+        )
+    page = page_for(user("olga"))
+    html = page.get(f"/endpoints/{endpoint.pk}/").text
+
+    start = html.index('data-operation="write"')
+    item = html[start : html.index("</li>", start)]
+    assert "writes of one size at three client counts or more" in item
+    assert 'class="offer-operations">write<' in item
+    assert '<input type="hidden" name="operation" value="write">' in item
+    response = page.post(
+        f"/endpoints/{endpoint.pk}/advice/campaign/",
+        {"question": "knee", "vantage_point": cern.pk, "operation": "write"},
+    )
+    assert response.status_code == 302
+    assert Campaign.objects.get(name__startswith="Advice: knee of write").operations == ["write"]
+
+
+def test_the_endpoint_page_shows_which_way_copies_are_faster() -> None:
+    source = EndpointFactory(protocol=Endpoint.Protocol.HTTPS, base_url="https://a.example/")
+    destination = EndpointFactory(protocol=Endpoint.Protocol.HTTPS, base_url="https://b.example/")
+    test_file = TestFileFactory(endpoint=source, size=MIB)
+    cern = VantagePointFactory(name="cern")
+    for operation, walls in (("tpc-pull", (2.0, 2.2)), ("tpc-push", (1.0, 1.1))):
+        for repetition, wall in enumerate(walls):
+            RunFactory(
+                test_file=test_file,
+                vantage_point=cern,
+                status=Run.Status.SUCCEEDED,
+                finished_at=timezone.now(),
+                operation=operation,
+                destination_endpoint=destination,
+                repetition=repetition,
+                clients=1,
+                wall_s=wall,
+            )
+    html = page_for(user("vera", "viewer")).get(f"/endpoints/{source.pk}/").text
+
+    item = statement_item(html, "tpc-direction")
+    assert 'data-verdict="push-faster"' in item
+    assert ">push faster<" in item
+    assert "Let the source push: 1 MiB copies pushed take 50% of the time pulled" in item
+    assert "200% of the time" in item  # pull's time over push's, and its interval

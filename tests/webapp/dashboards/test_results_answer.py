@@ -19,7 +19,11 @@ from tests.webapp.factories import (
     VantagePointFactory,
 )
 from webapp.campaigns.models import Campaign, Run
-from webapp.dashboards.selectors.results_answer import campaign_questions, doors_answer
+from webapp.dashboards.selectors.results_answer import (
+    campaign_questions,
+    doors_answer,
+    results_answer,
+)
 from webapp.sites.models import Endpoint
 
 pytestmark = pytest.mark.django_db
@@ -95,3 +99,52 @@ def test_where_the_model_disagrees_the_answer_and_the_endpoint_page_mark_it() ->
     answer = client.get(reverse("dashboards:campaign-results-answer", args=[campaign.pk]))
     assert "model-disagrees" not in answer.content.decode()
     assert "The model predicts" in answer.content.decode()
+
+
+def test_a_campaign_beyond_reads_asks_of_what_it_measures_and_its_operations_knee() -> None:
+    data = Endpoint(role="data")
+    copies = Campaign(operations=["tpc-pull", "tpc-push"], clients=[1], address_family="6")
+    assert campaign_questions(copies, [data]) == ["tpc-direction", "address-family"]
+    endpoint = EndpointFactory(scratch_path="/scratch/fedprobe")
+    test_file = TestFileFactory(endpoint=endpoint, size=MIB)
+    local = VantagePointFactory()
+    sweep = CampaignFactory(endpoints=[endpoint], operations=["write"], clients=[1, 2, 4])
+    sweep.vantage_points.set([local])
+    for clients in (1, 2, 4):
+        RunFactory(
+            campaign=sweep,
+            test_file=test_file,
+            vantage_point=local,
+            status=Run.Status.SUCCEEDED,
+            operation="write",
+            clients=clients,
+            wall_s=1.0,
+            throughput_mbps=min(10.0 * clients, 20.0),
+        )
+    lines = results_answer(campaign=sweep, cells=[])
+    # The knee of its writes; not a reads' knee, too thin, which it never asked.
+    assert [(line.question, line.verdict) for line in lines] == [("knee", "knee")]
+    assert lines[0].text.startswith("Writes stop scaling at 2 clients")
+
+
+def test_a_campaign_pinned_to_one_family_is_answered_from_the_other_familys_runs() -> None:
+    test_file = TestFileFactory(size=MIB)
+    local = VantagePointFactory()
+    over6 = CampaignFactory(endpoints=[test_file.endpoint], address_family="6", clients=[1])
+    over6.vantage_points.set([local])
+    for family, walls in (("4", (1.0, 1.1)), ("6", (2.0, 2.1))):
+        for repetition, wall in enumerate(walls):
+            RunFactory(
+                campaign=over6 if family == "6" else CampaignFactory(),
+                test_file=test_file,
+                vantage_point=local,
+                status=Run.Status.SUCCEEDED,
+                address_family=family,
+                repetition=repetition,
+                clients=1,
+                wall_s=wall,
+                result={"address_family": family},
+            )
+    [line] = results_answer(campaign=over6, cells=[])
+    assert (line.question, line.verdict) == ("address-family", "ipv6-slower")
+    assert line.from_all_runs and line.runs == 4

@@ -138,6 +138,19 @@ def test_one_crossover_per_parameter_set(campaign: Campaign, test_file: TestFile
     assert sorted(c.key["clients"] for c in crossovers) == [1, 4]
 
 
+def test_writes_have_a_method_but_no_crossover(campaign: Campaign, test_file: TestFile) -> None:
+    """A campaign's axes apply to every operation: its writes are "direct" and "copy" too,
+    at each fraction, and read nothing to cross over."""
+    for fraction in (0.5, 1.0):
+        for method, wall_s in (("direct", 1.0 + fraction), ("copy", 1.6)):
+            measured(campaign, test_file, method=method, fraction=fraction, wall_s=wall_s)
+            measured(
+                campaign, test_file, operation="write", method=method, fraction=fraction, wall_s=9.0
+            )
+    (found,) = campaign_results(campaign=campaign).crossovers
+    assert found.key["operation"] == "read" and found.kind == "crossover"
+
+
 @pytest.mark.parametrize(
     ("direct", "copy", "kind", "fraction", "text"),
     [

@@ -46,7 +46,7 @@ from webapp.dashboards.selectors.results_guidance import (
     still_to_come,
 )
 from webapp.sites.models import Endpoint
-from workers.engine.params import Method
+from workers.engine.params import Method, Operation
 
 # What makes two runs repetitions of one another: where, from where, and every parameter
 # but the deadline (a limit on the run, not a way of reading).
@@ -405,14 +405,17 @@ def results_crossovers(
     asked_fractions: Sequence[float] = (),
     active_runs: int = 0,
 ) -> list[Crossover]:
-    """For every parameter set measured with both direct and copy: the crossover fraction
-    (`asked_fractions` and `active_runs` say why fewer than two fractions were measured)."""
+    """For every parameter set of reads measured with both direct and copy: the crossover
+    fraction (`asked_fractions` and `active_runs` say why fewer than two fractions were
+    measured). A write's or a storm's cells have a method too (a campaign's axes apply to
+    every operation), but no crossover: they read nothing."""
     fixed = [name for name in DIMENSIONS if name not in CROSSOVER_ACROSS]
     times: dict[tuple[Any, ...], dict[str, dict[float, float]]] = defaultdict(
         lambda: defaultdict(dict)
     )
     for cell in cells:
-        if cell["method"] in CROSSOVER_METHODS and cell["wall_s"] is not None:
+        reads = cell["operation"] == Operation.READ
+        if reads and cell["method"] in CROSSOVER_METHODS and cell["wall_s"] is not None:
             key = tuple(cell[name] for name in fixed)
             times[key][cell["method"]][cell["fraction"]] = cell["wall_s"]
     crossovers = []

@@ -3,11 +3,14 @@ questions the campaign asks, in words, each with the runs it rests on, and the o
 each door when it compares doors (no advice question: the page's own reading of its runs).
 
 A campaign asks a question by what it measures: direct and copy (the crossover), client
-counts (the knee), async or vector reads (latency hiding), a read-ahead, a cache or a
-redirector among its endpoints. Statements of questions it does not ask are left out (they
-would all say "too thin"). The advice reads the campaign's own runs; a question they are too
-thin for is answered from all the endpoint's runs when those suffice (a campaign holds one
-read-ahead: the reads without it are another campaign's), and says so.
+counts (the knee, of each operation it measures), async or vector reads (latency hiding), a
+read-ahead, a cache or a redirector among its endpoints, copies pulled and pushed (the
+copy's direction), a pinned address family. Statements of questions it does not ask, and
+knees of operations it does not measure, are left out (they would all say "too thin"). The
+advice reads the campaign's own runs; a question they are too thin for is answered from all
+the endpoint's runs when those suffice (a campaign holds one read-ahead: the reads without it
+are another campaign's; a campaign holds one address family: the other is another's), and
+says so.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from webapp.advice.selectors import campaign_advice, endpoint_advice
 from webapp.advice.statements import Statement
 from webapp.campaigns.models import Campaign
 from webapp.sites.models import Endpoint, VantagePoint
-from workers.engine.params import Method, Pattern
+from workers.engine.params import TPC_OPERATIONS, AddressFamily, Method, Pattern
 
 # The questions a campaign asks, by what it measures (advice's question names).
 ASKS: dict[str, Callable[[Campaign, Sequence[Endpoint]], bool]] = {
@@ -36,6 +39,8 @@ ASKS: dict[str, Callable[[Campaign, Sequence[Endpoint]], bool]] = {
     "read-ahead": lambda c, _: bool(c.readahead),
     "cache": lambda _, e: any(x.role == Endpoint.Role.CACHE for x in e),
     "redirector": lambda _, e: any(x.role == Endpoint.Role.REDIRECTOR for x in e),
+    "tpc-direction": lambda c, _: set(c.operations or []) >= TPC_OPERATIONS,
+    "address-family": lambda c, _: c.address_family != AddressFamily.ANY,
 }
 # The most statements the page lists (a campaign of many parameter sets has hundreds: the
 # advice API and the endpoint's page have them all).
@@ -82,7 +87,12 @@ def results_answer(
     endpoints = {e.pk: e for e in campaign.endpoints.all()}
     asked = campaign_questions(campaign, list(endpoints.values()))
     points = {v.pk: v for v in campaign.vantage_points.all()}
-    chosen = campaign_advice(campaign, now=now, questions=asked)
+    measured = set(campaign.operations or [])
+    chosen = [
+        s
+        for s in campaign_advice(campaign, now=now, questions=asked)
+        if s.scope.get("operation") in measured | {None}
+    ]
     lines = []
     for statement, from_all in _with_fallback(chosen, endpoints, points, now):
         lines.append(_line(statement, endpoints, points, campaign, from_all=from_all))
@@ -107,10 +117,20 @@ def _with_fallback(
         endpoint = endpoints[statement.endpoint_id]
         asked = [statement.question]
         wider = [
-            s for s in endpoint_advice(endpoint, point, now=now, questions=asked) if s.enough_data
+            s
+            for s in endpoint_advice(endpoint, point, now=now, questions=asked)
+            if s.enough_data and _same_knee(s, statement)
         ]
         chosen += [(s, True) for s in wider] or [(statement, False)]
     return chosen
+
+
+def _same_knee(statement: Statement, thin: Statement) -> bool:
+    """Whether `statement` answers what the too-thin `thin` lacks: a knee, of the same
+    operation; any other question's, every one."""
+    if thin.question != "knee":
+        return True
+    return statement.scope.get("operation") == thin.scope.get("operation")
 
 
 def _line(

@@ -15,7 +15,7 @@ from typing import Any
 
 from webapp.campaigns.models import Campaign
 from webapp.campaigns.selectors import percentile
-from workers.engine.params import Method
+from workers.engine.params import Method, Operation
 from workers.engine.units import format_size
 
 # The parameters charts are drawn across (the time to read against fraction and read size;
@@ -177,7 +177,8 @@ def latency_order(
     """Per vantage point, the endpoints in the order the latency-hiding chart draws them, and
     the sentence that says which order it is: by the round-trip time each run's preflight
     measured (median over its parameter sets), else by the time to first byte of the direct
-    reads (copies wait for the whole file), else by name."""
+    reads (copies wait for the whole file; a write's first byte is the server's
+    acknowledgement), else by name."""
     by_place: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for cell in cells:
         if cell["wall_s"] is not None:
@@ -205,7 +206,12 @@ def _order(
         values = listed(rtt, order, lambda ms: _ms(ms / 1000))
         text = f"Endpoints in order of their round-trip time (measured before each run): {values}."
         return {"by": "rtt", "endpoints": order, "text": text}
-    direct = [c for i in ids for c in endpoints[i] if c["method"] == Method.DIRECT]
+    direct = [
+        c
+        for i in ids
+        for c in endpoints[i]
+        if c["method"] == Method.DIRECT and c["operation"] == Operation.READ
+    ]
     ttfb = {i: _median(c["ttfb_s"] for c in direct if c["endpoint"] == i) for i in ids}
     order = _in_order(ids, ttfb, names)
     if order is not None:
