@@ -41,6 +41,7 @@ from webapp.campaigns.validation import (
     OPERATIONS,
     PATTERNS,
     campaign_credential_refusal,
+    campaign_family_errors,
     campaign_operation_errors,
     campaign_rule_errors,
     campaign_trace_errors,
@@ -525,6 +526,9 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         errors = errors or campaign_trace_errors(
             operations=value("operations", default_operations()), trace=value("trace", None)
         )
+        errors = errors or campaign_family_errors(
+            address_family=value("address_family", "any"), endpoints=endpoints
+        )
         if errors:
             raise serializers.ValidationError(errors)
 
@@ -679,6 +683,7 @@ class RunListSerializer(serializers.ModelSerializer[Run]):
             "read_size",
             "fraction",
             "clients",
+            "address_family",
             "status",
             "trigger",
             "created_at",
@@ -708,7 +713,9 @@ class RunDetailSerializer(RunChartsSerializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     params = serializers.DictField()
     operation = serializers.CharField(help_text="read, write, tpc-pull, tpc-push, stat, open, list")
-    address_family = serializers.CharField(help_text="asked for: any, 4 or 6")
+    address_family = serializers.CharField(
+        help_text="asked for: any, 4 or 6 (a campaign's each launches one run of 4, one of 6)"
+    )
     address = serializers.CharField(
         allow_null=True, help_text="the peer address the run used (an IP), null if unknown"
     )

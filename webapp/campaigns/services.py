@@ -37,6 +37,7 @@ from webapp.campaigns.models import (
 from webapp.campaigns.traces import params_with_trace
 from webapp.campaigns.validation import (
     campaign_credential_refusal,
+    campaign_family_errors,
     campaign_operation_errors,
     campaign_trace_errors,
 )
@@ -220,6 +221,9 @@ def campaign_launch(
         destination=campaign.destination_endpoint,
     )
     needs = needs or campaign_trace_errors(operations=campaign.operations, trace=campaign.trace)
+    needs = needs or campaign_family_errors(
+        address_family=campaign.address_family, endpoints=endpoints
+    )
     if needs:
         raise ValidationError(needs)
     # Its runs spend their endpoints' credentials (a copy's destination's too): the

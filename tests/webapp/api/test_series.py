@@ -64,11 +64,21 @@ def test_series_is_of_one_parameter_set_unless_mix_is_asked(operator: APIClient)
     measured(endpoint, 968.0, **LARGE_COPY)
 
     (default,) = series(operator, endpoint=endpoint.pk)
-    assert default["parameter_set"] == {"operation": "read", **SMALL_DIRECT, "clients": 1}
+    assert default["parameter_set"] == {
+        "operation": "read",
+        **SMALL_DIRECT,
+        "clients": 1,
+        "address_family": "any",
+    }
     assert [(p["n"], p["max"]) for p in default["points"]] == [(3, 1.7)]
 
     (copies,) = series(operator, endpoint=endpoint.pk, method="copy")
-    assert copies["parameter_set"] == {"operation": "read", **LARGE_COPY, "clients": 1}
+    assert copies["parameter_set"] == {
+        "operation": "read",
+        **LARGE_COPY,
+        "clients": 1,
+        "address_family": "any",
+    }
     assert [(p["n"], p["median"]) for p in copies["points"]] == [(1, 968.0)]
 
     (mixed,) = series(operator, endpoint=endpoint.pk, mix=1)
