@@ -699,6 +699,14 @@ class RunListSerializer(serializers.ModelSerializer[Run]):
         read_only_fields = fields
 
 
+class RunTraceSerializer(serializers.Serializer[Any]):
+    """The trace a replay run replayed (the one it was launched with)."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    sha256 = serializers.CharField()
+
+
 class RunDetailSerializer(RunChartsSerializer):
     """The run JSON of docs/engine.md with its clients' engine records (the schema of the run
     detail; the response is built by run_json and run_charts), and the run page's charts."""
@@ -729,6 +737,11 @@ class RunDetailSerializer(RunChartsSerializer):
     )
     ops_per_s = serializers.FloatField(
         allow_null=True, help_text="a metadata storm's operations per second"
+    )
+    trace = RunTraceSerializer(
+        allow_null=True,
+        help_text="a replay's trace {id, name, sha256}: the one it was launched with, "
+        "whatever its campaign names since; null for other runs",
     )
     wall_s = serializers.FloatField(allow_null=True)
     open_s = serializers.FloatField(allow_null=True)

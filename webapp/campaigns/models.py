@@ -179,8 +179,9 @@ LAUNCH_FIELDS = {
     "destination": "a TPC's destination directory: the campaign's destination endpoint's "
     "scratch URL (Campaign.destination_endpoint)",
     "run_tag": "names the files a write or a copy makes: the run's id, at launch",
-    "trace": "replay's recorder CSV on the worker: the campaign's trace (Campaign.trace), "
-    "written by the run's worker to its private folder (traces.py)",
+    "trace": "replay's recorder CSV on the worker: the trace the run was launched with "
+    "(Run.trace, the campaign's when it launched), written by the run's worker to its "
+    "private folder (traces.py)",
 }
 # The operations a campaign may have.
 OPERATIONS_OFFERED = tuple(o.value for o in Operation)
@@ -527,6 +528,12 @@ class Run(RunParameters):
     destination_endpoint = models.ForeignKey(
         Endpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="copies_to"
     )
+    # A replay's recorded job: its campaign's trace when it launched, so a queued or retried
+    # run replays what it was launched with, whatever the campaign names since; a trace runs
+    # replayed is not deleted (trace_delete says so).
+    trace = models.ForeignKey(
+        Trace, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
     operation = models.CharField(
         max_length=10,
         choices=[(o.value, o.value) for o in Operation],
@@ -664,6 +671,7 @@ class Run(RunParameters):
                 if cell.parameters.get("operation") in COPY_OPERATIONS
                 else None
             ),
+            trace=campaign.trace if cell.parameters.get("operation") == Operation.REPLAY else None,
             **cell.parameters,
             **fields,
         )
@@ -693,7 +701,7 @@ class Run(RunParameters):
             destination = self.destination_endpoint.scratch_url()
         reads_files = self.operation not in WRITE_OPERATIONS | {Operation.LIST.value}
         if self.operation == Operation.REPLAY:
-            urls, reads_files = replay_urls(self.campaign.trace, self.endpoint), False
+            urls, reads_files = replay_urls(self.trace, self.endpoint), False
         return RunParams(
             urls=urls,
             seed=self.pk or RunParams.seed,

@@ -400,10 +400,11 @@ def run_execute(*, run_id: int, worker: str) -> None:
 
 
 def run_trace_text(run: Run) -> str | None:
-    """The recorder CSV a run replays: its campaign's trace (None for other operations)."""
-    if run.operation != Operation.REPLAY or run.campaign.trace is None:
+    """The recorder CSV a run replays: the trace it was launched with (None for other
+    operations), not the one its campaign names now."""
+    if run.operation != Operation.REPLAY or run.trace is None:
         return None
-    return run.campaign.trace.text
+    return run.trace.text
 
 
 def _ingest_retrying(*, run_id: int, run_json: RunJson) -> bool:

@@ -44,6 +44,7 @@ from webapp.campaigns.selectors import (
     campaign_run_summaries,
     run_detail,
     run_list,
+    run_trace,
     runs_progress,
 )
 from webapp.campaigns.services import (
@@ -292,6 +293,7 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
             clients=[(c, attempts.get(c.client)) for c in progress.clients],
             charts=run_charts(run),
             outcome=run.result or {},
+            trace=run_trace(run),
             tpc=tpc_progress((run.result or {}).get("tpc")),
             live={
                 "run": run.pk,
