@@ -53,9 +53,13 @@
     skip: ["Skip", String],
     readahead: ["Read-ahead", (v) => (v ? fedprobeUnits.size(v) : "off")],
     streams: ["Streams", String],
+    operation: ["Operation", String],
+    // A campaign's each: its runs pinned to IPv4 and to IPv6 are drawn apart, one at a time.
+    address_family: ["Address family", (v) => (v === "any" ? "any" : `IPv${v}`)],
   };
-  const label = (name) => DIMENSIONS[name][0];
-  const show = (name, value) => DIMENSIONS[name][1](value);
+  // A parameter the page has no words for yet is still a control (its name, its values).
+  const label = (name) => (DIMENSIONS[name] || [name])[0];
+  const show = (name, value) => (DIMENSIONS[name] || [name, String])[1](value);
 
   // -- the controls: a value for each parameter that varies -------------------------------
 
@@ -171,14 +175,16 @@
     return [
       fedprobe.text(endpointLabel(cell.endpoint)),
       `${cell.method}, ${cell.pattern}, ${fedprobeUnits.size(cell.read_size)} reads`,
-      `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients`,
+      `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients` +
+        (cell.address_family && cell.address_family !== "any" ? `, IPv${cell.address_family}` : ""),
       `${cell.runs} run${cell.runs === 1 ? "" : "s"}`,
     ].join("<br>");
   }
 
   const PARAMETER_COLUMNS = [
     "endpoint", "site", "vantage_point", "method", "pattern", "read_size", "fraction",
-    "clients", "files", "depth", "vector_size", "skip", "readahead", "streams", "runs",
+    "clients", "files", "depth", "vector_size", "skip", "readahead", "streams",
+    "address_family", "runs",
   ];
 
   /** A drawn cell as a download row: names for ids, the parameters, then `metrics`. */
