@@ -60,7 +60,8 @@
     file_size: ["File size (write)", fedprobeUnits.size],
     ops_per_client: ["Operations per client", String],
     rate: ["Rate (ops/s)", (v) => (v ? String(v) : "as fast as possible")],
-    address_family: ["Address family", String],
+    // A campaign's each: its runs pinned to IPv4 and to IPv6 are drawn apart, one at a time.
+    address_family: ["Address family", (v) => (v === "any" ? "any" : `IPv${v}`)],
     replay_timing: ["Replay timing", String],
   };
   // A parameter added later and not named here yet is shown by its name, not a broken page.
@@ -182,14 +183,16 @@
     return [
       fedprobe.text(endpointLabel(cell.endpoint)),
       `${cell.method}, ${cell.pattern}, ${fedprobeUnits.size(cell.read_size)} reads`,
-      `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients`,
+      `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients` +
+        (cell.address_family && cell.address_family !== "any" ? `, IPv${cell.address_family}` : ""),
       `${cell.runs} run${cell.runs === 1 ? "" : "s"}`,
     ].join("<br>");
   }
 
   const PARAMETER_COLUMNS = [
     "endpoint", "site", "vantage_point", "method", "pattern", "read_size", "fraction",
-    "clients", "files", "depth", "vector_size", "skip", "readahead", "streams", "runs",
+    "clients", "files", "depth", "vector_size", "skip", "readahead", "streams",
+    "address_family", "runs",
   ];
 
   /** A drawn cell as a download row: names for ids, the parameters, then `metrics`. */

@@ -14,7 +14,9 @@
   const title = document.getElementById("compare-title");
   const picker = document.getElementById("parameter-set");
   const apiLink = document.getElementById("compare-api-link");
-  const PARAMETERS = ["operation", "method", "pattern", "read_size", "fraction", "clients"];
+  const PARAMETERS = [
+    "operation", "method", "pattern", "read_size", "fraction", "clients", "address_family",
+  ];
   const FAILURE_MARKS = {
     failed: { symbol: "x-thin-open", colour: fedprobe.colours.vermillion, label: "failed" },
     timeout: { symbol: "triangle-down", colour: fedprobe.colours.orange, label: "timed out" },
@@ -34,8 +36,10 @@
     const clients = `${set.clients} client${set.clients === 1 ? "" : "s"}`;
     // Reads are most runs: their labels stay as they were; another operation leads.
     const operation = set.operation && set.operation !== "read" ? `${set.operation} · ` : "";
+    // A pinned family ends the label (IPv4 and IPv6 of one endpoint side by side).
+    const family = set.address_family && set.address_family !== "any" ? ` · IPv${set.address_family}` : "";
     return `${operation}${set.method} · ${set.pattern} · ${fedprobeUnits.size(set.read_size)} reads · ` +
-      `fraction ${set.fraction} · ${clients}`;
+      `fraction ${set.fraction} · ${clients}${family}`;
   }
 
   function endpointsById() {

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.webapp.factories import CampaignFactory, RunFactory
+from tests.webapp.factories import CampaignFactory, RunFactory, TestFileFactory
 from webapp.campaigns.models import Campaign, Run
 from webapp.campaigns.services import run_cancel, run_execute
 from webapp.dashboards.selectors.results import campaign_results
@@ -210,3 +210,45 @@ def test_results_page_draws_the_lab_campaign(
     assert page.locator("#control-clients").input_value() == "2"
     assert page.locator("#control-fraction").input_value() == "1"
     watch.assert_clean()
+
+
+def test_a_campaign_of_each_family_draws_ipv4_and_ipv6_apart(
+    browser_page: Callable[..., Any], live_server: Any
+) -> None:
+    """A campaign's each: its runs pinned to IPv4 and to IPv6 are cells of their own, chosen
+    by an "Address family" control like any parameter that varies, never one line."""
+    campaign = CampaignFactory(
+        name="both families", methods=["direct", "copy"], fractions=[0.5, 1.0]
+    )
+    campaign.address_family = "each"
+    campaign.save()
+    test_file = TestFileFactory(size=MiB)
+    campaign.endpoints.set([test_file.endpoint])
+    walls = {"4": 1.0, "6": 3.0}
+    for family, wall_s in walls.items():
+        for method in ("direct", "copy"):
+            for fraction in (0.5, 1.0):
+                RunFactory(
+                    campaign=campaign,
+                    test_file=test_file,
+                    method=method,
+                    fraction=fraction,
+                    address_family=family,
+                    status=Run.Status.SUCCEEDED,
+                    wall_s=wall_s * fraction,
+                    open_s=0.01,
+                    throughput_mbps=10.0,
+                    bytes_read=MiB,
+                )
+    page, watch = browser_page("viewer")
+    url = f"{live_server.url}/campaigns/{campaign.pk}/results/?address_family=6"
+    page.goto(url)
+    shown(page, "fraction")
+    assert page.locator("#control-address_family option").all_text_contents() == ["IPv4", "IPv6"]
+    assert page.locator("#control-address_family").input_value() == "6"
+    assert {round(y, 6) for t in traces(page, "fraction") for y in t["y"]} == {1.5, 3.0}
+    page.select_option("#control-address_family", "4")
+    page.wait_for_url("**address_family=4**")
+    page.wait_for_selector("#chart-fraction[data-drawn-for*='address_family=4']")
+    assert {round(y, 6) for t in traces(page, "fraction") for y in t["y"]} == {0.5, 1.0}
+    assert watch.errors == []

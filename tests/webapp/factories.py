@@ -161,6 +161,7 @@ class RegressionFactory(factory.django.DjangoModelFactory):
     read_size = 65536
     fraction = 0.1
     clients = 2
+    address_family = "any"
     detector = factory.LazyFunction(
         lambda: {
             "name": "e-divisive",

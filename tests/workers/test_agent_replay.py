@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
 
 DATA = Path(__file__).parent / "engine" / "data"
 JOB = (DATA / "recorded-job.csv").read_text()  # file-4M then file-1M
+FIRST_FILE = "".join(JOB.splitlines(keepends=True)[:11])  # file-4M only
 RECORDED_BYTES = 4 * 65536 + 28672 + 3 * 131072 + 1048576 + 100
 
 
@@ -121,3 +122,38 @@ def test_a_claim_names_the_trace_by_hash_and_only_its_own_agent_fetches_it(
     assert refused.value.status == 404
     with pytest.raises(AgentApiError, match="is not a sha256"):
         api.trace("../../runs/1/claim")
+
+
+def test_a_queued_replay_keeps_the_trace_it_was_launched_with(
+    lab: Any,
+    central: str,
+    live_server: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The campaign's trace is changed while its runs wait: the agent is given, fetches and
+    replays the one they were launched with; the campaign's new one is not an agent's to
+    fetch until a run launched with it runs."""
+    monkeypatch.setenv("FEDPROBE_SECRETS_DIR", str(tmp_path / "secrets"))
+    vantage_point, token, key = enrolled("remote-replay")
+    launched = trace_create(name="job", text=JOB, owner=None)
+    later = trace_create(name="job-4M", text=FIRST_FILE, owner=None)
+    campaign = replay_campaign(lab, vantage_point, launched)
+    (first,) = campaign_launch(campaign=campaign, trigger="api")
+    (second,) = campaign_launch(campaign=campaign, trigger="api", if_idle=False)
+    campaign.trace = later
+    campaign.save()
+    api = AgentApi(live_server.url, token=token)
+    config = AgentConfig(live_server.url, vantage_point.name, vantage_point.queue, token, central)
+    host = HostSettings(EgressPolicy.allowing(["127.0.0.0/8", "::1/128"]), None, ())
+
+    measure(first.pk, api=api, config=config, key=key, host=host, worker="agent-test")
+    first.refresh_from_db()
+    assert first.status == Run.Status.SUCCEEDED, first.errors
+    assert first.bytes_read == RECORDED_BYTES  # both files: the trace it was launched with
+    claim = api.claim(second.pk, "agent-test")
+    assert claim is not None and claim.trace_sha256 == launched.sha256
+    assert api.trace(launched.sha256) == JOB
+    with pytest.raises(AgentApiError) as refused:
+        api.trace(later.sha256)
+    assert refused.value.status == 404

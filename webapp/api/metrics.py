@@ -63,8 +63,24 @@ SERIES_LABELS = ["site", "endpoint", "protocol", "vantage_point", "params"]
 REGRESSION_LABELS = ["severity", "state", *SERIES_LABELS]
 
 
-def params_name(method: str, pattern: str, read_size: int, fraction: float, clients: int) -> str:
-    """A parameter set's short stable name, the `params` label: "direct:random:65536:0.1:2"."""
+def params_name(
+    method: str,
+    pattern: str,
+    read_size: int,
+    fraction: float,
+    clients: int,
+    *,
+    operation: str = "read",
+    address_family: str = "any",
+) -> str:
+    """A parameter set's short stable name, the `params` label: "direct:random:65536:0.1:2".
+    A read's over any family is as it was; another operation leads ("write+direct:..."), a
+    pinned family follows the method ("direct@6:..."), as in the watch's regression keys:
+    two series never share one label set."""
+    if operation not in ("read", ""):
+        method = f"{operation}+{method}"
+    if address_family not in ("any", ""):
+        method = f"{method}@{address_family}"
     return f"{method}:{pattern}:{read_size}:{fraction:g}:{clients}"
 
 
@@ -168,7 +184,9 @@ def _number(value: float) -> str:
 
 
 def _labels(row: tuple[Any, ...]) -> str:
-    values = (row[0], row[1], row[2], row[3], params_name(*row[4:9]))
+    # The operation and the family are the row's last two columns (after the medians).
+    params = params_name(*row[4:9], operation=row[-2], address_family=row[-1])
+    values = (row[0], row[1], row[2], row[3], params)
     pairs = ",".join(
         f'{name}="{label_value(value)}"' for name, value in zip(SERIES_LABELS, values, strict=True)
     )
@@ -193,7 +211,8 @@ def _series_rows(now: datetime, metrics: list[RunMetric]) -> list[tuple[Any, ...
     statement = f"""
         SELECT s.name, e.name, e.protocol, v.name,
             sl.method, sl.pattern, sl.read_size, sl.fraction, sl.clients, sl.failing,
-            a.runs, a.succeeded, a.partial, a.tester_faults{medians}
+            a.runs, a.succeeded, a.partial, a.tester_faults{medians},
+            sl.operation, sl.address_family
         FROM {latest} sl
         JOIN {Endpoint._meta.db_table} e ON e.id = sl.endpoint_id
         JOIN {Site._meta.db_table} s ON s.id = e.site_id
@@ -202,7 +221,7 @@ def _series_rows(now: datetime, metrics: list[RunMetric]) -> list[tuple[Any, ...
         LEFT JOIN {night} m ON {same_series("m")} AND m.night = sl.measured_night
         WHERE sl.site_night >= %(since)s OR sl.measured_night >= %(since)s
         ORDER BY s.name, e.name, v.name, sl.method, sl.pattern, sl.read_size, sl.fraction,
-            sl.clients
+            sl.clients, sl.operation, sl.address_family
     """
     since = (now - timedelta(days=SERIES_NIGHTS)).date()
     with connection.cursor() as cursor:
@@ -233,7 +252,12 @@ def regression_families() -> list[Metric]:
     )
     for row in _open_regression_rows():
         severity, state, site, endpoint, protocol, point, *parameters, n = row
-        params = params_name(*parameters) if None not in parameters else ""
+        operation, family = parameters[5:]
+        params = (
+            params_name(*parameters[:5], operation=operation, address_family=family)
+            if None not in parameters
+            else ""
+        )
         labels = [severity, state, site or "", endpoint or "", protocol, point or "", params]
         open_.add_metric(labels, n)
     return [live, open_]
@@ -255,6 +279,8 @@ def _open_regression_rows() -> Iterable[tuple[Any, ...]]:
             "read_size",
             "fraction",
             "clients",
+            "operation",
+            "address_family",
         )
         .annotate(n=Count("id"))
     )

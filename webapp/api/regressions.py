@@ -76,6 +76,7 @@ class RegressionParameterSetSerializer(serializers.Serializer[Any]):
     read_size = serializers.IntegerField()
     fraction = serializers.FloatField()
     clients = serializers.IntegerField()
+    address_family = serializers.CharField()
 
 
 class RegressionSerializer(serializers.ModelSerializer[Regression]):
@@ -143,7 +144,15 @@ class RegressionSerializer(serializers.ModelSerializer[Regression]):
     def get_parameter_set(self, regression: Regression) -> dict[str, Any] | None:
         if not regression.method:
             return None
-        fields = ("operation", "method", "pattern", "read_size", "fraction", "clients")
+        fields = (
+            "operation",
+            "method",
+            "pattern",
+            "read_size",
+            "fraction",
+            "clients",
+            "address_family",
+        )
         return {name: getattr(regression, name) for name in fields}
 
 

@@ -38,6 +38,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("read_size", "read_size"),
     ("fraction", "fraction"),
     ("clients", "clients"),
+    ("address_family", "address_family"),
     ("trigger", "trigger"),
     ("created_at", "created_at"),
     ("started_at", "started_at"),

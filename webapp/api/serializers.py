@@ -41,6 +41,7 @@ from webapp.campaigns.validation import (
     OPERATIONS,
     PATTERNS,
     campaign_credential_refusal,
+    campaign_family_errors,
     campaign_operation_errors,
     campaign_rule_errors,
     campaign_trace_errors,
@@ -525,6 +526,9 @@ class CampaignSerializer(serializers.ModelSerializer[Campaign]):
         errors = errors or campaign_trace_errors(
             operations=value("operations", default_operations()), trace=value("trace", None)
         )
+        errors = errors or campaign_family_errors(
+            address_family=value("address_family", "any"), endpoints=endpoints
+        )
         if errors:
             raise serializers.ValidationError(errors)
 
@@ -679,6 +683,7 @@ class RunListSerializer(serializers.ModelSerializer[Run]):
             "read_size",
             "fraction",
             "clients",
+            "address_family",
             "status",
             "trigger",
             "created_at",
@@ -692,6 +697,14 @@ class RunListSerializer(serializers.ModelSerializer[Run]):
             "server_version",
         ]
         read_only_fields = fields
+
+
+class RunTraceSerializer(serializers.Serializer[Any]):
+    """The trace a replay run replayed (the one it was launched with)."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    sha256 = serializers.CharField()
 
 
 class RunDetailSerializer(RunChartsSerializer):
@@ -708,7 +721,9 @@ class RunDetailSerializer(RunChartsSerializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     params = serializers.DictField()
     operation = serializers.CharField(help_text="read, write, tpc-pull, tpc-push, stat, open, list")
-    address_family = serializers.CharField(help_text="asked for: any, 4 or 6")
+    address_family = serializers.CharField(
+        help_text="asked for: any, 4 or 6 (a campaign's each launches one run of 4, one of 6)"
+    )
     address = serializers.CharField(
         allow_null=True, help_text="the peer address the run used (an IP), null if unknown"
     )
@@ -728,6 +743,11 @@ class RunDetailSerializer(RunChartsSerializer):
     )
     ops_per_s = serializers.FloatField(
         allow_null=True, help_text="a metadata storm's operations per second"
+    )
+    trace = RunTraceSerializer(
+        allow_null=True,
+        help_text="a replay's trace {id, name, sha256}: the one it was launched with, "
+        "whatever its campaign names since; null for other runs",
     )
     wall_s = serializers.FloatField(allow_null=True)
     open_s = serializers.FloatField(allow_null=True)

@@ -418,12 +418,18 @@ class SeriesQuery(serializers.Serializer[Any]):
         required=False, validators=[_series_fraction], help_text="fraction of the file, (0, 1]"
     )
     clients = serializers.IntegerField(required=False, min_value=1)
+    address_family = serializers.ChoiceField(
+        choices=["any", "4", "6"],
+        required=False,
+        help_text="the family runs were held to: any, 4 or 6",
+    )
     vantage_point = serializers.CharField(required=False)
     mix = serializers.BooleanField(
         default=False,
         help_text="1: every parameter set the filters let through counts. Default: one "
-        "parameter set (operation, method, pattern, read_size, fraction, clients), the one "
-        "the filters name in full, else the most measured one that agrees with them.",
+        "parameter set (operation, method, pattern, read_size, fraction, clients, "
+        "address_family), the one the filters name in full, else the most measured one that "
+        "agrees with them.",
     )
 
 

@@ -102,7 +102,8 @@ def agent_claim(*, vantage_point: VantagePoint, run_id: int, worker: str) -> Age
     answer = params.to_json()
     answer.pop("ca_dir", None)  # the agent verifies servers against its own CA folder
     answer.pop("trace", None)  # a path on the agent's host, where the agent writes it
-    trace = run.campaign.trace if run.operation == Operation.REPLAY else None
+    # The trace the run was launched with, not the one its campaign names now.
+    trace = run.trace if run.operation == Operation.REPLAY else None
     return AgentClaim(run_id, answer, sealed, trace.sha256 if trace else None, sealed_destination)
 
 
@@ -170,13 +171,13 @@ def agent_cleanup_report(
 
 def agent_trace(*, vantage_point: VantagePoint, sha256: str) -> str:
     """The text of the trace with this sha256, for a replay the vantage point is measuring
-    (a run of its own, running, whose campaign replays it); UnknownRun for any other: an
+    (a run of its own, running, launched with that trace); UnknownRun for any other: an
     agent reads only what its own runs replay."""
     trace = Trace.objects.filter(
         sha256=sha256,
-        campaigns__runs__vantage_point=vantage_point,
-        campaigns__runs__status=Run.Status.RUNNING,
-        campaigns__runs__operation=Operation.REPLAY,
+        runs__vantage_point=vantage_point,
+        runs__status=Run.Status.RUNNING,
+        runs__operation=Operation.REPLAY,
     ).first()
     if trace is None:
         raise UnknownRun(sha256)

@@ -125,6 +125,7 @@ class RunFilter(django_filters.FilterSet):
             "pattern",
             "read_size",
             "clients",
+            "address_family",
             "trigger",
             "auth",
             "server_version",
@@ -136,6 +137,7 @@ class RunFilter(django_filters.FilterSet):
         # Model fields whose verbose name does not say what to type.
         self.filters["read_size"].label = "Read size (bytes)"
         self.filters["auth"].label = "Authentication"
+        self.filters["address_family"].label = "Address family"
 
     def filter_error_class(self, queryset: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
         # Only these statuses carry errors (a run succeeds without any): the status index

@@ -41,6 +41,7 @@ from webapp.campaigns.validation import (
     METHODS,
     PATTERNS,
     campaign_credential_refusal,
+    campaign_family_errors,
     campaign_operation_errors,
     campaign_rule_errors,
     campaign_trace_errors,
@@ -446,6 +447,10 @@ class CampaignForm(forms.ModelForm):  # type: ignore[type-arg]
         )
         rule_errors = rule_errors or campaign_trace_errors(
             operations=cleaned["operations"], trace=cleaned.get("trace")
+        )
+        rule_errors = rule_errors or campaign_family_errors(
+            address_family=cleaned.get("address_family") or "any",
+            endpoints=list(cleaned["endpoints"]),
         )
         for field, message in rule_errors.items():
             self.add_error(field, message)

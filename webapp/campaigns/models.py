@@ -75,6 +75,9 @@ class RunParameter:
     help_text: str = ""
     size: bool = False
     bounds: tuple[int, int] | None = None
+    # A parameter a campaign holds one value of that may name several runs' values (one run
+    # per value, as an axis makes): the values its runs get; None: the campaign's one value.
+    expand: Callable[[Any], list[Any]] | None = field(default=None, compare=False)
 
     @property
     def engine_field(self) -> str:
@@ -92,6 +95,15 @@ class RunParameter:
         defaults = {f.name: f.default for f in dataclasses.fields(RunParams)}
         default = defaults[self.engine_field]
         return default.value if isinstance(default, Enum) else default
+
+
+def family_runs(family: str) -> list[str]:
+    """The address families a campaign's `family` gives its runs: each is one run pinned to
+    IPv4 and one to IPv6 (the CLI's "each" is one run per address of the name, found at run
+    time; a campaign's runs are planned before: the name is not resolved when it is saved)."""
+    if family == AddressFamily.EACH:
+        return [AddressFamily.IPV4.value, AddressFamily.IPV6.value]
+    return [family]
 
 
 # A run's parameters, defined once: the Run and Campaign columns (RunParameters and the
@@ -143,7 +155,9 @@ RUN_PARAMETERS = (
         "address_family",
         "address_family",
         to_engine=AddressFamily,
-        help_text="Addresses used: any (the client's choice), 4 (IPv4 only) or 6 (IPv6 only).",
+        help_text="Addresses used: any (the client's choice), 4 (IPv4 only), 6 (IPv6 only), "
+        "or each: every run twice, once pinned to IPv4 and once to IPv6.",
+        expand=family_runs,
     ),
     RunParameter(
         "replay_timing",
@@ -165,8 +179,9 @@ LAUNCH_FIELDS = {
     "destination": "a TPC's destination directory: the campaign's destination endpoint's "
     "scratch URL (Campaign.destination_endpoint)",
     "run_tag": "names the files a write or a copy makes: the run's id, at launch",
-    "trace": "replay's recorder CSV on the worker: the campaign's trace (Campaign.trace), "
-    "written by the run's worker to its private folder (traces.py)",
+    "trace": "replay's recorder CSV on the worker: the trace the run was launched with "
+    "(Run.trace, the campaign's when it launched), written by the run's worker to its "
+    "private folder (traces.py)",
 }
 # The operations a campaign may have.
 OPERATIONS_OFFERED = tuple(o.value for o in Operation)
@@ -175,17 +190,22 @@ WRITE_OPERATIONS = frozenset({Operation.WRITE.value})
 COPY_OPERATIONS = frozenset(o.value for o in TPC_OPERATIONS)
 
 AXES = tuple(p for p in RUN_PARAMETERS if p.axis)
-# What makes runs comparable over time, a "parameter set" of the dashboards: the axes' values.
-PARAMETER_SET_FIELDS = tuple(p.name for p in AXES)
+# The parameters a campaign holds one value of that may expand into several runs' values.
+EXPANDED = tuple(p for p in RUN_PARAMETERS if p.expand is not None)
+# What makes runs comparable over time, a "parameter set" of the dashboards: the axes' values
+# and the expanded parameters' (a run over IPv4 is not compared with one over IPv6).
+PARAMETER_SET_FIELDS = (*(p.name for p in AXES), *(p.name for p in EXPANDED))
+# What a parameter set named without them means: what every run had before they were in it.
+PARAMETER_SET_DEFAULTS = {"operation": Operation.READ.value, "address_family": "any"}
 
 
 def parameter_set_named(given: Mapping[str, Any]) -> dict[str, Any] | None:
     """The parameter set `given` names in full (its values, by name), else None. One that
-    names every field but the operation is a read's: addresses from before there were other
-    operations (bookmarks, links, scripts) mean what they meant."""
+    names every field but the operation or the address family is a read's, over any family:
+    addresses from before those were in it (bookmarks, links, scripts) mean what they
+    meant."""
     named = {f: given[f] for f in PARAMETER_SET_FIELDS if given.get(f) not in (None, "")}
-    if "operation" not in named:
-        named["operation"] = Operation.READ.value
+    named = PARAMETER_SET_DEFAULTS | named
     if len(named) < len(PARAMETER_SET_FIELDS):
         return None
     return {f: named[f] for f in PARAMETER_SET_FIELDS}
@@ -238,14 +258,6 @@ class RunParameters(models.Model):
     )
     rate = models.FloatField(
         default=0.0, help_text="target metadata operations per second per client; 0: flat out"
-    )
-    address_family = models.CharField(
-        max_length=4,
-        # Not "each": that is one run per address (the CLI's probe --address-family each), and
-        # a campaign's run measures one family; two campaigns, pinned to 4 and to 6, compare.
-        choices=[(a.value, a.value) for a in AddressFamily if a != AddressFamily.EACH],
-        default=AddressFamily.ANY.value,
-        help_text="any (the client's choice), 4 (IPv4 only) or 6 (IPv6 only)",
     )
     replay_timing = models.CharField(
         max_length=10,
@@ -307,6 +319,15 @@ class Campaign(RunParameters):
         help_text="third-party copies (tpc-pull, tpc-push) land under its scratch path",
     )
     operations = models.JSONField(default=default_operations)
+    # One value for all its runs, but "each" is two runs per cell: one pinned to IPv4, one
+    # to IPv6 (family_runs); whether the name has both is found by each run, not here.
+    address_family = models.CharField(
+        max_length=4,
+        choices=[(a.value, a.value) for a in AddressFamily],
+        default=AddressFamily.ANY.value,
+        help_text="any (the client's choice), 4 (IPv4 only), 6 (IPv6 only), or each: one run "
+        "pinned to IPv4 and one to IPv6 in every cell",
+    )
     methods = models.JSONField(default=list)
     patterns = models.JSONField(default=list)
     read_sizes = models.JSONField(default=list, help_text="bytes")
@@ -416,8 +437,13 @@ class Campaign(RunParameters):
         return MatrixRows(self.files_to_read(), list(self.vantage_points.all()))
 
     def parameter_axes(self) -> tuple[list[Any], ...]:
-        """The axes after test files and vantage points: the parameter lists, repetitions."""
-        return (*(getattr(self, p.campaign_field) for p in AXES), list(range(self.repetitions)))
+        """The axes after test files and vantage points: the parameter lists, the expanded
+        parameters' values (EXPANDED), repetitions."""
+        return (
+            *(getattr(self, p.campaign_field) for p in AXES),
+            *(_expanded(p, getattr(self, p.campaign_field)) for p in EXPANDED),
+            list(range(self.repetitions)),
+        )
 
     def _dimensions(self, rows: MatrixRows | None) -> tuple[list[Any], ...]:
         """The axes of the matrix: test files, vantage points, then the parameter lists."""
@@ -427,15 +453,20 @@ class Campaign(RunParameters):
     def cells(self, rows: MatrixRows | None = None) -> Iterator[Cell]:
         """The parameter product, in a stable order; of `rows` rather than the saved ones
         if given (a campaign not saved yet has no relations)."""
-        shared = {p.name: getattr(self, p.campaign_field) for p in RUN_PARAMETERS if not p.axis}
+        shared = {p.name: getattr(self, p.campaign_field) for p in SHARED}
         for test_file, vantage_point, *values, repetition in itertools.product(
             *self._dimensions(rows)
         ):
-            axes = {p.name: value for p, value in zip(AXES, values, strict=True)}
-            yield Cell(test_file.endpoint, test_file, vantage_point, axes | shared, repetition)
+            axes = {p.name: value for p, value in zip((*AXES, *EXPANDED), values, strict=True)}
+            yield Cell(test_file.endpoint, test_file, vantage_point, shared | axes, repetition)
 
     def matrix_size(self, rows: MatrixRows | None = None) -> int:
         return math.prod(len(axis) for axis in self._dimensions(rows))
+
+
+def _expanded(parameter: RunParameter, value: Any) -> list[Any]:
+    assert parameter.expand is not None
+    return parameter.expand(value)
 
 
 class ScheduledLaunch(models.Model):
@@ -497,11 +528,24 @@ class Run(RunParameters):
     destination_endpoint = models.ForeignKey(
         Endpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="copies_to"
     )
+    # A replay's recorded job: its campaign's trace when it launched, so a queued or retried
+    # run replays what it was launched with, whatever the campaign names since; a trace runs
+    # replayed is not deleted (trace_delete says so).
+    trace = models.ForeignKey(
+        Trace, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
     operation = models.CharField(
         max_length=10,
         choices=[(o.value, o.value) for o in Operation],
         default=Operation.READ.value,
         db_default=Operation.READ.value,
+    )
+    # What it was held to: a campaign's "each" launched it pinned to 4 or to 6.
+    address_family = models.CharField(
+        max_length=4,
+        choices=[(a.value, a.value) for a in AddressFamily if a != AddressFamily.EACH],
+        default=AddressFamily.ANY.value,
+        help_text="any (the client's choice), 4 (IPv4 only) or 6 (IPv6 only)",
     )
     method = models.CharField(max_length=10, choices=[(m.value, m.value) for m in Method])
     pattern = models.CharField(max_length=12, choices=[(p.value, p.value) for p in Pattern])
@@ -601,6 +645,7 @@ class Run(RunParameters):
                     "read_size",
                     "fraction",
                     "clients",
+                    "address_family",
                     "status",
                     "created_at",
                 ],
@@ -626,6 +671,7 @@ class Run(RunParameters):
                 if cell.parameters.get("operation") in COPY_OPERATIONS
                 else None
             ),
+            trace=campaign.trace if cell.parameters.get("operation") == Operation.REPLAY else None,
             **cell.parameters,
             **fields,
         )
@@ -655,7 +701,7 @@ class Run(RunParameters):
             destination = self.destination_endpoint.scratch_url()
         reads_files = self.operation not in WRITE_OPERATIONS | {Operation.LIST.value}
         if self.operation == Operation.REPLAY:
-            urls, reads_files = replay_urls(self.campaign.trace, self.endpoint), False
+            urls, reads_files = replay_urls(self.trace, self.endpoint), False
         return RunParams(
             urls=urls,
             seed=self.pk or RunParams.seed,

@@ -22,6 +22,7 @@ from webapp.campaigns.models import (
     RunCleanup,
     parameter_set_named,
 )
+from webapp.campaigns.traces import Trace
 from webapp.core import sql
 from workers.engine.params import Operation
 
@@ -240,7 +241,7 @@ def _client_planned_bytes(run: Run) -> list[int]:
     files = run.files_to_read()
     params = run.measured_params(files)
     if run.operation != Operation.READ:
-        trace = run.campaign.trace
+        trace = run.trace
         moved = run_moved_bytes(
             params, run.test_file.size, trace_bytes=trace.bytes_read if trace else None
         )
@@ -363,6 +364,15 @@ def _series_points_in_python(
 RUN_JSON_OPERATION_FIELDS = ("address", "bytes_written", "server_checksum", "tpc", "ops_per_s")
 
 
+def run_trace(run: Run) -> dict[str, Any] | None:
+    """The trace a replay replayed, {"id", "name", "sha256"} (the one it was launched with,
+    whatever its campaign names since); None for other runs. Not the CSV: it can be 4 MiB."""
+    if run.trace_id is None:
+        return None
+    found = Trace.objects.filter(pk=run.trace_id).values("id", "name", "sha256").first()
+    return dict(found) if found else None
+
+
 def run_json(run: Run) -> dict[str, Any]:
     """A run as the run JSON of docs/engine.md, with its clients' records."""
     result = run.result if isinstance(run.result, dict) else {}
@@ -390,6 +400,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "operation": run.operation,
         "address_family": result.get("address_family", run.address_family),
         **{name: result.get(name) for name in RUN_JSON_OPERATION_FIELDS},
+        "trace": run_trace(run),
         "wall_s": run.wall_s,
         "open_s": run.open_s,
         "ttfb_s": run.ttfb_s,

@@ -37,6 +37,7 @@ from webapp.campaigns.models import (
 from webapp.campaigns.traces import params_with_trace
 from webapp.campaigns.validation import (
     campaign_credential_refusal,
+    campaign_family_errors,
     campaign_operation_errors,
     campaign_trace_errors,
 )
@@ -219,6 +220,9 @@ def campaign_launch(
         destination=campaign.destination_endpoint,
     )
     needs = needs or campaign_trace_errors(operations=campaign.operations, trace=campaign.trace)
+    needs = needs or campaign_family_errors(
+        address_family=campaign.address_family, endpoints=endpoints
+    )
     if needs:
         raise ValidationError(needs)
     # Its runs spend their endpoints' credentials (a copy's destination's too): the
@@ -395,10 +399,11 @@ def run_execute(*, run_id: int, worker: str) -> None:
 
 
 def run_trace_text(run: Run) -> str | None:
-    """The recorder CSV a run replays: its campaign's trace (None for other operations)."""
-    if run.operation != Operation.REPLAY or run.campaign.trace is None:
+    """The recorder CSV a run replays: the trace it was launched with (None for other
+    operations), not the one its campaign names now."""
+    if run.operation != Operation.REPLAY or run.trace is None:
         return None
-    return run.campaign.trace.text
+    return run.trace.text
 
 
 def _ingest_retrying(*, run_id: int, run_json: RunJson) -> bool:

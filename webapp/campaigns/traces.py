@@ -134,7 +134,9 @@ def trace_create(*, name: str, text: str, owner: User | None) -> Trace:
 
 
 def trace_delete(*, trace: Trace) -> None:
-    """Delete a trace no campaign replays; TraceRefused naming the campaigns that do."""
+    """Delete a trace no campaign replays and no run replayed; TraceRefused naming the
+    campaigns that do, or how many runs did (each run says which trace it replayed: its
+    record would lose that)."""
     using = sorted(trace.campaigns.values_list("name", flat=True))
     if using:
         raise TraceRefused(
@@ -142,7 +144,20 @@ def trace_delete(*, trace: Trace) -> None:
             f"{trace.name!r} is replayed by campaign{'s' if len(using) > 1 else ''} "
             f"{', '.join(using)}: choose another trace there (or delete them) first",
         )
-    trace.delete()
+    runs = trace.runs.count()
+    if runs:
+        raise TraceRefused(
+            "trace",
+            f"{trace.name!r} was replayed by {runs} run{'s' if runs > 1 else ''}, which say "
+            "they replayed it: it is kept while they are (delete their campaigns first)",
+        )
+    try:
+        with transaction.atomic():
+            trace.delete()
+    except models.ProtectedError:  # chosen or replayed meanwhile
+        raise TraceRefused(
+            "trace", f"{trace.name!r} was chosen by a campaign or replayed meanwhile"
+        ) from None
 
 
 # The name of the trace file in a run's private folder.

@@ -18,7 +18,7 @@ from webapp.campaigns.models import (
 )
 from webapp.campaigns.traces import Trace
 from webapp.sites.models import Endpoint, TestFile
-from workers.engine.params import MAX_RATE, Method, Operation, Pattern
+from workers.engine.params import MAX_RATE, AddressFamily, Method, Operation, Pattern
 from workers.engine.protocols import protocol_of
 
 # The largest id a query may name: the databases' ids are signed 64-bit (a larger one overflows
@@ -162,6 +162,19 @@ def scopes_allow(scopes: Iterable[str], name: str, path: str) -> bool:
         if base in ("/", path) or path.startswith(base.rstrip("/") + "/"):
             return True
     return False
+
+
+def campaign_family_errors(*, address_family: str, endpoints: Sequence[Endpoint]) -> dict[str, str]:
+    """A family (4, 6, or each: runs of both) needs endpoints whose protocol can be held to
+    one (workers/engine/protocols.py); whether each name has addresses of it is found by
+    each run (no DNS here: a name's addresses change, and the run says what it found)."""
+    if address_family == AddressFamily.ANY:
+        return {}
+    for endpoint in endpoints:
+        refusal = protocol_of(endpoint.protocol).family_refusal
+        if refusal:
+            return {"address_family": f"endpoint {endpoint.name}: {refusal}"}
+    return {}
 
 
 def campaign_trace_errors(*, operations: Sequence[str], trace: Trace | None) -> dict[str, str]:

@@ -46,6 +46,7 @@ from webapp.campaigns.selectors import (
     campaign_run_summaries,
     run_detail,
     run_list,
+    run_trace,
     runs_progress,
 )
 from webapp.campaigns.services import (
@@ -294,6 +295,7 @@ class RunDetailView(ViewerRequiredMixin, TemplateView):
             clients=[(c, attempts.get(c.client)) for c in progress.clients],
             charts=run_charts(run),
             outcome=run.result or {},
+            trace=run_trace(run),
             tpc=tpc_progress((run.result or {}).get("tpc")),
             cleanup=RunCleanup.objects.filter(run=run).first(),
             cleanup_max_attempts=settings.FEDPROBE_CLEANUP_MAX_ATTEMPTS,

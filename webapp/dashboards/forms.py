@@ -42,10 +42,20 @@ from webapp.dashboards.selectors.results import ResultsFilter
 from webapp.dashboards.selectors.thresholds import order_error, threshold_errors
 from webapp.dashboards.widgets import LightSelect
 from webapp.sites.models import Endpoint, Site, VantagePoint
-from workers.engine.params import MAX_CLIENTS, MAX_READ_SIZE, Method, Operation, Pattern
+from workers.engine.params import (
+    MAX_CLIENTS,
+    MAX_READ_SIZE,
+    AddressFamily,
+    Method,
+    Operation,
+    Pattern,
+)
 from workers.engine.units import format_size
 
 MOST_MEASURED = "most measured"
+# The families a run is held to (a campaign's "each" launches runs of 4 and of 6).
+RUN_FAMILIES = [(f.value, f.value) for f in AddressFamily if f != AddressFamily.EACH]
+FAMILY_HELP = "any (the client's choice), 4 (IPv4 only) or 6 (IPv6 only)"
 OVERRIDE_HELP = "in the metric's unit; empty: its saved (or default) threshold"
 MAX_VALUES = 100  # values per repeated query parameter
 
@@ -92,6 +102,9 @@ class MatrixForm(forms.Form):
     )
     fraction = FractionField(help_text="of the file, in (0, 1]")
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
+    address_family = forms.ChoiceField(
+        choices=[("", "most common"), *RUN_FAMILIES], help_text=FAMILY_HELP
+    )
     site = forms.ModelChoiceField(Site.objects.order_by("name"), empty_label="all sites")
     protocol = forms.ChoiceField(choices=[("", "all protocols"), *Endpoint.Protocol.choices])
     vantage_point = forms.ModelChoiceField(
@@ -183,6 +196,7 @@ class AlertsForm(forms.Form):
     read_size = forms.IntegerField(min_value=1, max_value=MAX_READ_SIZE, help_text="bytes")
     fraction = FractionField()
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS)
+    address_family = forms.ChoiceField(choices=[("", "any"), *RUN_FAMILIES], help_text=FAMILY_HELP)
     days = forms.IntegerField(
         min_value=1, max_value=365, help_text="runs of the last N days (slower: at most 31)"
     )
@@ -243,6 +257,9 @@ class CompareForm(forms.Form):
     )
     fraction = FractionField(required=False, help_text="of the file, in (0, 1]")
     clients = forms.IntegerField(min_value=1, max_value=MAX_CLIENTS, required=False)
+    address_family = forms.ChoiceField(
+        choices=[("", MOST_MEASURED), *RUN_FAMILIES], required=False, help_text=FAMILY_HELP
+    )
     vantage_point = forms.CharField(
         max_length=50, required=False, help_text="a vantage point's name (default: all)"
     )
@@ -379,6 +396,9 @@ class ResultsForm(forms.Form):
     )
     clients = ValuesField(
         forms.IntegerField(min_value=1, max_value=MAX_CLIENTS), help_text="clients"
+    )
+    address_family = ValuesField(
+        forms.ChoiceField(choices=RUN_FAMILIES), help_text=f"address families: {FAMILY_HELP}"
     )
     since = forms.DateField(required=False, help_text="runs created on or after this day")
     until = forms.DateField(required=False, help_text="runs created on or before this day")

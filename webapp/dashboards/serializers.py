@@ -35,6 +35,7 @@ class ParameterSetSerializer(serializers.Serializer[Any]):
     read_size = serializers.IntegerField()
     fraction = serializers.FloatField()
     clients = serializers.IntegerField()
+    address_family = serializers.CharField(help_text="any, 4 or 6: the family runs were held to")
 
 
 class ResultsCampaign(serializers.Serializer[Any]):

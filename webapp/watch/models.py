@@ -27,6 +27,7 @@ SERIES_KEY = (
     "read_size",
     "fraction",
     "clients",
+    "address_family",
 )
 
 
@@ -42,6 +43,8 @@ class SeriesKey(models.Model):
     read_size = models.PositiveBigIntegerField()
     fraction = models.FloatField()
     clients = models.PositiveIntegerField()
+    # db_default: rows rolled up before runs were pinned were of any family.
+    address_family = models.CharField(max_length=4, default="any", db_default="any")
 
     class Meta:
         abstract = True
@@ -165,6 +168,7 @@ class Regression(models.Model):
     read_size = models.PositiveBigIntegerField(null=True, blank=True)
     fraction = models.FloatField(null=True, blank=True)
     clients = models.PositiveIntegerField(null=True, blank=True)
+    address_family = models.CharField(max_length=4, blank=True, default="", db_default="")
     parent = models.ForeignKey(
         "self",
         null=True,

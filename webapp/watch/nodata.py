@@ -29,7 +29,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Max, Min
 
-from webapp.campaigns.models import Campaign
+from webapp.campaigns.models import Campaign, family_runs
 from webapp.sites.models import Endpoint, VantagePoint
 from webapp.watch.episodes import Finding, regression_no_data, regression_open
 from webapp.watch.models import Regression, RegressionEvent, SeriesNight
@@ -159,9 +159,17 @@ def _wanted_parameter_sets() -> dict[tuple[int, int], list[Axes]]:
             "read_size": row["read_sizes"],
             "fraction": row["fractions"],
             "clients": row["clients"],
+            "address_family": family_runs(row["address_family"]),
         }
         for row in running.values(
-            "pk", "operations", "methods", "patterns", "read_sizes", "fractions", "clients"
+            "pk",
+            "operations",
+            "methods",
+            "patterns",
+            "read_sizes",
+            "fractions",
+            "clients",
+            "address_family",
         )
     }
     chosen: dict[int, set[int]] = defaultdict(set)

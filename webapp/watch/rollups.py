@@ -40,6 +40,7 @@ SERIES_FIELDS = (
     "read_size",
     "fraction",
     "clients",
+    "address_family",
 )
 ENDED = tuple(str(s) for s in Run.Status.ENDED)
 MEASURED = tuple(str(s) for s in Run.Status.MEASURED)

@@ -34,12 +34,16 @@ class SeriesId:
     read_size: int
     fraction: float
     clients: int
+    address_family: str = "any"
 
     def key(self, metric: str) -> str:
         """The regression key of one of its metrics ("availability", a run metric). A read's
-        key is as it was before there were other operations (its regressions keep theirs);
-        another operation's says it with the method ("write+direct")."""
+        key over any family is as it was before there were other operations and pinned
+        families (its regressions keep theirs); another operation's says it with the method
+        ("write+direct"), a pinned family after it ("direct@6")."""
         method = self.method if self.operation == "read" else f"{self.operation}+{self.method}"
+        if self.address_family != "any":
+            method = f"{method}@{self.address_family}"
         return (
             f"series:{self.endpoint_id}:{self.vantage_point_id}:{method}:{self.pattern}:"
             f"{self.read_size}:{self.fraction:g}:{self.clients}:{metric}"

@@ -17,10 +17,11 @@ from rest_framework.test import APIClient
 
 from tests.webapp.factories import EndpointFactory, TestFileFactory, jwt
 from webapp.campaigns.models import Campaign, Run
-from webapp.campaigns.services import campaign_launch
+from webapp.campaigns.services import campaign_launch, run_fail
 from webapp.sites.enrolment import vantage_enrolment_start
 from webapp.sites.models import VantagePoint
 from workers.agent.sealing import encode_key, fingerprint, new_private_key, open_sealed
+from workers.engine.errors import ErrorClass
 
 pytestmark = pytest.mark.django_db
 
@@ -151,6 +152,36 @@ def test_an_agent_reaches_only_its_own_runs_and_reports_must_be_run_json(central
     assert unknown.post(f"/api/v1/agent/runs/{own_run.pk}/claim/", {}).status_code == 401
     # A user's API token is not an agent's.
     assert APIClient().post(f"/api/v1/agent/runs/{own_run.pk}/claim/", {}).status_code == 401
+
+
+def test_an_agents_claim_carries_the_family_its_run_is_pinned_to(central: str) -> None:
+    """A campaign's each is a run pinned to IPv4 and one to IPv6: each claim's parameters
+    say its family, as the local worker's do (Run.engine_params)."""
+    client = APIClient()
+    vantage_point, token = enrolled(client, "dual-stack")
+    endpoint = EndpointFactory(base_url="root://dual.example:1094/")
+    TestFileFactory(endpoint=endpoint, path="/data/f", size=1024 * 1024)
+    campaign = Campaign.objects.create(
+        name="both families",
+        methods=["direct"],
+        patterns=["random"],
+        read_sizes=[4096],
+        fractions=[0.05],
+        clients=[1],
+        address_family="each",
+    )
+    campaign.endpoints.set([endpoint])
+    campaign.vantage_points.set([vantage_point])
+    runs = campaign_launch(campaign=campaign, trigger="api")
+    client.credentials(HTTP_AUTHORIZATION=f"Agent {token}")
+    claimed = {}
+    for run in runs:
+        answer = client.post(f"/api/v1/agent/runs/{run.pk}/claim/", {"worker": "w"}, format="json")
+        assert answer.status_code == 200, answer.content
+        claimed[run.address_family] = answer.json()["params"]["address_family"]
+        # One run on an endpoint at a time: this one ends before the next is claimed.
+        run_fail(run_id=run.pk, message="ended by the test", error_class=ErrorClass.HARNESS)
+    assert claimed == {"4": "4", "6": "6"}
 
 
 def test_enrolment_needs_a_broker_that_makes_accounts(settings: Any) -> None:

@@ -136,6 +136,26 @@ def test_a_scrape_costs_the_same_queries_whatever_the_number_of_series(
     assert len(many) == len(few) <= 11
 
 
+def test_runs_pinned_to_each_family_are_two_series_with_labels_of_their_own(
+    client: Any, settings: Any
+) -> None:
+    """A campaign's each: the watch rolls up the IPv4 and the IPv6 runs as two series, and
+    /metrics exports them under two label sets (a read's over any family keeps its name)."""
+    settings.FEDPROBE_METRICS_TOKEN = TOKEN
+    state = federation_state()
+    dual = series(endpoint=EndpointFactory(name="dual-root"), vantage_point="local")
+    night = state.now.date() - timedelta(days=1)
+    run(dual, night, throughput_mbps=80.0, address_family="4")
+    run(dual, night, throughput_mbps=20.0, address_family="6")
+    watch_evaluate(now=state.now)
+    throughput = samples(client)["fedprobe_series_throughput_mbps"]
+    by_params = {
+        dict(k)["params"]: v for k, v in throughput.items() if ("endpoint", "dual-root") in k
+    }
+    assert by_params == {"direct@4:random:65536:0.1:2": 80.0, "direct@6:random:65536:0.1:2": 20.0}
+    assert {dict(k)["params"] for k in throughput if ("endpoint", "alpha-root") in k} == {PARAMS}
+
+
 def test_a_hostile_site_name_is_one_label_value_and_the_exposition_still_parses(
     client: Any, settings: Any
 ) -> None:

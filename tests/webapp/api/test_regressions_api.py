@@ -60,7 +60,7 @@ def test_each_regression_carries_its_detector_blame_and_versions() -> None:
     assert row["site"] == {"id": regression.endpoint.site_id, "name": regression.endpoint.site.name}
     assert row["parameter_set"] == {
         "operation": "read", "method": "direct", "pattern": "random", "read_size": 65536,
-        "fraction": 0.1, "clients": 2,
+        "fraction": 0.1, "clients": 2, "address_family": "any",
     }  # fmt: skip
 
 

@@ -64,16 +64,39 @@ def test_series_is_of_one_parameter_set_unless_mix_is_asked(operator: APIClient)
     measured(endpoint, 968.0, **LARGE_COPY)
 
     (default,) = series(operator, endpoint=endpoint.pk)
-    assert default["parameter_set"] == {"operation": "read", **SMALL_DIRECT, "clients": 1}
+    assert default["parameter_set"] == {
+        "operation": "read",
+        **SMALL_DIRECT,
+        "clients": 1,
+        "address_family": "any",
+    }
     assert [(p["n"], p["max"]) for p in default["points"]] == [(3, 1.7)]
 
     (copies,) = series(operator, endpoint=endpoint.pk, method="copy")
-    assert copies["parameter_set"] == {"operation": "read", **LARGE_COPY, "clients": 1}
+    assert copies["parameter_set"] == {
+        "operation": "read",
+        **LARGE_COPY,
+        "clients": 1,
+        "address_family": "any",
+    }
     assert [(p["n"], p["median"]) for p in copies["points"]] == [(1, 968.0)]
 
     (mixed,) = series(operator, endpoint=endpoint.pk, mix=1)
     assert mixed["parameter_set"] is None
     assert [(p["n"], p["min"], p["max"]) for p in mixed["points"]] == [(4, 1.5, 968.0)]
+
+    # Runs pinned to IPv6 are a parameter set of their own, asked for by their family.
+    measured(endpoint, 0.5, address_family="6")
+    (pinned,) = series(operator, endpoint=endpoint.pk, address_family="6")
+    assert pinned["parameter_set"]["address_family"] == "6"
+    assert [(p["n"], p["max"]) for p in pinned["points"]] == [(1, 0.5)]
+    (default,) = series(operator, endpoint=endpoint.pk)
+    assert [(p["n"], p["max"]) for p in default["points"]] == [(3, 1.7)]
+    refused = operator.get(
+        "/api/v1/series/",
+        {"metric": "throughput_mbps", "endpoint": endpoint.pk, "address_family": "each"},
+    )
+    assert refused.status_code == 400 and list(refused.json()) == ["address_family"]
 
 
 def test_one_parameter_set_is_shared_by_every_endpoint(operator: APIClient) -> None:

@@ -206,8 +206,8 @@ def test_the_api_refuses_as_the_form_does_and_defaults_to_reading() -> None:
     assert answer.status_code == 400 and "api-no-scratch" in answer.json()["operations"][0]
     answer = api.post("/api/v1/campaigns/", {**body, "operations": ["tpc-pull"]}, format="json")
     assert answer.status_code == 400 and "destination_endpoint" in answer.json()
-    # "each" is one run per address: the CLI's; a campaign's run holds one family.
-    answer = api.post("/api/v1/campaigns/", {**body, "address_family": "each"}, format="json")
+    # A family other than any, 4, 6 and each (one run of each family) is refused, named.
+    answer = api.post("/api/v1/campaigns/", {**body, "address_family": "5"}, format="json")
     assert answer.status_code == 400 and list(answer.json()) == ["address_family"]
     assert not Campaign.objects.exists()
     answer = api.post("/api/v1/campaigns/", body, format="json")
@@ -441,14 +441,18 @@ def test_a_copys_cleanup_deletes_at_its_destination_and_a_failure_is_tried_again
 
 
 def test_a_parameter_set_named_without_its_operation_is_a_reads() -> None:
-    """Addresses from before operations (compare, matrix, series) keep their meaning."""
+    """Addresses from before operations and pinned families (compare, matrix, series) keep
+    their meaning: a read's, over any family."""
     five = {"method": "direct", "pattern": "random", "read_size": 4096, "fraction": 0.1}
     assert parameter_set_named({**five, "clients": 1}) == {
         "operation": "read",
         **five,
         "clients": 1,
+        "address_family": "any",
     }
     assert parameter_set_named({**five, "clients": 1, "operation": "write"})["operation"] == "write"
+    named = parameter_set_named({**five, "clients": 1, "address_family": "6"})
+    assert named is not None and named["address_family"] == "6"
     assert parameter_set_named(five) is None  # clients left to the most measured
 
 

@@ -18,6 +18,7 @@ from django.db.models import ProtectedError
 from tests.webapp.factories import (
     CampaignFactory,
     EndpointFactory,
+    RunFactory,
     TestFileFactory,
     api_for,
     page_for,
@@ -25,8 +26,8 @@ from tests.webapp.factories import (
 )
 from webapp.campaigns.configuration.export import configuration_export
 from webapp.campaigns.configuration.importing import configuration_import
-from webapp.campaigns.models import Campaign
-from webapp.campaigns.services import campaign_launch
+from webapp.campaigns.models import Campaign, Run
+from webapp.campaigns.services import campaign_launch, run_trace_text
 from webapp.campaigns.traces import MAX_TRACE_TEXT, Trace, params_with_trace, trace_create
 from workers.engine.errors import InvalidParams
 from workers.engine.params import Operation, RunParams
@@ -35,6 +36,7 @@ pytestmark = pytest.mark.django_db
 
 DATA = Path(__file__).parents[2] / "workers" / "engine" / "data"
 JOB = (DATA / "recorded-job.csv").read_text()  # file-4M then file-1M
+FIRST_FILE = "".join(JOB.splitlines(keepends=True)[:11])  # file-4M only
 TRACES = "/api/v1/traces/"
 
 
@@ -154,6 +156,54 @@ def test_a_replay_campaign_needs_a_trace_and_its_runs_read_the_recorded_paths() 
         "root://replay.example:1094//fedprobe/file-1M",
     )
     assert params.trace is None  # a path only on the worker that measures it
+
+
+def test_a_replay_run_replays_the_trace_it_was_launched_with_and_says_which() -> None:
+    """The campaign's trace changed after a launch: its queued runs replay the one they were
+    launched with (the worker's text, the URLs), the run JSON and page say which (name,
+    sha256); the next launch replays the new one; a trace runs replayed is not deleted."""
+    olga = user("olga")
+    api = api_for(olga)
+    first = trace_create(name="job", text=JOB, owner=olga)
+    second = trace_create(name="job-4M", text=FIRST_FILE, owner=olga)
+    campaign = CampaignFactory(
+        name="nightly-replay",
+        owner=olga,
+        endpoints=[replay_endpoint()],
+        operations=["replay"],
+        trace=first,
+        clients=[1],
+    )
+    (run,) = campaign_launch(campaign=campaign, trigger="api")
+    changed = api.patch(f"/api/v1/campaigns/{campaign.pk}/", {"trace": second.pk}, format="json")
+    assert changed.status_code == 200, changed.content
+    run = Run.objects.get(pk=run.pk)
+    assert run.trace == first and run.campaign.trace == second
+    assert run_trace_text(run) == JOB
+    assert [url.rsplit("/", 1)[-1] for url in run.measured_params().urls] == [
+        "file-4M",
+        "file-1M",
+    ]
+    shown = api.get(f"/api/v1/runs/{run.pk}/").json()["trace"]
+    assert shown == {"id": first.pk, "name": "job", "sha256": first.sha256}
+    page = page_for(olga).get(f"/runs/{run.pk}/").content.decode()
+    assert f"<code>{first.sha256}</code>" in page
+    assert "(the campaign replays another trace since)" in page
+    campaign.refresh_from_db()
+    (again,) = campaign_launch(campaign=campaign, trigger="api", if_idle=False)
+    assert again.trace == second and run_trace_text(again) == FIRST_FILE
+    assert RunFactory().trace is None  # a read replays nothing
+    assert api.get(f"/api/v1/runs/{run.pk}/").json()["trace"]["name"] == "job"  # still
+
+    refused = api.delete(f"{TRACES}{first.pk}/")
+    assert refused.status_code == 400
+    assert "'job' was replayed by 1 run, which say they replayed it" in refused.json()["trace"][0]
+    with pytest.raises(ProtectedError):  # and not by the database either
+        first.delete()
+    on_page = page_for(olga).post(f"/traces/{first.pk}/delete/", follow=True).content.decode()
+    assert "Not deleted: trace: &#x27;job&#x27; was replayed by 1 run" in on_page
+    campaign.delete()  # its runs with it: nothing says it replayed the trace any more
+    assert api.delete(f"{TRACES}{first.pk}/").status_code == 204
 
 
 def test_the_form_offers_traces_and_refuses_replay_without_one() -> None:

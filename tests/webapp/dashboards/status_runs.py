@@ -19,6 +19,7 @@ P = {
     "read_size": 65536,
     "fraction": 0.1,
     "clients": 2,
+    "address_family": "any",
 }
 Q = {
     **P,

@@ -41,6 +41,7 @@ SET = {
     "read_size": 4096,
     "fraction": 0.01,
     "clients": 1,
+    "address_family": "any",
 }
 OTHER = {**SET, "method": "copy", "pattern": "sequential", "read_size": 1 << 20, "fraction": 1.0}
 

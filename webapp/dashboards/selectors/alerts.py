@@ -70,6 +70,7 @@ class GroupRow(TypedDict):
     read_size: int
     fraction: float
     clients: int
+    address_family: str
     parameter_set: str  # its label
     compare_url: str
     # The watch's live regression of this series (availability for failing, the metric for
@@ -187,6 +188,7 @@ def _key(row: GroupRow, metric: str) -> str:
         row["read_size"],
         row["fraction"],
         row["clients"],
+        row["address_family"],
     )
     return series.key(metric)
 
@@ -244,6 +246,7 @@ def _group_row(row: dict[str, Any]) -> GroupRow:
         "read_size": parameter_set.read_size,
         "fraction": parameter_set.fraction,
         "clients": parameter_set.clients,
+        "address_family": parameter_set.address_family,
         "parameter_set": parameter_set.label,
         "compare_url": compare_url(pair, row.get("metric", "throughput_mbps"), parameter_set),
         "regression": None,

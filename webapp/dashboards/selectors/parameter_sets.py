@@ -37,13 +37,18 @@ class ParameterSet:
     read_size: int
     fraction: float
     clients: int
+    # Last, defaulted: most runs are left to the client's choice (any).
+    address_family: str = "any"
 
     @property
     def label(self) -> str:
         clients = f"{self.clients} client{'s' if self.clients != 1 else ''}"
         read_size = format_size(self.read_size)
         label = f"{self.method} · {self.pattern} · {read_size} · {self.fraction:g} · {clients}"
-        # Reads are most runs: their labels stay as they were; another operation leads.
+        # Reads over any family are most runs: their labels stay as they were; another
+        # operation leads, a pinned family ends (IPv4, IPv6: side by side on the pages).
+        if self.address_family != "any":
+            label = f"{label} · IPv{self.address_family}"
         return label if self.operation == "read" else f"{self.operation} · {label}"
 
     def query(self) -> dict[str, Any]:
@@ -128,6 +133,7 @@ class ParameterSetJSON(TypedDict):
     read_size: int
     fraction: float
     clients: int
+    address_family: str
     label: str
 
 
@@ -141,5 +147,6 @@ def parameter_set_json(parameter_set: ParameterSet | None) -> ParameterSetJSON |
         "read_size": parameter_set.read_size,
         "fraction": parameter_set.fraction,
         "clients": parameter_set.clients,
+        "address_family": parameter_set.address_family,
         "label": parameter_set.label,
     }

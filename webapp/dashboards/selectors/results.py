@@ -118,6 +118,7 @@ class ResultsFilter:
     read_size: Sequence[int] = ()
     fraction: Sequence[float] = ()
     clients: Sequence[int] = ()
+    address_family: Sequence[str] = ()
     since: date | None = None
     until: date | None = None
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('campaigns', '0015_address_family_not_each'),
+        ('campaigns', '0017_run_trace'),
     ]
 
     operations = [
