@@ -308,7 +308,7 @@ def test_a_write_lost_with_its_agent_is_cleaned_up_by_the_agents_next_poll(
             enrol(live_server, env, inside)
             first = agent(NAME, env, tmp_path / "agent.log", inside).start()
             run = killed_mid_write(first, door, scratch)
-            tag = f"fedprobe-{run.pk}-"
+            tag = f"fedprobe-{run.run_tag}-"
             left = still(scratch, tag)
             assert left == [f"{tag}c0-f0", f"{tag}c1-f0"]
             wait_until(lambda: runs_reap(stale_after_s=5) == 1, 30, "the reaper")
@@ -359,7 +359,7 @@ def killed_mid_write(agent: WorkerProcess, door: Any, scratch: Path) -> Run:
             fractions=[1.0],
         )
         (run,) = campaign_launch(campaign=writes, trigger="api")
-        tag = f"fedprobe-{run.pk}-"
+        tag = f"fedprobe-{run.run_tag}-"
         wait_until(
             lambda: len([n for n in os.listdir(scratch) if n.startswith(tag)]) == 2,
             60,

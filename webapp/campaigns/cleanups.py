@@ -3,7 +3,7 @@
 A write's or a copy's clients delete their files themselves, also after a failure or a
 cancel; killed with their worker they cannot. The reaper then records a cleanup
 (RunCleanup) for the run, and a worker of the run's vantage point deletes
-fedprobe-<run id>-* where the run wrote, with the credential of the endpoint written to: a
+fedprobe-<run_tag>-* where the run wrote, with the credential of the endpoint written to: a
 local vantage point's through the queue (the task fedprobe.cleanup_run, run_cleanup), a
 remote one's agent when it asks the agent API (webapp.campaigns.agents.agent_cleanups). Both
 take what to clean from cleanup_target, are handed their cleanups by cleanups_hand_out and
@@ -40,7 +40,7 @@ HAND_OUT_AT_ONCE = 10
 @dataclass(frozen=True)
 class CleanupTarget:
     """Where a run wrote: the directories (`urls`) its files are in, the endpoint whose
-    credential deletes there, and the tag in their names (the run's id)."""
+    credential deletes there, and the tag in their names (Run.run_tag)."""
 
     run_id: int
     run_tag: str
@@ -67,7 +67,7 @@ def cleanup_target(run: Run) -> CleanupTarget | None:
     scratch = written_to.scratch_url() if written_to is not None else None
     if written_to is None or not scratch:
         return None
-    return CleanupTarget(run.pk, str(run.pk), (scratch,), written_to)
+    return CleanupTarget(run.pk, run.run_tag, (scratch,), written_to)
 
 
 def cleanup_record(run: Run, *, now: datetime | None = None) -> RunCleanup | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -178,7 +179,8 @@ RUN_PARAMETERS = (
 LAUNCH_FIELDS = {
     "destination": "a TPC's destination directory: the campaign's destination endpoint's "
     "scratch URL (Campaign.destination_endpoint)",
-    "run_tag": "names the files a write or a copy makes: the run's id, at launch",
+    "run_tag": "names the files a write or a copy makes: the run's id and its own random "
+    "suffix (Run.run_tag)",
     "trace": "replay's recorder CSV on the worker: the trace the run was launched with "
     "(Run.trace, the campaign's when it launched), written by the run's worker to its "
     "private folder (traces.py)",
@@ -490,6 +492,11 @@ class ScheduledLaunch(models.Model):
         return f"{self.campaign_id} at {self.slot:%Y-%m-%d %H:%M}"
 
 
+def new_tag_suffix() -> str:
+    """A run's own part of its files' names (Run.run_tag)."""
+    return secrets.token_hex(4)
+
+
 class Run(RunParameters):
     """One cell of a campaign's matrix, executed once from one vantage point."""
 
@@ -540,6 +547,9 @@ class Run(RunParameters):
         default=Operation.READ.value,
         db_default=Operation.READ.value,
     )
+    # Makes the names of what a write or a copy leaves its own (run_tag): run ids repeat
+    # across deployments writing to one storage, and after a database is started again.
+    tag_suffix = models.CharField(max_length=16, blank=True, default=new_tag_suffix)
     # What it was held to: a campaign's "each" launched it pinned to 4 or to 6.
     address_family = models.CharField(
         max_length=4,
@@ -687,13 +697,19 @@ class Run(RunParameters):
         others = self.endpoint.files.exclude(pk=self.test_file_id).order_by("path")
         return file_collection(self.test_file, list(others[: self.files - 1]), self.files)
 
+    @property
+    def run_tag(self) -> str:
+        """What names the files a write or a copy makes (fedprobe-<run_tag>-c<N>-f<K>): the
+        run's id, and its random suffix (none for runs from before there was one)."""
+        return f"{self.pk}-{self.tag_suffix}" if self.tag_suffix else str(self.pk)
+
     def measured_params(self, files: Sequence[TestFile] | None = None) -> RunParams:
         """What the engine measures for it, reading `files` (else files_to_read), without
         what this host adds (credential, egress policy, CA folder: engine_params).
 
         A write's URLs are its endpoint's scratch directory, a listing's the test files'
         directories; a copy reads the test files into the destination endpoint's scratch
-        directory. The run's id tags the files a write or a copy makes."""
+        directory. run_tag names the files a write or a copy makes."""
         files = self.files_to_read() if files is None else files
         urls = run_urls(self.operation, self.endpoint, files)
         destination = None
@@ -707,7 +723,7 @@ class Run(RunParameters):
             seed=self.pk or RunParams.seed,
             adler32=tuple((f.url, f.adler32) for f in files if f.adler32) if reads_files else (),
             destination=destination,
-            run_tag=str(self.pk) if self.pk else None,
+            run_tag=self.run_tag if self.pk else None,
             **engine_parameters(self.parameters()),
         )
 

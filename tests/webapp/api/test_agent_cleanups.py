@@ -236,7 +236,7 @@ def test_the_agent_reports_a_box_it_cannot_open_then_deletes_under_its_own_file_
     )
     TestFileFactory(endpoint=endpoint, path="/data/f")
     run = lost(vantage_point, endpoint, operation="write")
-    mine, other = scratch / f"fedprobe-{run.pk}-c0-f0", scratch / f"fedprobe-{run.pk + 1}-c0-f0"
+    mine, other = scratch / f"fedprobe-{run.run_tag}-c0-f0", scratch / f"fedprobe-{run.pk}-c0-f0"
     for path in (mine, other):
         path.write_bytes(b"x")
     token = client.agent_token  # type: ignore[attr-defined]

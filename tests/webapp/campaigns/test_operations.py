@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -233,7 +234,12 @@ def test_a_write_run_writes_under_the_scratch_directory_tagged_with_its_id() -> 
     params = run.measured_params()
     assert params.operation == Operation.WRITE
     assert params.urls == ("root://127.0.0.1:1094//scratch/fedprobe/",)
-    assert params.run_tag == str(run.pk)
+    # The id and the run's own suffix: ids repeat across deployments and databases.
+    assert re.fullmatch(rf"{run.pk}-[0-9a-f]{{8}}", params.run_tag or "")
+    assert params.run_tag == run.run_tag
+    assert run.tag_suffix != Run.from_cell(write_cell, campaign=campaign).tag_suffix
+    run.tag_suffix = ""  # a run made before runs had a suffix: its files were named so
+    assert run.measured_params().run_tag == str(run.pk)
     assert (params.file_size, params.address_family) == (2 * MiB, AddressFamily.IPV6)
     assert params.adler32 == ()  # the test file is not read
     params.validate()
@@ -385,15 +391,18 @@ def test_a_cleanup_deletes_the_runs_files_and_nothing_else(tmp_path: Path, setti
     )
     test_file = TestFileFactory(endpoint=endpoint, path="/data/f")
     run = RunFactory(test_file=test_file, operation="write", status=Run.Status.FAILED)
-    mine = scratch / f"fedprobe-{run.pk}-c0-f0"
+    mine = scratch / f"fedprobe-{run.run_tag}-c0-f0"
+    # Another run, and another deployment's run of the same id (or this one's before its
+    # database was made again): theirs.
     other = scratch / f"fedprobe-{run.pk + 1}-c0-f0"
+    same_id = scratch / f"fedprobe-{run.pk}-c0-f0"
     kept = scratch / "notes.txt"
-    for path in (mine, other, kept):
+    for path in (mine, other, same_id, kept):
         path.write_bytes(b"x")
     RunCleanup.objects.create(run=run, attempts=1, due_at=timezone.now())
     deleted = run_cleanup(run_id=run.pk)
     assert [url.rsplit("/", 1)[-1] for url in deleted] == [mine.name]
-    assert not mine.exists() and other.exists() and kept.exists()
+    assert not mine.exists() and other.exists() and same_id.exists() and kept.exists()
     cleanup = RunCleanup.objects.get(run=run)
     assert (cleanup.status, cleanup.deleted) == ("done", 1)
 
@@ -419,7 +428,7 @@ def test_a_copys_cleanup_deletes_at_its_destination_and_a_failure_is_tried_again
         destination_endpoint=destination,
         status=Run.Status.FAILED,
     )
-    name = f"fedprobe-{run.pk}-c0-f0"
+    name = f"fedprobe-{run.run_tag}-c0-f0"
     for folder in (source_scratch, destination_scratch):
         (folder / name).write_bytes(b"x")
     RunCleanup.objects.create(run=run, attempts=1, due_at=timezone.now())
@@ -485,7 +494,7 @@ def test_a_lost_copys_files_are_deleted_at_its_destination_with_the_destinations
         status=Run.Status.FAILED,
     )
     folder = Path(lab.state_dir) / "data" / "scratch" / door.site
-    names = [f"fedprobe-{run.pk}-c0-f0", f"fedprobe-{run.pk}-c1-f0"]
+    names = [f"fedprobe-{run.run_tag}-c0-f0", f"fedprobe-{run.run_tag}-c1-f0"]
     try:
         RunCleanup.objects.create(run=run, attempts=1, due_at=timezone.now())
         destination.credential = tokens["read"]

@@ -71,7 +71,7 @@ def test_each_operation_example_passes_the_campaign_checks_and_runs_green_on_the
         for run in mine:
             assert_did_its_operation(run)
     # What the writes and copies made (fedprobe-<run id>-c<client>-f<k>) is gone.
-    tags = {f"fedprobe-{run.pk}-" for run in runs}
+    tags = {f"fedprobe-{run.run_tag}-" for run in runs}
     for site in ("near", "far"):
         left = [p.name for p in (lab.data_dir(site) / "scratch" / site).iterdir()]
         assert not [name for name in left if name.startswith(tuple(tags))], (site, left)
