@@ -109,7 +109,7 @@ def test_a_lost_write_is_handed_to_its_agent_sealed_and_done_once_reported(
     assert answer["Cache-Control"] == "no-store"
     assert secret not in answer.content.decode()
     (handed,) = answer.json()["cleanups"]
-    assert handed["run"] == run.pk and handed["run_tag"] == str(run.pk)
+    assert handed["run"] == run.pk and handed["run_tag"] == run.run_tag
     assert handed["urls"] == ["https://127.0.0.3:8443/scratch/fedprobe/"]
     opened = open_sealed(handed["credential"], key, run_id=run.pk, vantage_point="far")
     assert (opened.kind, opened.secret) == ("token", secret)
