@@ -9,6 +9,9 @@
   const form = document.getElementById("results-controls");
   const endpoints = new Map(data.endpoints.map((e) => [e.id, e]));
   const METHODS = ["direct", "copy", "stage"];
+  // The operations beyond reads the page draws charts of (results_guidance.OPERATION_CHARTS).
+  const STORMS = ["stat", "open", "list"];
+  const COPIES = ["tpc-pull", "tpc-push"];
   // Error classes in the order the chart stacks them, each with an Okabe-Ito colour (and
   // grey for the runs nobody let finish).
   const { colours } = fedprobe;
@@ -93,9 +96,12 @@
     return values.find((v) => String(v) === raw || (typeof v === "number" && Number(raw) === v));
   }
 
+  /** Controls for the parameters some chart of the page is not drawn across (the charts
+      of each operation draw its runs whatever the others). */
   function buildControls() {
     const container = document.getElementById("results-selects");
-    for (const name of varying) {
+    const used = varying.filter((name) => DRAWN.some((chart) => !chart.across.includes(name)));
+    for (const name of used) {
       const values = data.dimensions[name];
       const chosen = fromAddress(name, values);
       selection[name] = chosen === undefined ? preferred(name, values) : chosen;
@@ -175,15 +181,74 @@
     return METHODS.indexOf(a) - METHODS.indexOf(b);
   }
 
+  const READS = ["read"];
+  const DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"];
+
+  /** Lines of `y` against `x`, one per `options.key` of a row (its name), coloured by
+      `options.colour(row, index of its line)` and dashed by `options.dash(row)`. */
+  function lines(rows, x, y, options) {
+    const groups = groupBy(
+      rows.filter((r) => r[y] !== null),
+      options.key,
+    );
+    return [...groups.keys()].sort().map((name, index) => {
+      const points = [...groups.get(name)].sort((a, b) => a[x] - b[x]);
+      const colour = options.colour(points[0], index);
+      return {
+        type: "scatter",
+        mode: "lines+markers",
+        name: fedprobe.text(name),
+        x: points.map((r) => r[x]),
+        y: points.map((r) => r[y]),
+        text: points.map(describeCell),
+        hovertemplate: `%{text}<br>${options.hover}: %{y:.4g}<extra></extra>`,
+        line: { color: colour, dash: options.dash ? options.dash(points[0]) : "solid" },
+        marker: { color: colour },
+      };
+    });
+  }
+
+  /** One line per operation and endpoint: a colour per operation (in `order`), a dash per
+      endpoint (in name order). */
+  function operationLines(rows, y, order, hover) {
+    const ids = [...new Set(rows.map((r) => r.endpoint))].sort((a, b) =>
+      endpointName(a).localeCompare(endpointName(b)),
+    );
+    return lines(rows, "clients", y, {
+      key: (r) => `${r.operation} · ${endpointName(r.endpoint)}`,
+      colour: (r) => fedprobe.colour(Math.max(0, order.indexOf(r.operation))),
+      dash: (r) => DASHES[ids.indexOf(r.endpoint) % DASHES.length],
+      hover,
+    });
+  }
+
   function methodColour(method) {
     return fedprobe.colour(Math.max(0, METHODS.indexOf(method)));
+  }
+
+  /** What a cell's runs did, in a line (reads: how they read). */
+  function describeOperation(cell) {
+    const op = cell.operation;
+    if (op === "write") {
+      return `write, ${fedprobeUnits.size(cell.file_size)} per client in ` +
+        `${fedprobeUnits.size(cell.read_size)} requests, ${cell.clients} clients`;
+    }
+    if (STORMS.includes(op)) {
+      const rate = cell.rate ? `${cell.rate} ops/s each` : "as fast as possible";
+      return `${op}, ${cell.ops_per_client} per client ${rate}, ${cell.clients} clients`;
+    }
+    if (COPIES.includes(op)) return `${op}, ${cell.clients} clients`;
+    if (op === "replay") return `replay (${cell.replay_timing}), ${cell.clients} clients`;
+    return [
+      `${cell.method}, ${cell.pattern}, ${fedprobeUnits.size(cell.read_size)} reads`,
+      `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients`,
+    ].join("<br>");
   }
 
   function describeCell(cell) {
     return [
       fedprobe.text(endpointLabel(cell.endpoint)),
-      `${cell.method}, ${cell.pattern}, ${fedprobeUnits.size(cell.read_size)} reads`,
-      `${formatPercent(cell.fraction)} of the file, ${cell.clients} clients` +
+      describeOperation(cell) +
         (cell.address_family && cell.address_family !== "any" ? `, IPv${cell.address_family}` : ""),
       `${cell.runs} run${cell.runs === 1 ? "" : "s"}`,
     ].join("<br>");
@@ -195,12 +260,31 @@
     "address_family", "runs",
   ];
 
-  /** A drawn cell as a download row: names for ids, the parameters, then `metrics`. */
-  function tableRow(cell, metrics) {
+  // The download columns of the charts of operations beyond reads: what their runs did.
+  const OPERATION_COLUMNS = {
+    write: ["file_size", "read_size"],
+    metadata: ["ops_per_client", "rate"],
+    "tpc-rate": [],
+    "tpc-start": [],
+    replay: ["replay_timing"],
+  };
+
+  /** A chart's download columns: the parameters that tell its cells apart, its metrics. */
+  function columnsOf(chart) {
+    if (chart.columns) return chart.columns;
+    const own = OPERATION_COLUMNS[chart.id];
+    const parameters = own
+      ? ["endpoint", "site", "vantage_point", "operation", "clients", ...own, "address_family", "runs"]
+      : PARAMETER_COLUMNS;
+    return [...parameters, ...chart.metrics];
+  }
+
+  /** A drawn cell as a download row: names for ids, then the chart's `columns`. */
+  function tableRow(cell, columns) {
     const endpoint = endpoints.get(cell.endpoint) || {};
     const row = { ...cell, endpoint: endpoint.name, site: endpoint.site };
     const picked = {};
-    for (const column of [...PARAMETER_COLUMNS, ...metrics]) picked[column] = row[column];
+    for (const column of columns) picked[column] = row[column];
     return picked;
   }
 
@@ -287,7 +371,8 @@
   const CHARTS = [
     {
       id: "fraction",
-      across: ["fraction", "method"],
+      across: ["fraction", "method", "operation"],
+      operations: READS,
       metrics: ["wall_s", "wall_s_p25", "wall_s_p75"],
       needs: guidance("fraction"),
       figure: (rows) => ({
@@ -304,7 +389,8 @@
     },
     {
       id: "read-size",
-      across: ["read_size", "method"],
+      across: ["read_size", "method", "operation"],
+      operations: READS,
       metrics: ["wall_s"],
       needs: guidance("read_size"),
       figure: (rows) => ({
@@ -326,7 +412,8 @@
     },
     {
       id: "throughput",
-      across: ["clients", "method"],
+      across: ["clients", "method", "operation"],
+      operations: READS,
       metrics: ["throughput_mbps", "client_throughput_mbps"],
       needs: guidance("clients"),
       figure: (rows) => ({
@@ -349,7 +436,8 @@
     },
     {
       id: "open",
-      across: ["clients", "method"],
+      across: ["clients", "method", "operation"],
+      operations: READS,
       metrics: ["open_s"],
       needs: guidance("clients"),
       figure: (rows) => ({
@@ -362,7 +450,8 @@
     },
     {
       id: "doors",
-      across: ["endpoint"],
+      across: ["endpoint", "operation"],
+      operations: READS,
       metrics: ["open_s", "wall_s"],
       needs: () => null,
       figure: doorsFigure,
@@ -370,6 +459,7 @@
     {
       id: "bytes",
       across: dimensionNames().filter((n) => n !== "endpoint" && n !== "vantage_point"),
+      operations: READS,
       metrics: ["bytes_requested", "bytes_wire", "bytes_read"],
       needs: () => null,
       pick: (rows) => rows.filter((r) => r.bytes_requested && r.bytes_wire),
@@ -377,7 +467,8 @@
     },
     {
       id: "latency",
-      across: ["endpoint", "pattern", "readahead", "depth", "vector_size", "streams"],
+      across: ["endpoint", "pattern", "readahead", "depth", "vector_size", "streams", "operation"],
+      operations: READS,
       metrics: ["variant", "ttfb_s", "wall_s"],
       needs: guidance("latency"),
       pick: (rows) =>
@@ -385,11 +476,79 @@
       figure: latencyFigure,
     },
     {
+      id: "write",
+      across: ["clients", "endpoint", "operation"],
+      operations: ["write"],
+      metrics: ["throughput_mbps"],
+      needs: () => null,
+      figure: (rows) => ({
+        traces: lines(rows, "clients", "throughput_mbps", {
+          key: (r) => endpointName(r.endpoint),
+          colour: (r, index) => fedprobe.colour(index),
+          hover: "written (MB/s)",
+        }),
+        layout: {
+          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
+          yaxis: { title: { text: "Write throughput (MB/s)" }, rangemode: "tozero" },
+        },
+      }),
+    },
+    {
+      id: "metadata",
+      across: ["clients", "endpoint", "operation"],
+      operations: STORMS,
+      metrics: ["ops_per_s"],
+      needs: () => null,
+      figure: (rows) => ({
+        traces: operationLines(rows, "ops_per_s", STORMS, "operations per second"),
+        layout: {
+          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
+          yaxis: { title: { text: "Operations per second" }, rangemode: "tozero" },
+        },
+      }),
+    },
+    {
+      id: "tpc-rate",
+      across: ["clients", "endpoint", "operation"],
+      operations: COPIES,
+      metrics: ["tpc_rate_mbps"],
+      needs: () => null,
+      figure: (rows) => ({
+        traces: operationLines(rows, "tpc_rate_mbps", COPIES, "copy rate (MB/s)"),
+        layout: {
+          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
+          yaxis: { title: { text: "Copy rate (MB/s)" }, rangemode: "tozero" },
+        },
+      }),
+    },
+    {
+      id: "tpc-start",
+      across: ["clients", "endpoint", "operation"],
+      operations: COPIES,
+      metrics: ["tpc_start_s"],
+      needs: () => null,
+      figure: (rows) => ({
+        traces: operationLines(rows, "tpc_start_s", COPIES, "time to start (s)"),
+        layout: {
+          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
+          yaxis: { title: { text: "Time to start (s)" }, rangemode: "tozero" },
+        },
+      }),
+    },
+    {
+      id: "replay",
+      across: ["endpoint", "clients", "operation"],
+      operations: ["replay"],
+      metrics: ["wall_s", "wall_s_p25", "wall_s_p75"],
+      needs: () => null,
+      figure: replayFigure,
+    },
+    {
       id: "errors",
       across: dimensionNames().filter((n) => n !== "vantage_point"),
       columns: [
-        "endpoint", "site", "vantage_point", "method", "status", "error_class", "runs",
-        "of_runs",
+        "endpoint", "site", "vantage_point", "operation", "method", "status", "error_class",
+        "runs", "of_runs",
       ],
       failures: true,
       figure: errorsFigure,
@@ -571,10 +730,59 @@
     };
   }
 
+  // -- a replayed job's time per endpoint -------------------------------------------------
+
+  /** Bars of the replay's median wall time (25th to 75th percentile) per endpoint, one per
+      client count: the same recorded job compared across endpoints. */
+  function replayFigure(rows) {
+    const order = [...new Set(rows.map((r) => r.endpoint))].sort((a, b) =>
+      endpointName(a).localeCompare(endpointName(b)),
+    );
+    const category = (id) => fedprobe.text(endpointName(id));
+    const byClients = groupBy(rows, (r) => r.clients);
+    const traces = [...byClients.keys()]
+      .sort((a, b) => a - b)
+      .map((clients, index) => {
+        const group = byClients.get(clients);
+        return {
+          type: "bar",
+          name: `${clients} client${clients === 1 ? "" : "s"}`,
+          x: group.map((r) => category(r.endpoint)),
+          y: group.map((r) => r.wall_s),
+          error_y: {
+            type: "data",
+            symmetric: false,
+            array: group.map((r) => (r.wall_s_p75 ?? r.wall_s) - r.wall_s),
+            arrayminus: group.map((r) => r.wall_s - (r.wall_s_p25 ?? r.wall_s)),
+            thickness: 1,
+            width: 3,
+          },
+          text: group.map(describeCell),
+          textposition: "none",
+          hovertemplate: "%{text}<br>median time %{y:.4g} s<extra></extra>",
+          marker: { color: fedprobe.colour(index) },
+        };
+      });
+    return {
+      traces,
+      layout: {
+        barmode: "group",
+        xaxis: {
+          title: { text: "Endpoint" },
+          type: "category",
+          categoryorder: "array",
+          categoryarray: order.map(category),
+        },
+        yaxis: { title: { text: "Time to replay the job (s)" }, rangemode: "tozero" },
+      },
+    };
+  }
+
   // -- errors -----------------------------------------------------------------------------
 
   function errorsFigure(rows) {
-    const category = (f) => fedprobe.text(`${endpointName(f.endpoint)} · ${f.method}`);
+    const how = (f) => (f.operation === "read" ? f.method : f.operation);
+    const category = (f) => fedprobe.text(`${endpointName(f.endpoint)} · ${how(f)}`);
     const rank = (c) => (ERROR_CLASSES.includes(c) ? ERROR_CLASSES.indexOf(c) : 99);
     const groups = groupBy(rows, (f) => f.error_class);
     const traces = [...groups.keys()]
@@ -589,7 +797,7 @@
           x: group.map((f) => f.runs),
           text: group.map(
             (f) =>
-              `${fedprobe.text(endpointLabel(f.endpoint))}<br>${f.method}: ${f.runs} of ` +
+              `${fedprobe.text(endpointLabel(f.endpoint))}<br>${how(f)}: ${f.runs} of ` +
               `${f.of_runs} runs ${f.status} (${fedprobe.text(errorClass)})`,
           ),
           textposition: "none",
@@ -627,7 +835,10 @@
   /** The crossover of the selection's parameter set, if direct and copy were measured. */
   function crossoverFound() {
     return data.crossovers.find((c) =>
-      varying.every((n) => n === "method" || n === "fraction" || c[n] === selection[n]),
+      varying.every(
+        (n) =>
+          n === "method" || n === "fraction" || c[n] === (n === "operation" ? "read" : selection[n]),
+      ),
     );
   }
 
@@ -676,7 +887,8 @@
     if (!data.cells.length) return { rows: [], message: noRunsMessage() };
     const missing = chart.needs();
     if (missing) return { rows: [], message: missing };
-    const selected = withValues(cellsAcross(chart.across), chart.metrics);
+    const own = cellsAcross(chart.across).filter((c) => chart.operations.includes(c.operation));
+    const selected = withValues(own, chart.metrics);
     const rows = chart.pick ? chart.pick(selected) : selected;
     if (rows.length) return { rows };
     return {
@@ -694,7 +906,7 @@
         return { ...f, endpoint: endpoint.name, site: endpoint.site };
       });
     }
-    return rows.map((r) => tableRow(r, chart.metrics));
+    return rows.map((r) => tableRow(r, columnsOf(chart)));
   }
 
   function plot(element, figure, title) {
@@ -804,7 +1016,7 @@
 
   function wireDownloads() {
     for (const chart of DRAWN) {
-      const columns = chart.columns || [...PARAMETER_COLUMNS, ...chart.metrics];
+      const columns = columnsOf(chart);
       const card = document.getElementById(`card-${chart.id}`);
       const basename = `campaign-${data.campaign.id}-${chart.id}`;
       fedprobe.downloads(card, basename, () => downloadRows(chart), columns);

@@ -168,27 +168,42 @@ def test_mid_campaign_the_page_says_runs_are_still_to_come(
     watch.assert_clean()
 
 
-def test_a_campaign_of_several_operations_is_drawn_one_operation_at_a_time(
+def test_a_campaign_of_reads_and_a_storm_draws_each_operation_on_its_own_chart(
     browser_page: Callable[..., Any], live_server: Any
 ) -> None:
-    """A metadata storm (stat, open, list: the bootstrap's example) or a pull and a push vary
-    the operation: the page offers it as a control, as it does the other parameters, and draws
-    the chosen operation's runs (it broke on the first parameter it had no label for)."""
+    """Reads and a metadata storm (stat, open, list) in one campaign vary the operation: the
+    read charts draw the reads only, the storm's chart draws its operations per second, one
+    line per operation kind, and no control chooses an operation (a former permalink naming
+    one still opens the page)."""
     test_file = TestFileFactory(endpoint__name="near-root")
     campaign = CampaignFactory(
-        name="storm", endpoints=[test_file.endpoint], operations=["stat", "open", "list"]
+        name="storm",
+        endpoints=[test_file.endpoint],
+        operations=["read", "stat", "open", "list"],
+        clients=[1, 4],
     )
-    for clients, operation in ((c, o) for c in (1, 4) for o in ("stat", "open", "list")):
-        measured(campaign, test_file, 2.1, operation=operation, clients=clients, wall_s=0.2)
+    for clients in (1, 4):
+        measured(campaign, test_file, 2.1, clients=clients, throughput_mbps=10.0 * clients)
+        for rate, operation in ((100, "stat"), (50, "open"), (20, "list")):
+            result = {"preflight_rtt_ms": 2.1, "ops_per_s": rate * clients}
+            measured(campaign, test_file, 2.1, operation=operation, clients=clients, result=result)
     page, watch = browser_page("viewer")
     open_results(page, f"{live_server.url}/campaigns/{campaign.pk}/results/?operation=open")
-    control = page.locator("#control-operation")
-    assert page.locator("label[for=control-operation]").text_content() == "Operation"
-    assert control.locator("option").all_text_contents() == ["list", "open", "stat"]
-    assert control.input_value() == "open"
+    assert page.locator("#control-operation").count() == 0
     shown(page, "throughput")
-    drawn = page.evaluate("document.getElementById('chart-throughput').data[0].x")
-    assert list(drawn) == [1, 4]
-    control.select_option("stat")
-    assert "operation=stat" in page.url
+    reads = page.evaluate(
+        """document.getElementById('chart-throughput').data
+            .map(t => [t.name, Array.from(t.x), Array.from(t.y)])"""
+    )
+    assert ["direct, aggregate", [1, 4], [10.0, 40.0]] in reads
+    shown(page, "metadata")
+    storms = page.evaluate(
+        """document.getElementById('chart-metadata').data
+            .map(t => [t.name, Array.from(t.x), Array.from(t.y)])"""
+    )
+    assert sorted(storms) == [
+        ["list · near-root", [1, 4], [20.0, 80.0]],
+        ["open · near-root", [1, 4], [50.0, 200.0]],
+        ["stat · near-root", [1, 4], [100.0, 400.0]],
+    ]
     watch.assert_clean()

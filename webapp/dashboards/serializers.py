@@ -106,13 +106,32 @@ class ResultsCell(ResultsParameterSet):
     wall_s = serializers.FloatField(allow_null=True)
     open_s = serializers.FloatField(allow_null=True)
     ttfb_s = serializers.FloatField(allow_null=True)
-    throughput_mbps = serializers.FloatField(allow_null=True, help_text="aggregate, MB/s")
+    throughput_mbps = serializers.FloatField(
+        allow_null=True,
+        help_text="aggregate, MB/s: bytes read over the run's time; a write's, bytes written "
+        "over its clients' create..commit span",
+    )
     client_throughput_mbps = serializers.FloatField(allow_null=True, help_text="per client")
     bytes_requested = serializers.IntegerField(allow_null=True)
     bytes_read = serializers.IntegerField(allow_null=True)
     bytes_wire = serializers.IntegerField(allow_null=True)
     preflight_rtt_ms = serializers.FloatField(
         allow_null=True, help_text="the round-trip time each run's preflight measured"
+    )
+    ops_per_s = serializers.FloatField(
+        allow_null=True,
+        help_text="stat, open, list: the clients' operations per second over their storm; "
+        "null for other operations",
+    )
+    tpc_rate_mbps = serializers.FloatField(
+        allow_null=True,
+        help_text="tpc-pull, tpc-push: the copy rate, MB/s (the clients' copies' sum); null "
+        "for other operations",
+    )
+    tpc_start_s = serializers.FloatField(
+        allow_null=True,
+        help_text="tpc-pull, tpc-push: seconds from the COPY request to the first performance "
+        "marker, else its answer (the clients' median); null for other operations and XRootD's",
     )
     wall_s_p25 = serializers.FloatField(allow_null=True)
     wall_s_p75 = serializers.FloatField(allow_null=True)
@@ -134,6 +153,7 @@ class ResultsFailure(serializers.Serializer[Any]):
 
     endpoint = serializers.IntegerField()
     vantage_point = serializers.CharField()
+    operation = serializers.CharField()
     method = serializers.CharField()
     status = serializers.CharField()
     error_class = serializers.CharField(
@@ -141,7 +161,9 @@ class ResultsFailure(serializers.Serializer[Any]):
     )
     tester_fault = serializers.BooleanField()
     runs = serializers.IntegerField()
-    of_runs = serializers.IntegerField(help_text="final runs of this endpoint and method")
+    of_runs = serializers.IntegerField(
+        help_text="final runs of this endpoint, vantage point, operation and method"
+    )
 
 
 class ResultsGuidance(serializers.Serializer[Any]):
@@ -179,7 +201,17 @@ class CampaignResultsSerializer(serializers.Serializer[Any]):
     charts_not_asked = serializers.DictField(
         child=serializers.CharField(),
         help_text="per chart of the page whose question the campaign does not ask (fraction, "
-        "read-size, throughput, open, bytes, latency, doors): why the page does not draw it",
+        "read-size, throughput, open, bytes, latency, doors): why the page does not draw it; "
+        "a campaign without reads has none of them, and says which charts answer it",
+    )
+    operations = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the operations the campaign asks for or its runs measured",
+    )
+    operation_charts = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the page's charts of operations beyond reads that it draws (write, "
+        "metadata, tpc-rate, tpc-start, replay)",
     )
 
 

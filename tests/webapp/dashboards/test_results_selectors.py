@@ -23,6 +23,7 @@ from webapp.dashboards.selectors.results import (
     percentile_cont,
     results_cells,
 )
+from webapp.dashboards.selectors.results_guidance import CHART_TITLES, charts_not_drawn
 from webapp.sites.models import TestFile
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
@@ -260,6 +261,87 @@ def test_failures_are_counted_by_endpoint_method_and_first_error_class(
     assert cell["runs"] == 4  # three succeeded and the partial one
 
 
+def test_cells_hold_the_medians_of_writes_storms_and_copies(
+    campaign: Campaign, test_file: TestFile
+) -> None:
+    """A write's throughput is its column; a storm's operations per second and a copy's rate
+    and time to start come from the run JSON (its tpc), medians over repetitions like the
+    rest; null for the operations that do not measure them."""
+    for throughput in (40.0, 60.0, 200.0):
+        measured(campaign, test_file, operation="write", throughput_mbps=throughput, result={})
+    for ops in (900.0, 1100.0):
+        measured(campaign, test_file, operation="stat", result={"ops_per_s": ops})
+    measured(campaign, test_file, operation="open", result={"ops_per_s": 300.0})
+    for rate, start in ((80.0, 0.2), (100.0, 0.4), (120.0, None)):
+        tpc = {"rate_mbps": rate, "start_s": start, "markers": []}
+        measured(campaign, test_file, operation="tpc-pull", result={"tpc": tpc})
+    measured(campaign, test_file)  # a read
+    cells = {c["operation"]: c for c in campaign_results(campaign=campaign).cells}
+    assert cells["write"]["throughput_mbps"] == 60.0
+    assert cells["stat"]["ops_per_s"] == 1000.0 and cells["open"]["ops_per_s"] == 300.0
+    assert cells["tpc-pull"]["tpc_rate_mbps"] == 100.0
+    assert cells["tpc-pull"]["tpc_start_s"] == pytest.approx(0.3)  # nulls left out
+    assert cells["read"]["ops_per_s"] is None
+    assert cells["read"]["tpc_rate_mbps"] is cells["stat"]["tpc_start_s"] is None
+
+
+def test_a_campaign_without_reads_says_which_charts_answer_it(test_file: TestFile) -> None:
+    """A storm draws its own chart, and no read chart: each says the campaign runs storms,
+    not reads, and names the chart that answers it (the page lists them in one line)."""
+    storm = CampaignFactory(
+        endpoints=[test_file.endpoint], operations=["stat", "open", "list"], clients=[1, 4]
+    )
+    for operation in ("stat", "open", "list"):
+        for clients in (1, 4):
+            measured(storm, test_file, operation=operation, clients=clients, result={})
+    results = campaign_results(campaign=storm)
+    data = results.to_json()
+    assert data["operations"] == ["stat", "open", "list"]
+    assert data["operation_charts"] == ["metadata"]
+    assert set(results.not_asked) == set(CHART_TITLES)
+    (reason,) = set(results.not_asked.values())
+    assert reason == (
+        "this campaign runs stat, open and list, not reads: the page draws what it measures "
+        "in Metadata operations per second vs clients."
+    )
+    (line,) = charts_not_drawn(results.not_asked)
+    assert line["id"].split() == list(CHART_TITLES)
+    assert line["title"].startswith("The read charts (Time to read vs fraction")
+
+
+def test_the_read_charts_are_asked_of_reads_only(test_file: TestFile) -> None:
+    """Reads and writes in one campaign: the writes' two client counts are their own chart's,
+    the reads' one client count still says what to add; copies have two charts."""
+    mixed = CampaignFactory(
+        endpoints=[test_file.endpoint], operations=["read", "write", "tpc-push"], clients=[2]
+    )
+    measured(mixed, test_file, clients=2)
+    for clients in (1, 4):
+        measured(mixed, test_file, operation="write", clients=clients, result={})
+    results = campaign_results(campaign=mixed)
+    assert results.operations == ["read", "write", "tpc-push"]
+    assert results.to_json()["operation_charts"] == ["write", "tpc-rate", "tpc-start"]
+    assert results.guidance["clients"] == (
+        "This campaign measures one client count: add client counts (e.g. 1, 4, 16) to see how "
+        "throughput and open time change with them."
+    )
+    assert results.not_asked["throughput"].startswith("this campaign runs one client count")
+
+
+def test_failures_are_counted_per_operation(campaign: Campaign, test_file: TestFile) -> None:
+    refused = [{"class": "auth", "message": "read-only token", "client": 0}]
+    measured(campaign, test_file)
+    measured(campaign, test_file, operation="write", status=Run.Status.FAILED, errors=refused)
+    measured(campaign, test_file, operation="write")
+    (failure,) = campaign_results(campaign=campaign).failures
+    assert (failure["operation"], failure["method"], failure["error_class"]) == (
+        "write",
+        "direct",
+        "auth",
+    )
+    assert (failure["runs"], failure["of_runs"]) == (1, 2)  # of the writes, not the reads
+
+
 def test_filters_choose_the_runs_read(campaign: Campaign, test_file: TestFile) -> None:
     far = TestFileFactory(endpoint__name="far-root")
     campaign.endpoints.add(far.endpoint)
@@ -290,6 +372,8 @@ def test_the_selector_reads_in_four_queries_however_many_runs(
         for i in range(size):
             measured(campaign, test_file, fraction=(i % 5 + 1) / 5, method="copy")
             measured(campaign, test_file, vantage_point=other, status=Run.Status.TIMEOUT)
+            operation = ("write", "stat", "tpc-pull", "replay")[i % 4]
+            measured(campaign, test_file, operation=operation, clients=i % 3 + 1)
         with django_assert_num_queries(4):
             results = campaign_results(campaign=campaign)
             results.to_json()
@@ -307,6 +391,9 @@ def test_the_python_medians_match_postgresql(campaign: Campaign, test_file: Test
             bytes_wire=1000 * i + 1,
             result={"client_throughput_mbps": float(i)} if i != 3 else None,
         )
+        measured(campaign, test_file, operation="stat", result={"ops_per_s": 100.0 * i + 0.5})
+        tpc = {"rate_mbps": 10.0 * i, "start_s": 0.1 * i if i % 3 else None}
+        measured(campaign, test_file, operation="tpc-push", fraction=0.5, result={"tpc": tpc})
     runs = Run.objects.filter(campaign=campaign)
     assert results_cells(runs=runs, in_database=False) == results_cells(runs=runs, in_database=True)
 

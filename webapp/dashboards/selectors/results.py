@@ -7,9 +7,11 @@ Every chart of the results page (and /api/v1/campaigns/{id}/results/) draws from
   percentile_cont (in Python on SQLite, the embedded default);
 - `crossovers`: per parameter set without method and fraction, where copying the file first
   becomes faster than reading it directly (interpolated between the measured fractions);
-- `failures`: final runs that did not fully succeed, per endpoint, vantage point, method,
-  status and the class of their first error (cancelled runs count here, and only here);
-- `not_asked`: the charts whose question the campaign does not ask (results_guidance).
+- `failures`: final runs that did not fully succeed, per endpoint, vantage point, operation,
+  method, status and the class of their first error (cancelled runs count here, and only here);
+- `not_asked`: the charts whose question the campaign does not ask (results_guidance);
+- `operations`: the operations the campaign asks for or its runs measured, each of which
+  has charts of its own (the read charts draw reads only; results_guidance.OPERATION_CHARTS).
 
 Four queries whatever the number of runs (cells, failures, endpoint names, and how many
 endpoints the campaign reads).
@@ -25,7 +27,7 @@ from typing import Any, TypedDict
 
 from django.db.models import Case, Count, F, FloatField, Q, QuerySet, Value, When
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, NullIf
 
 from webapp.advice.crossings import crossings as find_crossings
 from webapp.advice.crossings import percent as _percent
@@ -42,7 +44,9 @@ from webapp.dashboards.selectors.results_guidance import (
     CROSSOVER_METHODS,
     charts_not_asked,
     latency_order,
+    operation_charts,
     results_guidance,
+    results_operations,
     still_to_come,
 )
 from webapp.sites.models import Endpoint
@@ -55,7 +59,9 @@ DIMENSIONS = (
     "vantage_point",
     *(p.name for p in RUN_PARAMETERS if p.name != "deadline_s"),
 )
-# Medians over repetitions (run columns, and the clients' median throughput of the run JSON).
+# Medians over repetitions (run columns, and the clients' median throughput of the run JSON;
+# a write's throughput_mbps is its bytes written over its create..commit span; a storm's
+# ops_per_s its operations over their span; a copy's rate and time to start, its tpc's).
 METRICS = (
     "wall_s",
     "open_s",
@@ -66,12 +72,20 @@ METRICS = (
     "bytes_read",
     "bytes_wire",
     "preflight_rtt_ms",
+    "ops_per_s",
+    "tpc_rate_mbps",
+    "tpc_start_s",
 )
-# Metrics of the run JSON (Run.result), not of its columns: their annotation names.
+# Metrics of the run JSON (Run.result), not of its columns: their annotation names, and
+# their path in the run JSON.
 RESULT_METRICS = {
     "client_throughput_mbps": "client_throughput",
     "preflight_rtt_ms": "preflight_rtt",
+    "ops_per_s": "ops_rate",
+    "tpc_rate_mbps": "tpc_rate",
+    "tpc_start_s": "tpc_start",
 }
+RESULT_PATHS = {"tpc_rate_mbps": "tpc__rate_mbps", "tpc_start_s": "tpc__start_s"}
 # The spread of the time to read, drawn as error bars.
 SPREAD = {"wall_s_p25": 0.25, "wall_s_p75": 0.75}
 # The dimensions a crossover is found across (the rest fix one comparison).
@@ -84,11 +98,13 @@ ResultsCell = dict[str, Any]
 
 
 class FailureJSON(TypedDict):
-    """Final runs that did not fully succeed, of one endpoint, vantage point, method,
-    status and first error class, out of that endpoint, vantage point and method's."""
+    """Final runs that did not fully succeed, of one endpoint, vantage point, operation,
+    method, status and first error class, out of that endpoint, vantage point, operation and
+    method's."""
 
     endpoint: int
     vantage_point: str
+    operation: str
     method: str
     status: str
     error_class: str  # "tester fault: <class>" for the tester's own (never the endpoint's)
@@ -176,6 +192,7 @@ class CampaignResults:
     guidance: dict[str, str | None] = field(default_factory=dict)
     latency_order: list[dict[str, Any]] = field(default_factory=list)
     not_asked: dict[str, str] = field(default_factory=dict)
+    operations: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,6 +207,8 @@ class CampaignResults:
             "guidance": self.guidance,
             "latency_order": self.latency_order,
             "charts_not_asked": self.not_asked,
+            "operations": self.operations,
+            "operation_charts": operation_charts(self.operations),
         }
 
 
@@ -204,6 +223,9 @@ def campaign_results(
     endpoints = _endpoint_labels(endpoint_ids)
     names = {e["id"]: e["name"] for e in endpoints}
     several_vantage_points = len({c["vantage_point"] for c in cells}) > 1
+    # The read charts' guidance reads the reads: a write's client counts draw no read chart.
+    reads = [c for c in cells if c["operation"] == Operation.READ]
+    operations = results_operations(campaign=campaign, cells=cells)
     return CampaignResults(
         campaign=campaign,
         cells=cells,
@@ -218,11 +240,15 @@ def campaign_results(
         endpoints=endpoints,
         active_runs=active,
         dimensions=_dimensions(cells, failures, endpoints),
-        guidance=results_guidance(campaign=campaign, cells=cells, active_runs=active),
+        guidance=results_guidance(campaign=campaign, cells=reads, active_runs=active),
         latency_order=latency_order(cells=cells, endpoint_names=names),
         not_asked=charts_not_asked(
-            campaign=campaign, cells=cells, endpoints=campaign.endpoints.count()
+            campaign=campaign,
+            cells=reads,
+            endpoints=campaign.endpoints.count(),
+            operations=operations,
         ),
+        operations=operations,
     )
 
 
@@ -232,7 +258,7 @@ def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> li
     measured = runs.filter(status__in=Run.Status.MEASURED).annotate(
         vantage_point_name=F("vantage_point__name"),
         **{
-            source: Cast(KT(f"result__{metric}"), FloatField())
+            source: _result_number(RESULT_PATHS.get(metric, metric))
             for metric, source in RESULT_METRICS.items()
         },
     )
@@ -240,6 +266,12 @@ def results_cells(*, runs: QuerySet[Run], in_database: bool | None = None) -> li
         in_database = sql.has_percentile_cont()
     rows = _cells_in_database(measured) if in_database else _cells_in_python(measured)
     return [_rounded(row) for row in rows]
+
+
+def _result_number(path: str) -> Cast:
+    """A number of the run JSON, NULL where it is null: SQLite's ->> gives a JSON null as the
+    text 'null', which would be cast to 0 and pull the medians down (PostgreSQL's, NULL)."""
+    return Cast(NullIf(KT(f"result__{path}"), Value("null")), FloatField())
 
 
 def _group_fields() -> list[str]:
@@ -322,9 +354,10 @@ TESTER_FAULT_LABEL = "tester fault"
 
 
 def results_failures(*, runs: QuerySet[Run]) -> tuple[list[FailureJSON], int]:
-    """Final runs that did not fully succeed, by endpoint, vantage point, method, status and
-    first error class (the status when a run has no error), each with how many final runs
-    that endpoint, vantage point and method had; and how many runs are still to come."""
+    """Final runs that did not fully succeed, by endpoint, vantage point, operation, method,
+    status and first error class (the status when a run has no error), each with how many
+    final runs that endpoint, vantage point, operation and method had; and how many runs are
+    still to come."""
     rows = (
         runs.annotate(
             vantage_point_name=F("vantage_point__name"),
@@ -332,16 +365,24 @@ def results_failures(*, runs: QuerySet[Run]) -> tuple[list[FailureJSON], int]:
             tester_fault=Case(When(q_tester_fault(), then=Value(True)), default=Value(False)),
         )
         .values(
-            "endpoint_id", "vantage_point_name", "method", "status", "error_class", "tester_fault"
+            "endpoint_id",
+            "vantage_point_name",
+            "operation",
+            "method",
+            "status",
+            "error_class",
+            "tester_fault",
         )
         .annotate(n=Count("id"))
-        .order_by("endpoint_id", "vantage_point_name", "method", "status", "error_class")
+        .order_by(
+            "endpoint_id", "vantage_point_name", "operation", "method", "status", "error_class"
+        )
     )
     totals: dict[tuple[Any, ...], int] = defaultdict(int)
     failures: dict[tuple[Any, ...], int] = defaultdict(int)
     active = 0
     for row in rows:
-        where = (row["endpoint_id"], row["vantage_point_name"], row["method"])
+        where = (row["endpoint_id"], row["vantage_point_name"], row["operation"], row["method"])
         if row["status"] in Run.Status.ACTIVE:
             active += row["n"]
             continue
@@ -351,14 +392,15 @@ def results_failures(*, runs: QuerySet[Run]) -> tuple[list[FailureJSON], int]:
             if row["tester_fault"]:
                 error_class = f"{TESTER_FAULT_LABEL}: {error_class}"
             failures[(*where, row["status"], error_class)] += row["n"]
-    return [_failure(key, n, totals[key[:3]]) for key, n in failures.items()], active
+    return [_failure(key, n, totals[key[:4]]) for key, n in failures.items()], active
 
 
 def _failure(key: tuple[Any, ...], runs: int, of_runs: int) -> FailureJSON:
-    endpoint, vantage_point, method, status, error_class = key
+    endpoint, vantage_point, operation, method, status, error_class = key
     return {
         "endpoint": endpoint,
         "vantage_point": vantage_point,
+        "operation": operation,
         "method": method,
         "status": status,
         "error_class": error_class,
@@ -394,6 +436,7 @@ def _dimensions(
     for failure in failures:
         values["vantage_point"].add(failure["vantage_point"])
         values["method"].add(failure["method"])
+        values["operation"].add(failure["operation"])
     dimensions = {name: sorted(v) for name, v in values.items() if name != "endpoint"}
     return {"endpoint": [e["id"] for e in endpoints], **dimensions}
 

@@ -244,14 +244,65 @@ CHART_TITLES = {
 MOVING_METHODS = (Method.COPY, Method.STAGE)
 
 
+# The charts of the operations beyond reads, by id: their titles and the operations they
+# draw (a campaign that runs one of them has the chart; the read charts draw reads only).
+OPERATION_CHARTS = {
+    "write": ("Write throughput vs clients", (Operation.WRITE,)),
+    "metadata": (
+        "Metadata operations per second vs clients",
+        (Operation.STAT, Operation.OPEN, Operation.LIST),
+    ),
+    "tpc-rate": ("Copy rate vs clients: pull and push", (Operation.TPC_PULL, Operation.TPC_PUSH)),
+    "tpc-start": (
+        "Time to start a copy vs clients: pull and push",
+        (Operation.TPC_PULL, Operation.TPC_PUSH),
+    ),
+    "replay": ("Replayed job's time per endpoint", (Operation.REPLAY,)),
+}
+
+
+def results_operations(*, campaign: Campaign, cells: Sequence[dict[str, Any]]) -> list[str]:
+    """The operations the campaign asks for or its runs measured (a campaign edited since),
+    in the engine's order."""
+    named = set(campaign.operations or [Operation.READ]) | {c["operation"] for c in cells}
+    return [str(o) for o in Operation if o in named]
+
+
+def operation_charts(operations: Iterable[str]) -> list[str]:
+    """The ids of the charts the operations beyond reads have, in the page's order."""
+    ran = set(operations)
+    return [chart for chart, (_, drawn) in OPERATION_CHARTS.items() if ran & set(drawn)]
+
+
+def _said(words: Sequence[str]) -> str:
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def _no_reads(operations: Sequence[str]) -> str:
+    """Why a campaign of other operations has no read chart, and which charts answer it."""
+    titles = [OPERATION_CHARTS[chart][0] for chart in operation_charts(operations)]
+    return (
+        f"this campaign runs {_said(list(operations))}, not reads: the page draws what it "
+        f"measures in {_said(titles)}."
+    )
+
+
 def charts_not_asked(
-    *, campaign: Campaign, cells: Sequence[dict[str, Any]], endpoints: int
+    *,
+    campaign: Campaign,
+    cells: Sequence[dict[str, Any]],
+    endpoints: int,
+    operations: Sequence[str] = (Operation.READ,),
 ) -> dict[str, str]:
-    """Per chart of the results page whose question this campaign does not ask: the one line
-    that says why it is not drawn. A chart is asked a question when the campaign asks for what
-    it needs (two values of its parameter, copies or read-ahead, two patterns, two endpoints)
-    or its runs measured it (a campaign edited since); an asked chart is drawn, or says why
-    its runs do not answer it yet. `endpoints`: how many the campaign reads."""
+    """Per read chart of the results page whose question this campaign does not ask: the one
+    line that says why it is not drawn. A chart is asked a question when the campaign asks for
+    what it needs (two values of its parameter, copies or read-ahead, two patterns, two
+    endpoints) or its runs measured it (a campaign edited since); an asked chart is drawn, or
+    says why its runs do not answer it yet. `cells`: the read cells; `endpoints`: how many the
+    campaign reads; `operations`: the campaign's (results_operations), without reads none of
+    the read charts is asked, and the line says which charts answer it instead."""
+    if Operation.READ not in operations:
+        return {chart: _no_reads(operations) for chart in CHART_TITLES}
     measured = {name: {c[name] for c in cells} for name in ("fraction", "read_size", "clients")}
     reasons: dict[str, str] = {}
     for name, charts in (
@@ -284,7 +335,13 @@ def charts_not_asked(
 
 
 def charts_not_drawn(not_asked: dict[str, str]) -> list[dict[str, str]]:
-    """The page's list of the charts it leaves out: id, title and why, in the page's order."""
+    """The page's list of the charts it leaves out: id, title and why, in the page's order;
+    all of them for one reason (a campaign without reads) in one line, its ids spaced."""
+    if len(not_asked) == len(CHART_TITLES) and len(set(not_asked.values())) == 1:
+        (reason,) = set(not_asked.values())
+        titles = "; ".join(CHART_TITLES[chart] for chart in not_asked)
+        title = f"The read charts ({titles})"
+        return [{"id": " ".join(not_asked), "title": title, "reason": reason}]
     return [
         {"id": chart, "title": CHART_TITLES[chart], "reason": reason}
         for chart, reason in not_asked.items()
