@@ -548,8 +548,9 @@ class Run(RunParameters):
         db_default=Operation.READ.value,
     )
     # Makes the names of what a write or a copy leaves its own (run_tag): run ids repeat
-    # across deployments writing to one storage, and after a database is started again.
-    tag_suffix = models.CharField(max_length=16, blank=True, default=new_tag_suffix)
+    # across deployments writing to one storage, and after a database is made again.
+    # db_default: rows written in bulk without it (synthetic history) are tagged by id alone.
+    tag_suffix = models.CharField(max_length=16, blank=True, default=new_tag_suffix, db_default="")
     # What it was held to: a campaign's "each" launched it pinned to 4 or to 6.
     address_family = models.CharField(
         max_length=4,

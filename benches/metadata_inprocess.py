@@ -1,0 +1,98 @@
+"""The engine's metadata operation against the bare XrdCl call, in ONE process.
+
+metadata_bare.py compares two processes; on this 2-core machine two processes running the
+same bare loop differ by up to 4% in their medians (where their threads and the server's
+land), which is twice what the 98% target asks to resolve. Here both sides run in one
+process on one connection per side, in blocks of `--block` operations: the engine's
+`XRootDBackend.metadata_call` (the deadline's time left on each call, the status check,
+as a storm makes it) against the bare call, in ABBA order (which side goes first
+alternates every two blocks: the side that runs second after a switch was seen to gain
+3-8%). The ratio is the median of the per-pair ratios.
+
+    .venv/bin/python benches/metadata_inprocess.py [--blocks 40] [--block 500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from common import writable_xrootd
+from metadata_bare import prepare
+
+from workers.engine.backends.base import OpenOptions
+from workers.engine.backends.xroot import XRootDBackend
+from workers.engine.deadline import Deadline
+
+
+def bare_call(operation: str, url: str) -> Callable[[], None]:
+    """The bare loop's operation, as metadata_bare.py makes it (its own user: own channel)."""
+    from XRootD import client
+    from XRootD.client.flags import OpenFlags
+
+    user_url = url.replace("root://", "root://bare@")
+    parts = urlsplit(user_url)
+    fs, path = client.FileSystem(f"{parts.scheme}://{parts.netloc}"), parts.path
+
+    def stat() -> None:
+        status, _ = fs.stat(path)
+        assert status.ok, status
+
+    def listing() -> None:
+        status, _ = fs.dirlist(path)
+        assert status.ok, status
+
+    def open_close() -> None:
+        f = client.File()
+        status, _ = f.open(user_url, OpenFlags.READ)
+        assert status.ok, status
+        f.close()
+
+    return {"stat": stat, "list": listing, "open": open_close}[operation]
+
+
+def ops_per_s(call: Callable[[], None], n: int) -> float:
+    started = time.perf_counter()
+    for _ in range(n):
+        call()
+    return n / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--blocks", type=int, default=40, help="pairs of blocks")
+    parser.add_argument("--block", type=int, default=500, help="operations per block")
+    args = parser.parse_args()
+    with writable_xrootd(None) as (directory, folder):
+        urls = prepare(folder, directory)
+        options = OpenOptions(user="engine", streams=1, deadline=Deadline.after(3600))
+        backend = XRootDBackend()
+        print("| operation | engine ops/s | bare ops/s | engine / bare (median of pairs) | IQR |")
+        print("|---|---|---|---|---|")
+        for operation, url in urls.items():
+            sides = {
+                "engine": backend.metadata_call(operation, url, options),
+                "bare": bare_call(operation, url),
+            }
+            for call in sides.values():
+                call()  # connected before the first block
+            rates: dict[str, list[float]] = {"engine": [], "bare": []}
+            for pair in range(args.blocks):
+                order = ("engine", "bare") if pair % 4 in (0, 3) else ("bare", "engine")
+                for side in order:
+                    rates[side].append(ops_per_s(sides[side], args.block))
+            ratios = [e / b for e, b in zip(rates["engine"], rates["bare"], strict=True)]
+            q1, _, q3 = statistics.quantiles(ratios, n=4)
+            print(
+                f"| {operation} | {statistics.median(rates['engine']):,.0f} "
+                f"| {statistics.median(rates['bare']):,.0f} | {statistics.median(ratios):.1%} "
+                f"| {q1:.0%}-{q3:.0%} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
