@@ -222,6 +222,25 @@
     });
   }
 
+  /** The chart of one metric of `operations` against clients, a line per operation and
+      endpoint; `title` names the axis (and, lower-cased, the hover). */
+  function operationChart(id, operations, metric, title) {
+    return {
+      id,
+      across: ["clients", "endpoint", "operation"],
+      operations,
+      metrics: [metric],
+      needs: () => null,
+      figure: (rows) => ({
+        traces: operationLines(rows, metric, operations, title[0].toLowerCase() + title.slice(1)),
+        layout: {
+          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
+          yaxis: { title: { text: title }, rangemode: "tozero" },
+        },
+      }),
+    };
+  }
+
   function methodColour(method) {
     return fedprobe.colour(Math.max(0, METHODS.indexOf(method)));
   }
@@ -493,48 +512,9 @@
         },
       }),
     },
-    {
-      id: "metadata",
-      across: ["clients", "endpoint", "operation"],
-      operations: STORMS,
-      metrics: ["ops_per_s"],
-      needs: () => null,
-      figure: (rows) => ({
-        traces: operationLines(rows, "ops_per_s", STORMS, "operations per second"),
-        layout: {
-          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
-          yaxis: { title: { text: "Operations per second" }, rangemode: "tozero" },
-        },
-      }),
-    },
-    {
-      id: "tpc-rate",
-      across: ["clients", "endpoint", "operation"],
-      operations: COPIES,
-      metrics: ["tpc_rate_mbps"],
-      needs: () => null,
-      figure: (rows) => ({
-        traces: operationLines(rows, "tpc_rate_mbps", COPIES, "copy rate (MB/s)"),
-        layout: {
-          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
-          yaxis: { title: { text: "Copy rate (MB/s)" }, rangemode: "tozero" },
-        },
-      }),
-    },
-    {
-      id: "tpc-start",
-      across: ["clients", "endpoint", "operation"],
-      operations: COPIES,
-      metrics: ["tpc_start_s"],
-      needs: () => null,
-      figure: (rows) => ({
-        traces: operationLines(rows, "tpc_start_s", COPIES, "time to start (s)"),
-        layout: {
-          xaxis: { title: { text: "Clients" }, tickvals: data.dimensions.clients },
-          yaxis: { title: { text: "Time to start (s)" }, rangemode: "tozero" },
-        },
-      }),
-    },
+    operationChart("metadata", STORMS, "ops_per_s", "Operations per second"),
+    operationChart("tpc-rate", COPIES, "tpc_rate_mbps", "Copy rate (MB/s)"),
+    operationChart("tpc-start", COPIES, "tpc_start_s", "Time to start (s)"),
     {
       id: "replay",
       across: ["endpoint", "clients", "operation"],
