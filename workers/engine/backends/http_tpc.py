@@ -36,6 +36,7 @@ from workers.engine.backends.base import OpenOptions
 from workers.engine.credentials import Access
 from workers.engine.errors import CREDENTIAL_PHASE, ErrorClass, ProbeError
 from workers.engine.httpclient import ClientConfig, http_url, request_error
+from workers.engine.protocols import SCHEMES
 
 # The line that ends each perf marker, and the fields read from one.
 _MARKER_END = "End"
@@ -103,8 +104,9 @@ class Sides:
         headers = {other: http_url(self.source if self.pull else self.destination)}
         token = self.other_access.bearer_token()
         if token is not None:
-            # The token rule of httpclient.py: a bearer token goes only over TLS, this one too.
-            if urlsplit(self.active_url).scheme.lower() == "http":
+            # The token rule of the protocol declarations: a scheme that carries no token
+            # (plain http://) carries the other side's neither.
+            if not SCHEMES[urlsplit(self.active_url).scheme.lower()].token:
                 raise ProbeError(
                     ErrorClass.AUTH,
                     f"the other side's token would go to {self.active_url} in the clear: "
