@@ -180,6 +180,7 @@ def run_cleanup(*, run_id: int) -> list[str]:
             run_tag=target.run_tag,
             urls=target.urls,
             credential=params.credential,
+            credential_hosts=params.credential_hosts,
             ca_dir=params.ca_dir,
             egress=params.egress,
             file_roots=params.file_roots,

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import OpenOptions
-from workers.engine.credentials import Access, Credential, run_secrets
+from workers.engine.credentials import Access, AuthMethod, Credential, run_secrets
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
+from workers.engine.egress_guard import EgressGuard
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
+from workers.engine.guarding import guarded_by
 from workers.engine.params import Operation, RunParams, in_directory, written_names
 from workers.engine.processes import (
     child_answer,
@@ -37,6 +40,10 @@ class _Sink(Protocol):
     def send(self, obj: object) -> None: ...
 
 
+# What the egress guard calls a cleanup process in its refusals.
+CLEANUP = "cleanup"
+
+
 def cleanup_written(
     *,
     run_tag: str,
@@ -45,6 +52,7 @@ def cleanup_written(
     ca_dir: str | None = None,
     egress: EgressPolicy | None = None,
     file_roots: tuple[str, ...] | None = None,
+    credential_hosts: tuple[str, ...] = (),
     timeout_s: float = CLEANUP_TIMEOUT_S,
 ) -> list[str]:
     """Delete every fedprobe-<run_tag>-* file in the directories `urls`; return their URLs.
@@ -61,13 +69,25 @@ def cleanup_written(
         operation=Operation.WRITE,
         run_tag=run_tag,
         credential=credential,
+        credential_hosts=credential_hosts,
         ca_dir=ca_dir,
         egress=egress,
         file_roots=file_roots,
     )
     params.validate()
-    with run_secrets(credential, scheme=params.scheme, ca_dir=ca_dir) as access:
-        return sweep_in_child(params.without_credential(), access, Deadline.after(timeout_s))
+    auth = AuthMethod.NONE if credential is None else credential.auth_method(params.scheme)
+    with (
+        run_secrets(credential, scheme=params.scheme, ca_dir=ca_dir) as access,
+        # As a run's: XrdCl follows a redirect with the token; the guard holds it to the
+        # endpoint's hosts (and its listed credential_hosts) and the egress policy.
+        EgressGuard.running(*guarded_by(params, params.scheme, auth)) as guard,
+    ):
+        held = replace(
+            access,
+            guard=None if guard is None else guard.link,
+            credential_hosts=params.credential_hosts,
+        )
+        return sweep_in_child(params.without_credential(), held, Deadline.after(timeout_s))
 
 
 def sweep_in_child(params: RunParams, access: Access, deadline: Deadline) -> list[str]:
@@ -94,6 +114,8 @@ def _sweep_main(
     die_with(run_pid)
     access.apply_environment()
     try:
+        if access.guard is not None:
+            access.guard.attach(CLEANUP)
         sink.send(sweep(params, access, deadline))
     except (ProbeError, InvalidParams) as exc:
         sink.send(failure_of(exc))

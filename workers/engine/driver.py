@@ -27,7 +27,6 @@ from workers.engine.backends import backend_for
 from workers.engine.cleanup import CLEANUP_TIMEOUT_S, sweep_in_child
 from workers.engine.client import READY, ClientSpec, FileTarget, client_main
 from workers.engine.client_ops import DELETE_TIMEOUT_S
-from workers.engine.credential_scope import AddressScope, CredentialScope
 from workers.engine.credentials import (
     Access,
     AuthMethod,
@@ -38,7 +37,6 @@ from workers.engine.credentials import (
     run_secrets,
 )
 from workers.engine.deadline import Deadline
-from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard, client_label
 from workers.engine.errors import NO_TLS, ErrorClass, InvalidParams, ProbeError
 from workers.engine.families import (
@@ -50,6 +48,7 @@ from workers.engine.families import (
     most_common,
     wrong_family,
 )
+from workers.engine.guarding import guarded_by
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import (
     METADATA_OPERATIONS,
@@ -63,7 +62,6 @@ from workers.engine.params import (
 )
 from workers.engine.preflight import run_preflight
 from workers.engine.processes import client_context, main_module_hidden
-from workers.engine.protocols import protocol_of
 from workers.engine.replay import replay_deadline_s, trace_of
 from workers.engine.results import RunResult
 from workers.engine.urls import HTTP_SCHEMES
@@ -240,25 +238,6 @@ def _destination_secrets(params: RunParams) -> Iterator[Access | None]:
             raise ProbeError(exc.error_class, message, phase=exc.phase) from None
     with run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access:
         yield access
-
-
-def guarded_by(
-    params: RunParams, scheme: str, auth: AuthMethod
-) -> tuple[EgressPolicy | None, AddressScope | None]:
-    """What the egress guard holds the run's processes to, if they need it: the egress
-    policy, and where the credential may go (credential_scope.py). Only for protocols whose
-    libraries connect on their own; the HTTP backend checks both itself."""
-    protocol = protocol_of(scheme)
-    if not protocol.connects_itself:
-        return None, None
-    scope = None
-    if auth != AuthMethod.NONE:
-        scope = AddressScope(
-            CredentialScope.of(
-                params.urls, params.credential_hosts, any_port=protocol.credential_any_port
-            )
-        )
-    return params.egress, scope
 
 
 def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)

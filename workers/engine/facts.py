@@ -21,9 +21,10 @@ from workers.engine.backends import backend_for
 from workers.engine.backends.base import FileFacts, OpenOptions
 from workers.engine.credentials import Access, AuthMethod, run_secrets
 from workers.engine.deadline import Deadline
-from workers.engine.driver import explained, guarded_by
+from workers.engine.driver import explained
 from workers.engine.egress_guard import PREFLIGHT, EgressGuard
 from workers.engine.errors import ErrorClass, ProbeError
+from workers.engine.guarding import guarded_by
 from workers.engine.params import Method, RunParams
 from workers.engine.processes import child_answer, client_context, die_with
 
