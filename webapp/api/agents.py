@@ -189,6 +189,7 @@ class CleanupsView(AgentView):
                 "run_tag": cleanup.run_tag,
                 "urls": list(cleanup.urls),
                 "credential": cleanup.sealed_credential,
+                "credential_hosts": list(cleanup.credential_hosts),
             }
             for cleanup in cleanups
         ]

@@ -117,6 +117,8 @@ class AgentCleanup:
     run_tag: str
     urls: tuple[str, ...]
     sealed_credential: str | None
+    # Where else the credential may be presented (the endpoint's, as a claim's params say).
+    credential_hosts: tuple[str, ...] = ()
 
 
 def agent_cleanups(*, vantage_point: VantagePoint, now: datetime) -> list[AgentCleanup]:
@@ -132,13 +134,14 @@ def agent_cleanups(*, vantage_point: VantagePoint, now: datetime) -> list[AgentC
             cleanup_report(run_id=cleanup.run_id, deleted=0, now=now)
             continue
         try:
-            credential = target.params().credential
+            params = target.params()
         except InvalidParams as exc:
             cleanup_report(run_id=cleanup.run_id, error=f"{exc.field}: {exc.message}", now=now)
             continue
         except ProbeError as exc:
             cleanup_report(run_id=cleanup.run_id, error=f"credential: {exc.message}", now=now)
             continue
+        credential = params.credential
         sealed = (
             None
             if credential is None
@@ -147,7 +150,11 @@ def agent_cleanups(*, vantage_point: VantagePoint, now: datetime) -> list[AgentC
                 vantage_point.public_key,
             )
         )
-        answer.append(AgentCleanup(target.run_id, target.run_tag, target.urls, sealed))
+        answer.append(
+            AgentCleanup(
+                target.run_id, target.run_tag, target.urls, sealed, params.credential_hosts
+            )
+        )
     return answer
 
 

@@ -73,6 +73,8 @@ class Cleanup:
     run_tag: str
     urls: tuple[str, ...]
     credential: str | None
+    # Hosts besides the endpoint's the credential may be presented to (its redirections).
+    credential_hosts: tuple[str, ...] = ()
 
 
 class AgentApi:
@@ -165,6 +167,7 @@ class AgentApi:
                     str(item["run_tag"]),
                     tuple(str(url) for url in item["urls"]),
                     None if item.get("credential") is None else str(item["credential"]),
+                    tuple(str(host) for host in item.get("credential_hosts", ())),
                 )
                 for item in answer["cleanups"]
             ]

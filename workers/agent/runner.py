@@ -87,6 +87,7 @@ def clean_up(
             run_tag=cleanup.run_tag,
             urls=cleanup.urls,
             credential=credential,
+            credential_hosts=cleanup.credential_hosts,
             ca_dir=host.ca_dir,
             egress=host.egress,
             file_roots=host.file_roots,

@@ -96,6 +96,8 @@ def test_a_lost_write_is_handed_to_its_agent_sealed_and_done_once_reported(
     other, _, _ = agent("other")
     secret = token("storage.read:/ storage.modify:/scratch")
     endpoint = token_endpoint(secret, "127.0.0.3", scratch_path="/scratch/fedprobe")
+    endpoint.credential_hosts = [".pools.example.org"]  # its door redirects there
+    endpoint.save()
     run = lost(vantage_point, endpoint, operation="write")
     read = lost(vantage_point, endpoint, operation="read")
     assert not RunCleanup.objects.filter(run=read).exists()  # a read leaves nothing
@@ -111,6 +113,7 @@ def test_a_lost_write_is_handed_to_its_agent_sealed_and_done_once_reported(
     (handed,) = answer.json()["cleanups"]
     assert handed["run"] == run.pk and handed["run_tag"] == run.run_tag
     assert handed["urls"] == ["https://127.0.0.3:8443/scratch/fedprobe/"]
+    assert handed["credential_hosts"] == [".pools.example.org"]  # held to them, and no others
     opened = open_sealed(handed["credential"], key, run_id=run.pk, vantage_point="far")
     assert (opened.kind, opened.secret) == ("token", secret)
     assert client.post(CLEANUPS).json() == {"cleanups": []}  # it is held: not handed twice
