@@ -87,11 +87,16 @@ def cleanup_written(
             guard=None if guard is None else guard.link,
             credential_hosts=params.credential_hosts,
         )
-        return sweep_in_child(params.without_credential(), held, Deadline.after(timeout_s))
+        deadline = Deadline.after(timeout_s)
+        return sweep_in_child(params.without_credential(), held, deadline, guard)
 
 
-def sweep_in_child(params: RunParams, access: Access, deadline: Deadline) -> list[str]:
-    """`sweep` in a child process of the engine's kind; raises what it raised."""
+def sweep_in_child(
+    params: RunParams, access: Access, deadline: Deadline, guard: EgressGuard | None = None
+) -> list[str]:
+    """`sweep` in a child process of the engine's kind; raises what it raised, or the
+    connection `guard` refused it (class egress) when that came first: XrdCl only says
+    "Socket error: permission denied"."""
     answer = child_answer(
         client_context(),
         _sweep_main,
@@ -104,7 +109,10 @@ def sweep_in_child(params: RunParams, access: Access, deadline: Deadline) -> lis
     )
     if isinstance(answer, list):
         return [str(url) for url in answer]
-    raise_failure(answer)
+    try:
+        raise_failure(answer)
+    except ProbeError as exc:
+        raise (exc if guard is None else guard.explain(exc, CLEANUP)) from None
 
 
 def _sweep_main(

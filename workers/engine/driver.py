@@ -296,17 +296,19 @@ def _plan_and_execute(  # noqa: PLR0917 (one call site, the steps of run_probe)
             if spec.scratch:
                 shutil.rmtree(spec.scratch, ignore_errors=True)
         if params.operation == Operation.WRITE:
-            _sweep_after_write(params, access, result)
+            _sweep_after_write(params, access, result, guard)
         elif params.operation in TPC_OPERATIONS and execution and execution.cut_at is not None:
             _sweep_after_cut_copies(params, access, result, execution.cut_at)
 
 
-def _sweep_after_write(params: RunParams, access: Access, result: RunResult) -> None:
+def _sweep_after_write(
+    params: RunParams, access: Access, result: RunResult, guard: EgressGuard | None
+) -> None:
     """Delete what a client could not (killed past the grace of its delete): the run's own
     names only (cleanup.py). Untimed, after the clients; a failed sweep is the run's error
     (files may be left on the endpoint)."""
     try:
-        sweep_in_child(params, access, Deadline.after(CLEANUP_TIMEOUT_S))
+        sweep_in_child(params, access, Deadline.after(CLEANUP_TIMEOUT_S), guard)
     except ProbeError as exc:
         if result.run_error is None:
             result.run_error = (exc.error_class, f"cleanup of the written files: {exc.message}")
