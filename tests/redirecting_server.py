@@ -1,7 +1,10 @@
-"""An xrootd of a test's own beside the lab's, serving the lab's test files and redirecting
-every open of them elsewhere (`xrootd.redirect HOST:PORT /fedprobe`): the outside audit's
-set-up for a credential that follows a redirection (issue 17). Stats are answered where
-the file is, so a run's preflight passes and its clients meet the redirection."""
+"""An xrootd of a test's own beside the lab's, serving the lab's test files and the local
+site's scratch folder, and redirecting elsewhere every open of the test files (`xrootd.redirect
+HOST:PORT /fedprobe`: the outside audit's set-up for a credential that follows a redirection,
+issue 17) or the namespace operations named (`xrootd.redirect HOST:PORT dirlist rm`: a
+storage whose listings and deletes another host answers, as a cleanup meets it, issue 20).
+What is not redirected is answered where the file is, so a run's preflight passes and its
+clients (or its cleanup) meet the redirection."""
 
 from __future__ import annotations
 
@@ -13,11 +16,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tests.servers import free_port
+from workers.engine.egress import EgressPolicy
 from workers.lab import Lab, servers
 
+# The scratch folder the lab's local site writes in (/scratch/local/), which the server
+# exports too: writes and cleanups go there.
+SITE = "local"
+
 START_TIMEOUT_S = 20.0
+# As the Celery workers run: loopback allowed by the egress policy (the lab is there), so
+# only the credential's scope stands between the token and the second server.
+LOOPBACK = EgressPolicy.allowing(["127.0.0.0/8", "::1/128"])
 
 
 @dataclass(frozen=True)
@@ -30,10 +42,18 @@ class RedirectingServer:
 
 
 @contextlib.contextmanager
-def redirecting_xrootd(lab: Lab, target: str, *, token: bool) -> Iterator[RedirectingServer]:
-    """An xrootd at 127.0.0.1 redirecting opens of /fedprobe to `target` (host:port): with
-    `token`, a TLS token server as the lab's (only the lab issuer's tokens log in), else a
-    plain anonymous data server. Stopped by its pid at the end."""
+def redirecting_xrootd(
+    lab: Lab,
+    target: str,
+    *,
+    token: bool,
+    redirected: tuple[str, ...] = (servers.TEST_FILE_EXPORT,),
+) -> Iterator[RedirectingServer]:
+    """An xrootd at 127.0.0.1 redirecting to `target` (host:port) what `redirected` names:
+    the opens under absolute paths, or xrootd's operations (`dirlist`, `rm`, `stat`, ...;
+    every request of that kind, whatever its path). With `token`, a TLS token server as the
+    lab's (only the lab issuer's tokens log in), else a plain anonymous data server. Stopped
+    by its pid at the end."""
     port = free_port()
     instance = f"redirecting-{'token' if token else 'plain'}-{port}"
     if token:
@@ -43,7 +63,8 @@ def redirecting_xrootd(lab: Lab, target: str, *, token: bool) -> Iterator[Redire
         text = servers.data_server_config(lab.paths, port, free_port())
         process = servers.xrootd(lab.paths, instance, lab.paths.run / f"{instance}.cfg")
     config = lab.paths.run / f"{instance}.cfg"
-    config.write_text(f"{text}xrootd.redirect {target} /fedprobe\n")
+    redirect = f"xrootd.redirect {target} {' '.join(redirected)}\n"
+    config.write_text(text + servers.scratch_config(SITE) + redirect)
     running = subprocess.Popen(
         process.argv,
         env={**os.environ, **dict(process.env)},
@@ -58,6 +79,13 @@ def redirecting_xrootd(lab: Lab, target: str, *, token: bool) -> Iterator[Redire
         running.terminate()
         running.wait(timeout=10)
         config.unlink(missing_ok=True)
+
+
+def port_of(lab: Lab, endpoint: str) -> int:
+    """The port of a lab endpoint's server: the second server a test redirects to."""
+    port = urlsplit(lab.endpoint(endpoint).url).port
+    assert port is not None
+    return port
 
 
 def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:

@@ -11,11 +11,10 @@ assertions look for is there to be seen."""
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
-from tests.redirecting_server import LogWatch, redirecting_xrootd
+from tests.redirecting_server import LOOPBACK, LogWatch, port_of, redirecting_xrootd
 from workers.engine.credentials import Credential
 from workers.engine.driver import run_probe
 from workers.engine.egress import EgressPolicy
@@ -28,15 +27,6 @@ pytestmark = pytest.mark.lab
 
 FILE = "/fedprobe/file-1M"
 KiB = 1024
-# As the Celery workers run: loopback allowed by the egress policy (the lab is there), so
-# only the credential's scope stands between the token and the second server.
-LOOPBACK = EgressPolicy.allowing(["127.0.0.0/8", "::1/128"])
-
-
-def port_of(lab: Lab, endpoint: str) -> int:
-    port = urlsplit(lab.endpoint(endpoint).url).port
-    assert port is not None
-    return port
 
 
 def run(
