@@ -76,6 +76,9 @@ def loop(url: str, variant: str, ops: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--pin", action="store_true", help="server on CPU 0, clients on the others (common.py)"
+    )
     parser.add_argument("--ops", type=int, default=2000)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), help="plain first")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -84,7 +87,7 @@ def main() -> None:
         url, variant, ops = args.child
         print(*loop(url, variant, int(ops)))
         return
-    with writable_xrootd(None) as (directory, folder):
+    with writable_xrootd(None, pin=args.pin) as (directory, folder):
         url = prepare(folder, directory)["open"]
         variants = tuple(args.variants)
         results: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}

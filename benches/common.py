@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import os
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -42,11 +44,34 @@ def in_client_process(function: Callable[..., Any], *args: Any) -> Any:
         return pool.apply(function, args)
 
 
+# The CPUs this benchmark may use, before pin_apart narrowed them.
+_CPUS = frozenset(os.sched_getaffinity(0))
+
+
 @contextlib.contextmanager
-def writable_xrootd(url: str | None) -> Iterator[tuple[str, Path | None]]:
+def trial_servers(
+    url: str | None, *, pin: bool, per_trial: bool
+) -> Iterator[Callable[[], contextlib.AbstractContextManager[tuple[str, Path | None]]]]:
+    """What each trial measures against, as a context each trial enters: one writable xrootd
+    for the whole benchmark, or with `per_trial` a fresh one per trial (writable_xrootd).
+    On this 2-core VM a server's placement and state stay with it: medians of 101 trials
+    against one server moved by 4-8% from one server to the next (docs/benchmarks.md), more
+    than their intervals said; a server per trial spreads that over the trials, so that the
+    interval of the median includes it."""
+    if per_trial or url:
+        yield lambda: writable_xrootd(url, pin=pin)
+        return
+    with writable_xrootd(None, pin=pin) as shared:
+        yield lambda: contextlib.nullcontext(shared)
+
+
+@contextlib.contextmanager
+def writable_xrootd(url: str | None, *, pin: bool = False) -> Iterator[tuple[str, Path | None]]:
     """(directory URL, local folder or None) to write in: `url` if given (a lab's scratch),
     else an xrootd of the benchmark's own exporting / writable, with server checksums, in
-    a folder under /tmp (0755, served as nobody), stopped by its pid after."""
+    a folder under /tmp (0755, served as nobody), stopped by its pid after. With `pin`, the
+    server's threads run on CPU 0 and this process and the ones it starts on the others
+    (pin_apart)."""
     if url:
         yield url, None
         return
@@ -86,8 +111,43 @@ def writable_xrootd(url: str | None) -> Iterator[tuple[str, Path | None]]:
             time.sleep(0.1)
         else:
             raise RuntimeError(f"xrootd did not start: {log}")
+        if pin:
+            pin_apart(server.pid)
         yield f"root://127.0.0.1:{port}//scratch", base / "data" / "scratch"
     finally:
         server.terminate()
         server.wait(timeout=10)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def pin_apart(server_pid: int) -> None:
+    """The server's threads on CPU 0, this process (and what it forks from now on: the
+    engine's fork server and clients, the bare loop's) on the other CPUs. On a small
+    machine where the client's and the server's threads land moves a loopback ping-pong's
+    rate by more than the 2% an engine-vs-bare comparison must resolve (docs/benchmarks.md);
+    fixed, both sides meet the same placement. Threads the server starts later inherit
+    CPU 0 from the thread that starts them."""
+    cpus = _CPUS
+    if len(cpus) < 2 or 0 not in cpus:
+        raise SystemExit("--pin needs CPU 0 and at least one other CPU")
+    for task in Path(f"/proc/{server_pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), {0})
+    os.sched_setaffinity(0, cpus - {0})
+
+
+def ratio_summary(ratios: list[float]) -> str:
+    """ "median (IQR q1-q3; 95% CI lo-hi)" of per-trial ratios. The interval is the median's,
+    distribution-free (order statistics around rank n/2 +- 1.96 sqrt(n)/2): with wall-clock
+    trials that swing by +-10% on a small shared machine, it says whether the trials resolve
+    a 2% difference at all. Fewer than 6 trials give no interval."""
+    ordered = sorted(ratios)
+    n = len(ordered)
+    median = statistics.median(ordered)
+    q1, _, q3 = statistics.quantiles(ordered, n=4) if n > 1 else (median, median, median)
+    text = f"{median:.1%} (IQR {q1:.0%}-{q3:.0%}"
+    if n < 6:
+        return text + ")"
+    half_width = 1.96 * math.sqrt(n) / 2
+    low = max(0, math.floor(n / 2 - half_width) - 1)
+    high = min(n - 1, math.ceil(n / 2 + half_width))
+    return text + f"; 95% CI {ordered[low]:.1%}-{ordered[high]:.1%})"

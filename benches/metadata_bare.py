@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from common import in_client_process, writable_xrootd
+from common import in_client_process, ratio_summary, trial_servers
 
 from workers.engine import RunParams, run_probe
 from workers.engine.params import Operation
@@ -82,34 +82,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", default=None, help="a directory URL holding the files")
     parser.add_argument("--trials", type=int, default=9)
+    parser.add_argument(
+        "--pin", action="store_true", help="server on CPU 0, clients on the others (common.py)"
+    )
     parser.add_argument("--ops", type=int, default=3000)
+    parser.add_argument("--operations", nargs="+", default=["stat", "open", "list"])
+    parser.add_argument(
+        "--server-per-trial", action="store_true", help="a fresh xrootd for every trial"
+    )
     args = parser.parse_args()
-    with writable_xrootd(args.url) as (directory, folder):
-        urls = prepare(folder, directory)
+    with trial_servers(args.url, pin=args.pin, per_trial=args.server_per_trial) as server:
         print(
-            "| operation | engine ops/s | bare loop ops/s | engine / bare (median of pairs) "
-            "| IQR | client CPU per op, engine / bare |"
+            "| operation | engine ops/s | bare loop ops/s "
+            "| engine / bare: median of pairs (IQR; 95% CI) | client CPU per op, engine / bare |"
         )
-        print("|---|---|---|---|---|---|")
-        for operation, url in urls.items():
+        print("|---|---|---|---|---|")
+        for operation in args.operations:
             engine, bare, ratios, engine_cpu, bare_cpu = [], [], [], [], []
             for trial in range(args.trials):
-                if trial % 2:
-                    bare_ops, bare_cpu_s = bare_rate(operation, url, args.ops)
-                    engine_ops, engine_cpu_s = engine_storm(operation, url, args.ops)
-                else:
-                    engine_ops, engine_cpu_s = engine_storm(operation, url, args.ops)
-                    bare_ops, bare_cpu_s = bare_rate(operation, url, args.ops)
+                with server() as (directory, folder):
+                    url = prepare(folder, directory)[operation]
+                    if trial % 2:
+                        bare_ops, bare_cpu_s = bare_rate(operation, url, args.ops)
+                        engine_ops, engine_cpu_s = engine_storm(operation, url, args.ops)
+                    else:
+                        engine_ops, engine_cpu_s = engine_storm(operation, url, args.ops)
+                        bare_ops, bare_cpu_s = bare_rate(operation, url, args.ops)
                 engine.append(engine_ops)
                 bare.append(bare_ops)
                 ratios.append(engine_ops / bare_ops)
                 engine_cpu.append(engine_cpu_s / args.ops * 1e6)
                 bare_cpu.append(bare_cpu_s / args.ops * 1e6)
-            q1, _, q3 = statistics.quantiles(ratios, n=4)
             print(
                 f"| {operation} | {statistics.median(engine):,.0f} "
-                f"| {statistics.median(bare):,.0f} | {statistics.median(ratios):.1%} "
-                f"| {q1:.0%}-{q3:.0%} | {statistics.median(engine_cpu):.0f} / "
+                f"| {statistics.median(bare):,.0f} | {ratio_summary(ratios)} "
+                f"| {statistics.median(engine_cpu):.0f} / "
                 f"{statistics.median(bare_cpu):.0f} us |",
                 flush=True,
             )

@@ -18,17 +18,18 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from common import in_client_process, writable_xrootd
+from common import in_client_process, ratio_summary, trial_servers
 
 from workers.engine import RunParams, run_probe
 from workers.engine.client_ops import WriteSource
 from workers.engine.params import Operation
 
 MiB = 1024 * 1024
-WORKLOADS: dict[str, dict[str, Any]] = {
-    "256 MiB in 1 MiB requests": {"file_size": 256 * MiB, "read_size": MiB},
-    "32 MiB in 64 KiB requests": {"file_size": 32 * MiB, "read_size": 64 * 1024},
-    "4 MiB in 4 KiB requests": {"file_size": 4 * MiB, "read_size": 4096},
+# By request size: (what the table calls it, the run's fields).
+WORKLOADS: dict[str, tuple[str, dict[str, Any]]] = {
+    "1M": ("256 MiB in 1 MiB requests", {"file_size": 256 * MiB, "read_size": MiB}),
+    "64K": ("32 MiB in 64 KiB requests", {"file_size": 32 * MiB, "read_size": 64 * 1024}),
+    "4K": ("4 MiB in 4 KiB requests", {"file_size": 4 * MiB, "read_size": 4096}),
 }
 
 
@@ -68,37 +69,47 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", default=None, help="a writable directory URL (root://)")
     parser.add_argument("--trials", type=int, default=9)
+    parser.add_argument(
+        "--request-sizes", nargs="+", choices=["1M", "64K", "4K"], default=["1M", "64K", "4K"]
+    )
+    parser.add_argument(
+        "--pin", action="store_true", help="server on CPU 0, clients on the others (common.py)"
+    )
+    parser.add_argument(
+        "--server-per-trial", action="store_true", help="a fresh xrootd for every trial"
+    )
     args = parser.parse_args()
-    with writable_xrootd(args.url) as (directory, _):
+    with trial_servers(args.url, pin=args.pin, per_trial=args.server_per_trial) as server:
         print(
-            "| workload | engine MB/s | bare loop MB/s | engine / bare (median of pairs) | IQR "
-            "| client CPU per request, engine (whole client) / bare (loop) |"
+            "| workload | engine MB/s | bare loop MB/s | engine / bare: median of pairs (IQR; "
+            "95% CI) | client CPU per request, engine (whole client) / bare (loop) |"
         )
-        print("|---|---|---|---|---|---|")
-        for name, fields in WORKLOADS.items():
+        print("|---|---|---|---|---|")
+        for size in args.request_sizes:
+            name, fields = WORKLOADS[size]
             engine, bare, ratios, engine_cpu, bare_cpu = [], [], [], [], []
             requests = -(-fields["file_size"] // fields["read_size"])
             for trial in range(args.trials):
-                tag = f"bench{trial}"
-                if trial % 2:
-                    bare_s, bare_cpu_s = in_client_process(
-                        bare_write, directory, fields, f"bare-{trial}"
-                    )
-                    engine_s, engine_cpu_s = engine_write_s(directory, fields, tag)
-                else:
-                    engine_s, engine_cpu_s = engine_write_s(directory, fields, tag)
-                    bare_s, bare_cpu_s = in_client_process(
-                        bare_write, directory, fields, f"bare-{trial}"
-                    )
+                tag, bare_name = f"bench{trial}", f"bare-{trial}"
+                with server() as (directory, _):
+                    if trial % 2:
+                        bare_s, bare_cpu_s = in_client_process(
+                            bare_write, directory, fields, bare_name
+                        )
+                        engine_s, engine_cpu_s = engine_write_s(directory, fields, tag)
+                    else:
+                        engine_s, engine_cpu_s = engine_write_s(directory, fields, tag)
+                        bare_s, bare_cpu_s = in_client_process(
+                            bare_write, directory, fields, bare_name
+                        )
                 engine.append(fields["file_size"] / engine_s / 1e6)
                 bare.append(fields["file_size"] / bare_s / 1e6)
                 ratios.append(bare_s / engine_s)
                 engine_cpu.append(engine_cpu_s / requests * 1e6)
                 bare_cpu.append(bare_cpu_s / requests * 1e6)
-            q1, _, q3 = statistics.quantiles(ratios, n=4)
             print(
                 f"| {name} | {statistics.median(engine):,.0f} | {statistics.median(bare):,.0f} "
-                f"| {statistics.median(ratios):.1%} | {q1:.0%}-{q3:.0%} "
+                f"| {ratio_summary(ratios)} "
                 f"| {statistics.median(engine_cpu):.0f} / {statistics.median(bare_cpu):.0f} us |",
                 flush=True,
             )

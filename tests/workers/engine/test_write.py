@@ -172,9 +172,10 @@ def test_a_write_past_its_deadline_deletes_what_it_wrote(writable_door: Writable
         urls=(writable_door.url,),
         operation=Operation.WRITE,
         run_tag="late",
-        # 1 s: XrdCl's StreamTimeout has a floor (configure_client), so its stream outlives
-        # the deadline; the requests and the driver's kill end the client.
-        timeout_s=1.0,
+        # 2 s: XrdCl's StreamTimeout has a floor (configure_client, 5 s), so its stream
+        # outlives the deadline; the requests and the driver's kill end the client. (At 1 s a
+        # loaded machine could spend the whole deadline on the create: no write phase.)
+        timeout_s=2.0,
         **SLOW,
     )
     record = run_probe(params).to_json()
