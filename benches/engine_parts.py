@@ -12,6 +12,11 @@ compared with the bare loop of its round; rounds rotate the order; with --server
 each round has a fresh xrootd. About 15 minutes for open at --rounds 101, 8 for write-4k.
 
     .venv/bin/python benches/engine_parts.py [--workload open|write-4k] [--rounds 101]
+        [--server-per-trial] [--variants engine bare-call bare-call+no-setup ...]
+
+A variant is `engine` or parts joined by "+": bare-call, no-timeout, no-setup (client_main
+without its process group, die_with thread, SIGTERM handler and credential environment),
+no-xrdcl-settings (XrdCl's defaults, not configure_client's); `bare-again` is the bare loop.
 """
 
 from __future__ import annotations
@@ -96,6 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workload", choices=["open", "write-4k"], default="open")
     parser.add_argument("--rounds", type=int, default=101)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS))
     parser.add_argument(
         "--pin", action="store_true", help="server on CPU 0, clients on the others (common.py)"
     )
@@ -105,7 +111,8 @@ def main() -> None:
     args = parser.parse_args()
     variant_file = Path(tempfile.mkdtemp(prefix="fedprobe-bench-")) / "variant"
     preload_variants(variant_file)
-    sides = ("bare", *VARIANTS)
+    variants = tuple(args.variants)
+    sides = ("bare", *variants)
     rates: dict[str, list[float]] = {side: [] for side in sides}
     with trial_servers(None, pin=args.pin, per_trial=args.server_per_trial) as server:
         for round_ in range(args.rounds):
@@ -125,7 +132,7 @@ def main() -> None:
     print(f"| in the engine's client | {unit} | against the bare loop of its round |")
     print("|---|---|---|")
     print(f"| (the bare loop) | {statistics.median(rates['bare']):,.0f} | |")
-    for side in VARIANTS:
+    for side in variants:
         ratios = [v / b for v, b in zip(rates[side], rates["bare"], strict=True)]
         print(f"| {side} | {statistics.median(rates[side]):,.0f} | {ratio_summary(ratios)} |")
     variant_file.unlink(missing_ok=True)

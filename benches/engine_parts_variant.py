@@ -1,7 +1,11 @@
-"""Preloaded into the engine's fork server by engine_parts.py: the engine's open-close call,
-or its write request, replaced by the variant named in the file FEDPROBE_BENCH_VARIANT_FILE
-names, read when a client makes its call or creates its file (before its clock starts).
-"engine" leaves the engine alone."""
+"""Preloaded into the engine's fork server by engine_parts.py: parts of the engine's client
+changed as the variant in the file FEDPROBE_BENCH_VARIANT_FILE names says, read when the
+client starts, makes its call or creates its file (before its clock starts). A variant is
+"engine" (nothing changed) or parts joined by "+": "bare-call" (the bare loop's open-close
+or write request instead of the engine's), "no-timeout" (the engine's call without the time
+left on each request), "no-setup" (client_main without its own process group, the die_with
+thread, the SIGTERM handler and the credential environment), "no-xrdcl-settings" (XrdCl's
+defaults instead of configure_client's)."""
 
 from __future__ import annotations
 
@@ -13,16 +17,25 @@ from typing import Any
 from XRootD import client as xrd
 from XRootD.client.flags import OpenFlags
 
+from workers.engine import client as engine_client
 from workers.engine.backends import xroot
 from workers.engine.backends.base import MetadataCall, OpenOptions
+from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 
 _engine_call = xroot.XRootDBackend.metadata_call
 _engine_write = xroot.XRootDWritableFile.write
 
 
-def variant() -> str:
-    return Path(os.environ["FEDPROBE_BENCH_VARIANT_FILE"]).read_text().strip()
+PARTS = frozenset({"bare-call", "no-timeout", "no-setup", "no-xrdcl-settings"})
+
+
+def parts() -> frozenset[str]:
+    text = Path(os.environ["FEDPROBE_BENCH_VARIANT_FILE"]).read_text().strip()
+    chosen = frozenset() if text == "engine" else frozenset(text.split("+"))
+    if not chosen <= PARTS:
+        raise ValueError(f"unknown variant {text!r}")
+    return chosen
 
 
 def _bare_open_close(url: str) -> None:
@@ -45,15 +58,13 @@ def _open_close_without_timeout(url: str, deadline: Deadline) -> None:
 
 
 def metadata_call(self: Any, operation: str, url: str, options: OpenOptions) -> MetadataCall:
-    chosen = variant()
-    if operation != "open" or chosen == "engine":
+    chosen = parts()
+    if operation != "open" or not chosen & {"bare-call", "no-timeout"}:
         return _engine_call(self, operation, url, options)
     client_url = self._client_url(url, options)
-    if chosen == "bare-call":
+    if "bare-call" in chosen:
         return partial(_bare_open_close, client_url)
-    if chosen == "no-timeout":
-        return partial(_open_close_without_timeout, client_url, options.deadline)
-    raise ValueError(f"unknown variant {chosen!r}")
+    return partial(_open_close_without_timeout, client_url, options.deadline)
 
 
 def _bare_write(self: Any, offset: int, data: bytes) -> None:
@@ -69,17 +80,59 @@ def _write_without_timeout(self: Any, offset: int, data: bytes) -> None:
 
 def writable_init(self: Any, url: str, options: OpenOptions) -> None:
     _engine_init(self, url, options)
-    chosen = variant()
-    if chosen == "bare-call":
+    chosen = parts()
+    if "bare-call" in chosen:
         self.write = partial(_bare_write, self)
-    elif chosen == "no-timeout":
+    elif "no-timeout" in chosen:
         self.write = partial(_write_without_timeout, self)
-    elif chosen != "engine":
-        raise ValueError(f"unknown variant {chosen!r}")
 
 
 _engine_init = xroot.XRootDWritableFile.__init__
+_engine_setup = (engine_client.os.setpgid, engine_client.die_with, engine_client.signal.signal)
+_engine_environment = Access.apply_environment
+_engine_configure = xroot.configure_client
+
+
+class _Os:
+    """client_main's `os`, whose setpgid does nothing with "no-setup"."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "setpgid" and "no-setup" in parts():
+            return lambda pid, pgid: None
+        return getattr(os, name)
+
+
+class _Signal:
+    """client_main's `signal`, whose handlers are not installed with "no-setup"."""
+
+    def __getattr__(self, name: str) -> Any:
+        import signal
+
+        if name == "signal" and "no-setup" in parts():
+            return lambda signum, handler: None
+        return getattr(signal, name)
+
+
+def die_with(run_pid: int) -> None:
+    if "no-setup" not in parts():
+        _engine_setup[1](run_pid)
+
+
+def apply_environment(self: Access, env: Any = os.environ) -> None:
+    if "no-setup" not in parts():
+        _engine_environment(self, env)
+
+
+def configure_client(options: OpenOptions) -> None:
+    if "no-xrdcl-settings" not in parts():
+        _engine_configure(options)
+
 
 if "FEDPROBE_BENCH_VARIANT_FILE" in os.environ:
     xroot.XRootDBackend.metadata_call = metadata_call  # type: ignore[method-assign]
     xroot.XRootDWritableFile.__init__ = writable_init  # type: ignore[method-assign]
+    engine_client.os = _Os()  # type: ignore[assignment]
+    engine_client.signal = _Signal()  # type: ignore[assignment]
+    engine_client.die_with = die_with
+    Access.apply_environment = apply_environment  # type: ignore[method-assign]
+    xroot.configure_client = configure_client
