@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import OpenOptions
-from workers.engine.credentials import Access, AuthMethod, Credential, run_secrets
+from workers.engine.credentials import Access, Credential
 from workers.engine.deadline import Deadline
 from workers.engine.egress import EgressPolicy
 from workers.engine.egress_guard import EgressGuard
 from workers.engine.errors import ErrorClass, InvalidParams, ProbeError
-from workers.engine.guarding import guarded_by
+from workers.engine.guarding import guarded_secrets
 from workers.engine.params import Operation, RunParams, in_directory, written_names
 from workers.engine.processes import (
     child_answer,
@@ -75,20 +74,11 @@ def cleanup_written(
         file_roots=file_roots,
     )
     params.validate()
-    auth = AuthMethod.NONE if credential is None else credential.auth_method(params.scheme)
-    with (
-        run_secrets(credential, scheme=params.scheme, ca_dir=ca_dir) as access,
-        # As a run's: XrdCl follows a redirect with the token; the guard holds it to the
-        # endpoint's hosts (and its listed credential_hosts) and the egress policy.
-        EgressGuard.running(*guarded_by(params, params.scheme, auth)) as guard,
-    ):
-        held = replace(
-            access,
-            guard=None if guard is None else guard.link,
-            credential_hosts=params.credential_hosts,
-        )
+    # As a run's: XrdCl follows a redirect with the token; the guard holds it to the
+    # endpoint's hosts (and its listed credential_hosts) and the egress policy.
+    with guarded_secrets(params) as (access, guard):
         deadline = Deadline.after(timeout_s)
-        return sweep_in_child(params.without_credential(), held, deadline, guard)
+        return sweep_in_child(params.without_credential(), access, deadline, guard)
 
 
 def sweep_in_child(

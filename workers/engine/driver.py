@@ -48,7 +48,7 @@ from workers.engine.families import (
     most_common,
     wrong_family,
 )
-from workers.engine.guarding import guarded_by
+from workers.engine.guarding import guarded_secrets
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import (
     METADATA_OPERATIONS,
@@ -173,14 +173,11 @@ def run_probe(
         if credential is not None:
             credential.check_valid(until=datetime.now(UTC))
         with (
-            run_secrets(credential, scheme=scheme, ca_dir=params.ca_dir) as access,
+            guarded_secrets(params) as (access, guard),
             _destination_secrets(params) as destination,
-            EgressGuard.running(*guarded_by(params, scheme, result.auth)) as guard,
         ):
             guarded = replace(
                 access,
-                guard=None if guard is None else guard.link,
-                credential_hosts=params.credential_hosts,
                 address_family=str(params.address_family),
                 address=address,
                 destination=_held_to(destination, params.address_family),

@@ -19,12 +19,12 @@ from urllib.parse import urlsplit
 
 from workers.engine.backends import backend_for
 from workers.engine.backends.base import FileFacts, OpenOptions
-from workers.engine.credentials import Access, AuthMethod, run_secrets
+from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 from workers.engine.driver import explained
-from workers.engine.egress_guard import PREFLIGHT, EgressGuard
+from workers.engine.egress_guard import PREFLIGHT
 from workers.engine.errors import ErrorClass, ProbeError
-from workers.engine.guarding import guarded_by
+from workers.engine.guarding import guarded_secrets
 from workers.engine.params import Method, RunParams
 from workers.engine.processes import child_answer, client_context, die_with
 
@@ -52,19 +52,10 @@ def file_facts(params: RunParams) -> FileFacts:
     checked.validate()
     deadline = Deadline.after(params.timeout_s or DEFAULT_TIMEOUT_S)
     credential = params.credential
-    auth = AuthMethod.NONE if credential is None else credential.auth_method(params.scheme)
     try:
         if credential is not None:
             credential.check_valid(until=datetime.now(UTC))
-        with (
-            run_secrets(credential, scheme=params.scheme, ca_dir=params.ca_dir) as access,
-            EgressGuard.running(*guarded_by(params, params.scheme, auth)) as guard,
-        ):
-            guarded = replace(
-                access,
-                guard=None if guard is None else guard.link,
-                credential_hosts=params.credential_hosts,
-            )
+        with guarded_secrets(params) as (guarded, guard):
             try:
                 return _ask_in_child(client_context(), params.urls[0], guarded, params, deadline)
             except ProbeError as exc:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from dataclasses import replace
+
 from workers.engine.credential_scope import AddressScope, CredentialScope
-from workers.engine.credentials import AuthMethod
+from workers.engine.credentials import Access, AuthMethod, run_secrets
 from workers.engine.egress import EgressPolicy
+from workers.engine.egress_guard import EgressGuard
 from workers.engine.params import RunParams
 from workers.engine.protocols import protocol_of
 
@@ -26,3 +31,19 @@ def guarded_by(
             )
         )
     return params.egress, scope
+
+
+@contextlib.contextmanager
+def guarded_secrets(params: RunParams) -> Iterator[tuple[Access, EgressGuard | None]]:
+    """The credential of `params` in a private folder (run_secrets) and the egress guard
+    that holds the processes using it (guarded_by), for as long as the block lasts: the
+    Access a child process gets (the guard's link and the credential_hosts with it), and the
+    guard, to explain a refusal by it. The run, a file's facts and a cleanup share it."""
+    credential = params.credential
+    auth = AuthMethod.NONE if credential is None else credential.auth_method(params.scheme)
+    with (
+        run_secrets(credential, scheme=params.scheme, ca_dir=params.ca_dir) as access,
+        EgressGuard.running(*guarded_by(params, params.scheme, auth)) as guard,
+    ):
+        link = None if guard is None else guard.link
+        yield replace(access, guard=link, credential_hosts=params.credential_hosts), guard
