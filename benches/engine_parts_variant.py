@@ -10,6 +10,7 @@ defaults instead of configure_client's)."""
 from __future__ import annotations
 
 import os
+import signal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,6 @@ from workers.engine.credentials import Access
 from workers.engine.deadline import Deadline
 
 _engine_call = xroot.XRootDBackend.metadata_call
-_engine_write = xroot.XRootDWritableFile.write
 
 
 PARTS = frozenset({"bare-call", "no-timeout", "no-setup", "no-xrdcl-settings"})
@@ -88,7 +88,7 @@ def writable_init(self: Any, url: str, options: OpenOptions) -> None:
 
 
 _engine_init = xroot.XRootDWritableFile.__init__
-_engine_setup = (engine_client.os.setpgid, engine_client.die_with, engine_client.signal.signal)
+_engine_die_with = engine_client.die_with
 _engine_environment = Access.apply_environment
 _engine_configure = xroot.configure_client
 
@@ -106,8 +106,6 @@ class _Signal:
     """client_main's `signal`, whose handlers are not installed with "no-setup"."""
 
     def __getattr__(self, name: str) -> Any:
-        import signal
-
         if name == "signal" and "no-setup" in parts():
             return lambda signum, handler: None
         return getattr(signal, name)
@@ -115,7 +113,7 @@ class _Signal:
 
 def die_with(run_pid: int) -> None:
     if "no-setup" not in parts():
-        _engine_setup[1](run_pid)
+        _engine_die_with(run_pid)
 
 
 def apply_environment(self: Access, env: Any = os.environ) -> None:
