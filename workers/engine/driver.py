@@ -48,7 +48,7 @@ from workers.engine.families import (
     most_common,
     wrong_family,
 )
-from workers.engine.guarding import guarded_secrets
+from workers.engine.guarding import guarded_by, guarded_secrets
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import (
     METADATA_OPERATIONS,
@@ -319,16 +319,25 @@ def _sweep_after_cut_copies(
     too): the run's names only, with the destination's credential (cleanup.py). HTTP-TPC's
     server goes on copying after the cut, so the sweep first waits HTTP_TPC_DRAIN_S from
     it. Untimed, after the clients; a failed sweep is the run's error. Copies not cut were
-    deleted by their client."""
+    deleted by their client. The sweep is held by the egress guard as the run's processes
+    are, its credential to the destination's own server (the hosts listed for the run are
+    the source's)."""
     assert params.destination is not None  # RunParams.validate
     if params.scheme in HTTP_SCHEMES:
         time.sleep(max(0.0, cut_at + HTTP_TPC_DRAIN_S - time.monotonic()))
     at_destination = replace(
-        params, urls=(params.destination,), operation=Operation.WRITE, destination=None
+        params,
+        urls=(params.destination,),
+        operation=Operation.WRITE,
+        destination=None,
+        credential_hosts=(),
     )
     destination_access = access.destination or Access(ca_dir=access.ca_dir)
+    scheme, auth = at_destination.scheme, destination_access.auth
     try:
-        sweep_in_child(at_destination, destination_access, Deadline.after(CLEANUP_TIMEOUT_S))
+        with EgressGuard.running(*guarded_by(at_destination, scheme, auth)) as guard:
+            held = replace(destination_access, guard=None if guard is None else guard.link)
+            sweep_in_child(at_destination, held, Deadline.after(CLEANUP_TIMEOUT_S), guard)
     except ProbeError as exc:
         if result.run_error is None:
             message = f"cleanup of the copies at {params.destination}: {exc.message}"

@@ -39,11 +39,9 @@ def guarded_secrets(params: RunParams) -> Iterator[tuple[Access, EgressGuard | N
     that holds the processes using it (guarded_by), for as long as the block lasts: the
     Access a child process gets (the guard's link and the credential_hosts with it), and the
     guard, to explain a refusal by it. The run, a file's facts and a cleanup share it."""
-    credential = params.credential
-    auth = AuthMethod.NONE if credential is None else credential.auth_method(params.scheme)
     with (
-        run_secrets(credential, scheme=params.scheme, ca_dir=params.ca_dir) as access,
-        EgressGuard.running(*guarded_by(params, params.scheme, auth)) as guard,
+        run_secrets(params.credential, scheme=params.scheme, ca_dir=params.ca_dir) as access,
+        EgressGuard.running(*guarded_by(params, params.scheme, access.auth)) as guard,
     ):
         link = None if guard is None else guard.link
         yield replace(access, guard=link, credential_hosts=params.credential_hosts), guard

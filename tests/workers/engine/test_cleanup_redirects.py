@@ -13,6 +13,7 @@ Listing the host lets the same cleanup through, and the login is logged."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -28,8 +29,8 @@ from tests.redirecting_server import (
 )
 from tests.workers.engine.conftest import MiB, WritableDoor
 from workers.engine.cleanup import cleanup_written
-from workers.engine.credentials import Credential
-from workers.engine.driver import run_probe
+from workers.engine.credentials import Access, Credential, run_secrets
+from workers.engine.driver import _new_result, _sweep_after_cut_copies, run_probe
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.params import Operation, RunParams, written_name
 from workers.engine.results import RunResult
@@ -158,3 +159,34 @@ def test_a_write_runs_sweep_never_takes_the_token_where_its_deletes_are_redirect
     finally:
         for client in (0, 1):
             (writable_door.folder / written_name("sweepheld", client, 0)).unlink(missing_ok=True)
+
+
+def test_a_cut_copys_sweep_never_takes_the_destinations_token_where_its_deletes_are_redirected(
+    lab: Lab, left_files: list[Path]
+) -> None:
+    """A native TPC cut mid-copy leaves its copies at the destination; the run sweeps them
+    with the destination's token, held to the destination's own server (the hosts listed
+    for the run are the source's: here the second server, which must not see it)."""
+    second = port_of(lab, SECOND)
+    watch = second_log(lab)
+    with redirecting(lab, ("rm",)) as first:
+        params = RunParams(
+            urls=(lab.endpoint(SECOND).file_url("/fedprobe/file-1M"),),
+            operation=Operation.TPC_PULL,
+            destination=first.url("roots", SCRATCH),
+            run_tag="leftover",
+            ca_dir=str(lab.ca_dir()),
+            egress=LOOPBACK,
+            credential_hosts=("localhost",),  # the source's list: not the destination's
+        )
+        result = _new_result(params)
+        with run_secrets(write_token(lab), scheme="roots", ca_dir=str(lab.ca_dir())) as token:
+            access = Access(ca_dir=str(lab.ca_dir()), destination=token)
+            _sweep_after_cut_copies(params, access, result, cut_at=time.monotonic())
+    assert result.run_error is not None
+    error_class, message = result.run_error
+    assert error_class == ErrorClass.EGRESS, message
+    assert message.startswith(f"cleanup of the copies at {params.destination}: refused: ")
+    assert f"refused: a connection to 127.0.0.1:{second} (localhost)" in message
+    assert watch.logins() == []
+    assert all(path.exists() for path in left_files)
