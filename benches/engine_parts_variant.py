@@ -22,7 +22,6 @@ from workers.engine import client as engine_client
 from workers.engine.backends import xroot
 from workers.engine.backends.base import MetadataCall, OpenOptions
 from workers.engine.credentials import Access
-from workers.engine.deadline import Deadline
 
 _engine_call = xroot.XRootDBackend.metadata_call
 
@@ -38,23 +37,31 @@ def parts() -> frozenset[str]:
     return chosen
 
 
-def _bare_open_close(url: str) -> None:
-    """The bare loop's open-close (metadata_bare.py)."""
-    f = xrd.File()
-    status, _ = f.open(url, OpenFlags.READ)
-    assert status.ok, status
-    f.close()
+def _bare_open_close(url: str) -> MetadataCall:
+    """The bare loop's open-close (metadata_bare.py), called as the engine calls its own."""
+
+    def call(timeout_s: int) -> None:
+        f = xrd.File()
+        status, _ = f.open(url, OpenFlags.READ)
+        assert status.ok, status
+        f.close()
+
+    return call
 
 
-def _open_close_without_timeout(url: str, deadline: Deadline) -> None:
-    """The engine's open-close (xroot._open_close) without the time left on each call."""
-    file = xrd.File()
-    status, _ = file.open(url, OpenFlags.READ)
-    if not status.ok:
-        raise xroot.status_error(status, f"open {url}")
-    status, _ = file.close()
-    if not status.ok:
-        raise xroot.status_error(status, f"close {url}")
+def _open_close_without_timeout(url: str) -> MetadataCall:
+    """The engine's open-close (xroot._open_close) without the time left on each request."""
+
+    def call(timeout_s: int) -> None:
+        file = xrd.File()
+        status, _ = file.open(url, OpenFlags.READ)
+        if not status.ok:
+            raise xroot.status_error(status, f"open {url}")
+        status, _ = file.close()
+        if not status.ok:
+            raise xroot.status_error(status, f"close {url}")
+
+    return call
 
 
 def metadata_call(self: Any, operation: str, url: str, options: OpenOptions) -> MetadataCall:
@@ -63,16 +70,16 @@ def metadata_call(self: Any, operation: str, url: str, options: OpenOptions) -> 
         return _engine_call(self, operation, url, options)
     client_url = self._client_url(url, options)
     if "bare-call" in chosen:
-        return partial(_bare_open_close, client_url)
-    return partial(_open_close_without_timeout, client_url, options.deadline)
+        return _bare_open_close(client_url)
+    return _open_close_without_timeout(client_url)
 
 
-def _bare_write(self: Any, offset: int, data: bytes) -> None:
+def _bare_write(self: Any, offset: int, data: bytes, timeout_s: int) -> None:
     """The bare loop's write request (write_bare.py)."""
     self._file.write(data, offset, len(data))
 
 
-def _write_without_timeout(self: Any, offset: int, data: bytes) -> None:
+def _write_without_timeout(self: Any, offset: int, data: bytes, timeout_s: int) -> None:
     status, _ = self._file.write(data, offset, len(data))
     if not status.ok:
         raise xroot.status_error(status, f"write {len(data)} B at {offset}")

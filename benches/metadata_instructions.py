@@ -44,9 +44,9 @@ def run_side(side: str, operation: str, url: str, ops: int) -> None:
         return
     options = OpenOptions(user="engine", streams=1, deadline=Deadline.after(3600))
     calls = [XRootDBackend().metadata_call(operation, url, options)]
-    calls[0]()
+    calls[0](options.deadline.timeout_s())
     progress = multiprocessing.get_context("forkserver").RawArray("q", 1)
-    client = SimpleNamespace(progress=progress, spec=SimpleNamespace(client=0))
+    client = SimpleNamespace(progress=progress, spec=SimpleNamespace(client=0), options=options)
     _storm(client, calls, ops, array.array("q").append)  # type: ignore[arg-type]
 
 

@@ -2,7 +2,8 @@
 
 Same rules as the read loops in client.py: everything is prepared before the clock (the
 bytes to write and their adler32, the metadata calls), and the loops do nothing per
-operation but the call, a perf_counter_ns pair, an array append and the progress count.
+operation but the call, a perf_counter_ns pair, an array append and the progress count (and
+once a second the deadline's time left that each call carries: deadline.Countdown).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from workers.engine.backends.base import MetadataCall, WritableFile
-from workers.engine.deadline import Deadline
+from workers.engine.deadline import Countdown, Deadline
 from workers.engine.errors import ErrorClass, ProbeError
 from workers.engine.params import RunParams
 
@@ -145,12 +146,15 @@ def _write(client: Client, file: WritableFile) -> None:
     record, write, clock = client.latencies("write").append, file.write, time.perf_counter_ns
     progress, slot, written = client.progress, client.spec.client, client.result.bytes_written
     assert client.source is not None
+    countdown, timeout_s, fewer_at = Countdown(client.options.deadline), 1, 0
     offset, first_ns = 0, 0
     started = client.now()
     try:
         for data in client.source.requests():
             begun = clock()
-            write(offset, data)
+            if begun >= fewer_at:
+                timeout_s, fewer_at = countdown.at(begun)
+            write(offset, data, timeout_s)
             ended = clock()
             record(ended - begun)
             if not first_ns:
@@ -252,9 +256,12 @@ def _storm(
     client: Client, calls: Sequence[MetadataCall], ops: int, record: Callable[[int], None]
 ) -> None:
     progress, slot, clock = client.progress, client.spec.client, time.perf_counter_ns
+    countdown, timeout_s, fewer_at = Countdown(client.options.deadline), 1, 0
     for done, call in enumerate(itertools.islice(itertools.cycle(calls), ops), 1):
         started = clock()
-        call()
+        if started >= fewer_at:
+            timeout_s, fewer_at = countdown.at(started)
+        call(timeout_s)
         ended = clock()
         record(ended - started)
         progress[slot] = done
@@ -271,6 +278,7 @@ def _storm_paced(
     schedule (a slow answer is caught up on, not carried into every later operation, as a
     sleep between operations would)."""
     progress, slot, clock = client.progress, client.spec.client, time.perf_counter_ns
+    countdown, timeout_s, fewer_at = Countdown(client.options.deadline), 1, 0
     sleep = time.sleep
     interval_ns = 1e9 / rate
     first = clock()
@@ -279,7 +287,9 @@ def _storm_paced(
         if wait_ns > 0:
             sleep(wait_ns / 1e9)
         started = clock()
-        call()
+        if started >= fewer_at:
+            timeout_s, fewer_at = countdown.at(started)
+        call(timeout_s)
         ended = clock()
         record(ended - started)
         progress[slot] = done + 1

@@ -16,6 +16,7 @@ from tests.workers.engine.conftest import FILE_16M, MiB, lab_file
 from workers.engine import Method, Pattern, RunParams, run_probe
 from workers.engine import params as engine_params
 from workers.engine.driver import KILL_GRACE_S
+from workers.engine.params import Operation
 
 pytestmark = [pytest.mark.lab, pytest.mark.faults]
 
@@ -302,3 +303,26 @@ def test_a_slow_drip_is_cut_off_at_the_deadline_with_the_bytes_it_sent() -> None
     assert client["bytes_read"] == received  # what the endpoint sent before the cut counts
     assert client["bytes_wire"] == received
     assert run["bytes_read"] == received
+
+
+def test_a_storm_whose_endpoint_hangs_ends_by_its_own_requests_timeout(
+    lab: Any, relay_to: Any
+) -> None:
+    """Every request of a storm carries the time left (deadline.Countdown, asked once a
+    second): the client ends itself with class timeout by the deadline, not killed by the
+    driver past it (whose message is "no answer by the run's deadline"). The endpoint hangs
+    5 s into an 8 s run: a request carrying only XrdCl's RequestTimeout (the whole run's
+    length, set as the client starts) would expire at ~12 s, past the kill at 10 s."""
+    host, url = relay_to("local-root", FILE_16M)
+    threading.Timer(5.0, host.set_mode, ("test", "hang")).start()
+    started = time.monotonic()
+    run = run_probe(
+        RunParams(urls=(url,), operation=Operation.STAT, ops=engine_params.MAX_OPS, timeout_s=8.0)
+    ).to_json()
+    elapsed = time.monotonic() - started
+    assert elapsed < 8.0 + KILL_GRACE_S + 3.0
+    assert run["status"] == "timeout"
+    (client,) = run["clients"]
+    assert 0 < client["ops"] < engine_params.MAX_OPS
+    assert client["error"]["class"] == "timeout"
+    assert "no answer by the run's deadline" not in client["error"]["message"]

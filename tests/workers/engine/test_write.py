@@ -209,7 +209,7 @@ file = backend.create(url, 0, options)
 data, offset, ends = b"x" * 16384, 0, time.monotonic() + busy_s
 try:
     while time.monotonic() < ends:
-        file.write(offset, data)
+        file.write(offset, data, options.deadline.timeout_s())
         offset += len(data)
     print("wrote", offset, flush=True)
 finally:

@@ -119,8 +119,11 @@ class WritableFile(abc.ABC):
     served_by: str
 
     @abc.abstractmethod
-    def write(self, offset: int, data: bytes) -> None:
-        """Write `data` at `offset`; returns once the server acknowledged it."""
+    def write(self, offset: int, data: bytes, timeout_s: int) -> None:
+        """Write `data` at `offset`; returns once the server acknowledged it. `timeout_s`:
+        the deadline's whole seconds left when the request starts (deadline.Countdown), for
+        a protocol library that takes the request's timeout so (XrdCl); another checks the
+        deadline its own way."""
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -134,8 +137,11 @@ class WritableFile(abc.ABC):
             self.close()
 
 
-# A prepared metadata operation on one URL: called once per operation, timed by the client.
-MetadataCall = Callable[[], object]
+# A prepared metadata operation on one URL: called once per operation, timed by the client,
+# with the deadline's whole seconds left when the operation starts (deadline.Countdown; what
+# XrdCl takes as a request's timeout, every request of the operation carrying it; HTTP's
+# calls take theirs from the deadline).
+MetadataCall = Callable[[int], object]
 
 
 class Backend(abc.ABC):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from urllib.parse import unquote, urlsplit
 from xml.etree.ElementTree import ParseError
@@ -96,7 +96,9 @@ class HttpUpload(WritableFile):
             self._slot.put_nowait(_ABORT)
         self._sender.join(ABORT_WAIT_S)
 
-    def write(self, offset: int, data: bytes) -> None:
+    def write(self, offset: int, data: bytes, timeout_s: int) -> None:
+        """Hands `data` to the PUT's body; waits on the sender checking the deadline itself
+        (in fractions of a second: `timeout_s` is XrdCl's whole seconds)."""
         while True:
             try:
                 self._slot.put(data, timeout=_POLL_S)
@@ -167,16 +169,25 @@ def metadata_call(
     client: httpx.Client, operation: str, url: str, deadline: Deadline
 ) -> MetadataCall | None:
     """stat: HEAD; open: a GET of the first byte (what a job's open and first read cost
-    over HTTP, which has no open); list: PROPFIND Depth 1. None for another operation."""
+    over HTTP, which has no open); list: PROPFIND Depth 1. None for another operation.
+    Each request takes its timeouts from the deadline (httpx's, in fractions of a second),
+    not from the whole seconds the storm passes."""
     target = http_url(url)
-    calls: dict[str, MetadataCall] = {
+    requests: dict[str, Callable[[], bytes]] = {
         "stat": partial(_request, client, "HEAD", target, deadline, expect=(200,)),
         "open": partial(
             _request, client, "GET", target, deadline, headers={"Range": "bytes=0-0"}, expect=(206,)
         ),
         "list": partial(_propfind, client, url, deadline),
     }
-    return calls.get(operation)
+    request = requests.get(operation)
+    if request is None:
+        return None
+
+    def call(timeout_s: int) -> bytes:
+        return request()
+
+    return call
 
 
 def _propfind(client: httpx.Client, url: str, deadline: Deadline) -> bytes:

@@ -122,7 +122,8 @@ class LocalWritableFile(WritableFile):
             raise os_error(exc, f"create {path}") from exc
         self.served_by = LOCAL_SERVER
 
-    def write(self, offset: int, data: bytes) -> None:
+    def write(self, offset: int, data: bytes, timeout_s: int) -> None:
+        """A local write has no timeout: `timeout_s` is not used."""
         try:
             written = os.pwrite(self._fd, data, offset)
         except OSError as exc:
@@ -205,21 +206,24 @@ class LocalBackend(Backend):
         return partial(calls[operation], path)
 
 
-def _stat(path: str) -> None:
+# The metadata calls: (path, the whole seconds left), of which a local call uses no timeout.
+
+
+def _stat(path: str, timeout_s: int) -> None:
     try:
         os.stat(path)
     except OSError as exc:
         raise os_error(exc, f"stat {path}") from exc
 
 
-def _open_close(path: str) -> None:
+def _open_close(path: str, timeout_s: int) -> None:
     try:
         os.close(os.open(path, os.O_RDONLY))
     except OSError as exc:
         raise os_error(exc, f"open {path}") from exc
 
 
-def _list(path: str) -> None:
+def _list(path: str, timeout_s: int) -> None:
     try:
         with os.scandir(path) as entries:
             for _ in entries:
