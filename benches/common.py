@@ -151,3 +151,16 @@ def ratio_summary(ratios: list[float]) -> str:
     low = max(0, math.floor(n / 2 - half_width) - 1)
     high = min(n - 1, math.ceil(n / 2 + half_width))
     return text + f"; 95% CI {ordered[low]:.1%}-{ordered[high]:.1%})"
+
+
+def order_summary(ratios: list[float]) -> str:
+    """The median ratio of the trials in which the engine went first (the even ones, as the
+    benches alternate) and of those in which the bare loop did: far apart, the second
+    process of a trial meets a server (or a machine) changed by the first."""
+    first, second = ratios[0::2], ratios[1::2]
+    if not first or not second:
+        return ""
+    return (
+        f"engine first {statistics.median(first):.1%} ({len(first)}), "
+        f"bare first {statistics.median(second):.1%} ({len(second)})"
+    )

@@ -4,7 +4,12 @@ stat, open-close and a directory listing, flat out, `--ops` per trial against a 
 xrootd of its own (or --url's directory), each side in a client process forked the same
 way, each from its first operation (which connects) to its last: the engine's ops_per_s
 of its one client against the bare loop's operations per second. Trials alternate which
-goes first; the ratio is the median of the per-trial ratios.
+goes first; the ratio is the median of the per-trial ratios. Each trial starts with a
+warm-up, the bare loop once unmeasured: without it the first side of a trial met a colder
+server than the second, which then ran 5-10% faster (with a server per trial, on one CPU:
+the engine 93.0% of the bare loop when it went first, 103.2% when second), and the median
+of the mixture moved by several percent from run to run (docs/benchmarks.md). stderr says
+the median ratio of each order: with the warm-up they agree.
 
     .venv/bin/python benches/metadata_bare.py [--url root://HOST//scratch] [--trials 9]
 """
@@ -13,11 +18,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from common import in_client_process, ratio_summary, trial_servers
+from common import in_client_process, order_summary, ratio_summary, trial_servers
 
 from workers.engine import RunParams, run_probe
 from workers.engine.params import Operation
@@ -102,6 +108,7 @@ def main() -> None:
             for trial in range(args.trials):
                 with server() as (directory, folder):
                     url = prepare(folder, directory)[operation]
+                    bare_rate(operation, url, args.ops)  # the warm-up (docstring)
                     if trial % 2:
                         bare_ops, bare_cpu_s = bare_rate(operation, url, args.ops)
                         engine_ops, engine_cpu_s = engine_storm(operation, url, args.ops)
@@ -120,6 +127,7 @@ def main() -> None:
                 f"{statistics.median(bare_cpu):.0f} us |",
                 flush=True,
             )
+            print(f"{operation}: {order_summary(ratios)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

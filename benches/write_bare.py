@@ -3,7 +3,10 @@
 The same bytes (the engine's WriteSource) written in the same requests to the same
 writable xrootd, each in a client process forked the same way; only the write loops are
 timed (the engine's write phase: first request sent to last acknowledged). Trials
-alternate which goes first; the ratio is the median of the per-trial ratios.
+alternate which goes first; the ratio is the median of the per-trial ratios. Each trial
+starts with a warm-up, the bare loop's write once unmeasured, so that both sides follow a
+write (as metadata_bare.py: the first side of a trial otherwise met a colder server);
+stderr says the median ratio of each order.
 
     .venv/bin/python benches/write_bare.py [--url root://HOST//scratch] [--trials 9]
 
@@ -14,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from common import in_client_process, ratio_summary, trial_servers
+from common import in_client_process, order_summary, ratio_summary, trial_servers
 
 from workers.engine import RunParams, run_probe
 from workers.engine.client_ops import WriteSource
@@ -92,6 +96,7 @@ def main() -> None:
             for trial in range(args.trials):
                 tag, bare_name = f"bench{trial}", f"bare-{trial}"
                 with server() as (directory, _):
+                    in_client_process(bare_write, directory, fields, f"warm-{trial}")
                     if trial % 2:
                         bare_s, bare_cpu_s = in_client_process(
                             bare_write, directory, fields, bare_name
@@ -113,6 +118,7 @@ def main() -> None:
                 f"| {statistics.median(engine_cpu):.0f} / {statistics.median(bare_cpu):.0f} us |",
                 flush=True,
             )
+            print(f"{name}: {order_summary(ratios)}", file=sys.stderr)
 
 
 if __name__ == "__main__":
