@@ -8,8 +8,9 @@ it does, with only its open-close call (`--workload open`) or its write request
 (unchanged), `bare-call` (the bare loop's call in the engine's client process),
 `no-timeout` (the engine's call without the time left to the deadline on each request);
 `bare-again` is a second bare loop process (what two identical processes differ by). Each is
-compared with the bare loop of its round; rounds rotate the order; with --server-per-trial
-each round has a fresh xrootd. About 15 minutes for open at --rounds 101, 8 for write-4k.
+compared with the bare loop of its round; rounds rotate the order and start with an
+unmeasured bare loop (a warm-up, as metadata_bare.py's trials); with --server-per-trial each
+round has a fresh xrootd. About 15 minutes for open at --rounds 101, 8 for write-4k.
 
     .venv/bin/python benches/engine_parts.py [--workload open|write-4k] [--rounds 101]
         [--server-per-trial] [--variants engine bare-call bare-call+no-setup ...]
@@ -121,6 +122,7 @@ def main() -> None:
                     engine, bare = open_rates(directory, folder)
                 else:
                     engine, bare = write_rates(directory, round_)
+                bare()  # the warm-up: no side meets a colder server (metadata_bare.py)
                 shift = round_ % len(sides)
                 for side in sides[shift:] + sides[:shift]:
                     if side in ("bare", "bare-again"):
