@@ -2,7 +2,7 @@
 
 metadata_bare.py and write_bare.py run the engine (run_probe: its client process from its
 fork server) against a bare loop in a process forked the same way. Here the engine runs as
-it does, with only its open-close call (`--workload open`) or its write request
+it does, with only its open-close call (`--workload open`), its stat (`stat`) or its write request
 (`--workload write-4k`, 4 MiB in 4 KiB requests) replaced in its client process
 (engine_parts_variant.py, preloaded into the engine's fork server), in turn: `engine`
 (unchanged), `bare-call` (the bare loop's call in the engine's client process),
@@ -12,7 +12,7 @@ compared with the bare loop of its round; rounds rotate the order and start with
 unmeasured bare loop (a warm-up, as metadata_bare.py's trials); with --server-per-trial each
 round has a fresh xrootd. About 15 minutes for open at --rounds 101, 8 for write-4k.
 
-    .venv/bin/python benches/engine_parts.py [--workload open|write-4k] [--rounds 101]
+    .venv/bin/python benches/engine_parts.py [--workload open|stat|write-4k] [--rounds 101]
         [--server-per-trial] [--variants engine bare-call bare-call+no-setup ...]
 
 A variant is `engine` or parts joined by "+": bare-call, no-timeout, no-setup (client_main
@@ -39,7 +39,7 @@ from workers.engine.params import Operation
 
 VARIANTS = ("engine", "bare-call", "no-timeout", "bare-again")
 PRELOAD = "engine_parts_variant"
-OPS = 3000  # open-closes per trial
+OPS = 3000  # open-closes (stats) per trial
 _, WRITE_4K = WORKLOADS["4K"]
 
 
@@ -61,20 +61,20 @@ def preload_variants(variant_file: Path) -> None:
             module.client_context = client_context  # type: ignore[attr-defined]
 
 
-def open_rates(
-    directory: str, folder: Path | None
+def storm_rates(
+    operation: str, directory: str, folder: Path | None
 ) -> tuple[Callable[[], float], Callable[[], float]]:
-    """(the engine's open-closes per second, the bare loop's), against the server's file."""
-    url = prepare(folder, directory)["open"]
+    """(the engine's operations per second, the bare loop's), against the server's file."""
+    url = prepare(folder, directory)[operation]
 
     def engine() -> float:
-        run = run_probe(RunParams(urls=(url,), operation=Operation.OPEN, ops=OPS))
+        run = run_probe(RunParams(urls=(url,), operation=Operation(operation), ops=OPS))
         (client,) = run.clients
         assert client.ok and client.ops_per_s, client.error
         return client.ops_per_s
 
     def bare() -> float:
-        seconds, _ = in_client_process(bare_storm, "open", url, OPS)
+        seconds, _ = in_client_process(bare_storm, operation, url, OPS)
         return OPS / seconds
 
     return engine, bare
@@ -100,7 +100,7 @@ def write_rates(directory: str, trial: int) -> tuple[Callable[[], float], Callab
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--workload", choices=["open", "write-4k"], default="open")
+    parser.add_argument("--workload", choices=["open", "stat", "write-4k"], default="open")
     parser.add_argument("--rounds", type=int, default=101)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS))
     parser.add_argument(
@@ -118,10 +118,10 @@ def main() -> None:
     with trial_servers(None, pin=args.pin, per_trial=args.server_per_trial) as server:
         for round_ in range(args.rounds):
             with server() as (directory, folder):
-                if args.workload == "open":
-                    engine, bare = open_rates(directory, folder)
-                else:
+                if args.workload == "write-4k":
                     engine, bare = write_rates(directory, round_)
+                else:
+                    engine, bare = storm_rates(args.workload, directory, folder)
                 bare()  # the warm-up: no side meets a colder server (metadata_bare.py)
                 shift = round_ % len(sides)
                 for side in sides[shift:] + sides[:shift]:
@@ -130,7 +130,7 @@ def main() -> None:
                     else:
                         variant_file.write_text(side)
                         rates[side].append(engine())
-    unit = "open-closes/s" if args.workload == "open" else "4 KiB writes/s"
+    unit = {"open": "open-closes/s", "stat": "stats/s"}.get(args.workload, "4 KiB writes/s")
     print(f"| in the engine's client | {unit} | against the bare loop of its round |")
     print("|---|---|---|")
     print(f"| (the bare loop) | {statistics.median(rates['bare']):,.0f} | |")

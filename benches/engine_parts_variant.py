@@ -1,8 +1,8 @@
 """Preloaded into the engine's fork server by engine_parts.py: parts of the engine's client
 changed as the variant in the file FEDPROBE_BENCH_VARIANT_FILE names says, read when the
 client starts, makes its call or creates its file (before its clock starts). A variant is
-"engine" (nothing changed) or parts joined by "+": "bare-call" (the bare loop's open-close
-or write request instead of the engine's), "no-timeout" (the engine's call without the time
+"engine" (nothing changed) or parts joined by "+": "bare-call" (the bare loop's open-close,
+stat or write request instead of the engine's), "no-timeout" (the engine's call without the time
 left on each request), "no-setup" (client_main without its own process group, the die_with
 thread, the SIGTERM handler and the credential environment), "no-xrdcl-settings" (XrdCl's
 defaults instead of configure_client's)."""
@@ -64,11 +64,35 @@ def _open_close_without_timeout(url: str) -> MetadataCall:
     return call
 
 
+def _bare_stat(fs: Any, path: str) -> MetadataCall:
+    """The bare loop's stat (metadata_bare.py)."""
+
+    def call(timeout_s: int) -> None:
+        status, _ = fs.stat(path)
+        assert status.ok, status
+
+    return call
+
+
+def _stat_without_timeout(fs: Any, path: str, url: str) -> MetadataCall:
+    def call(timeout_s: int) -> None:
+        status, _ = fs.stat(path)
+        if not status.ok:
+            raise xroot.status_error(status, f"stat {url}")
+
+    return call
+
+
 def metadata_call(self: Any, operation: str, url: str, options: OpenOptions) -> MetadataCall:
     chosen = parts()
-    if operation != "open" or not chosen & {"bare-call", "no-timeout"}:
+    if operation not in ("open", "stat") or not chosen & {"bare-call", "no-timeout"}:
         return _engine_call(self, operation, url, options)
     client_url = self._client_url(url, options)
+    if operation == "stat":
+        fs, path = self._filesystem(client_url), xroot._path_of(client_url)
+        if "bare-call" in chosen:
+            return _bare_stat(fs, path)
+        return _stat_without_timeout(fs, path, url)
     if "bare-call" in chosen:
         return _bare_open_close(client_url)
     return _open_close_without_timeout(client_url)
