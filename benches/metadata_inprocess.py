@@ -9,7 +9,7 @@ over `XRootDBackend.metadata_call`: the call and its status check) against the b
 of the same XrdCl call, in ABBA order (which side goes first alternates every two blocks:
 the side that runs second after a switch was seen to gain 3-8%). The ratio is the median
 of the per-pair ratios. Run under `taskset -c 1` (the server, its threads and the bench
-on one CPU), nothing depends on where threads land, and 150 pairs resolve +-0.5%.
+on one CPU), nothing depends on where threads land, and 150 pairs resolve about +-0.7%.
 
     [taskset -c 1] .venv/bin/python benches/metadata_inprocess.py [--blocks 40] [--block 500]
 """

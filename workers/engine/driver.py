@@ -48,7 +48,7 @@ from workers.engine.families import (
     most_common,
     wrong_family,
 )
-from workers.engine.guarding import guarded_by, guarded_secrets
+from workers.engine.guarding import guarded, guarded_secrets
 from workers.engine.metrics import ClientError, ClientResult
 from workers.engine.params import (
     METADATA_OPERATIONS,
@@ -333,10 +333,8 @@ def _sweep_after_cut_copies(
         credential_hosts=(),
     )
     destination_access = access.destination or Access(ca_dir=access.ca_dir)
-    scheme, auth = at_destination.scheme, destination_access.auth
     try:
-        with EgressGuard.running(*guarded_by(at_destination, scheme, auth)) as guard:
-            held = replace(destination_access, guard=None if guard is None else guard.link)
+        with guarded(at_destination, destination_access) as (held, guard):
             sweep_in_child(at_destination, held, Deadline.after(CLEANUP_TIMEOUT_S), guard)
     except ProbeError as exc:
         if result.run_error is None:

@@ -35,13 +35,21 @@ def guarded_by(
 
 @contextlib.contextmanager
 def guarded_secrets(params: RunParams) -> Iterator[tuple[Access, EgressGuard | None]]:
-    """The credential of `params` in a private folder (run_secrets) and the egress guard
-    that holds the processes using it (guarded_by), for as long as the block lasts: the
-    Access a child process gets (the guard's link and the credential_hosts with it), and the
-    guard, to explain a refusal by it. The run, a file's facts and a cleanup share it."""
+    """The credential of `params` in a private folder (run_secrets), held by the egress
+    guard (guarded) for as long as the block lasts. The run, a file's facts and a cleanup
+    share it."""
     with (
         run_secrets(params.credential, scheme=params.scheme, ca_dir=params.ca_dir) as access,
-        EgressGuard.running(*guarded_by(params, params.scheme, access.auth)) as guard,
+        guarded(params, access) as held,
     ):
+        yield held
+
+
+@contextlib.contextmanager
+def guarded(params: RunParams, access: Access) -> Iterator[tuple[Access, EgressGuard | None]]:
+    """The egress guard that holds the processes using `access` to what `params` allows
+    (guarded_by), for as long as the block lasts: the Access a child process gets (the
+    guard's link and the credential_hosts with it), and the guard, to explain a refusal."""
+    with EgressGuard.running(*guarded_by(params, params.scheme, access.auth)) as guard:
         link = None if guard is None else guard.link
         yield replace(access, guard=link, credential_hosts=params.credential_hosts), guard
