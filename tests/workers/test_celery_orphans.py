@@ -115,9 +115,9 @@ def test_clients_die_with_their_worker_and_its_pool_process(
 def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_partial(
     lab: Any, start_celery_worker: Callable[..., WorkerProcess]
 ) -> None:
-    """8 clients read 16 MiB each through a relay (2 ms) that hangs as soon as the first of
-    them has ended (its connection closed): the others hang mid-read; the worker is killed;
-    the reaper ends the run partial with the records of those that ended (issue 10, item 3)."""
+    """8 clients read 16 MiB each through a relay (2 ms) that, mid-read, hangs for all but
+    the one furthest ahead: it ends, the others hang; the worker is killed; the reaper ends
+    the run partial with the record of the one that ended (issue 10, item 3)."""
     clients = 8
     with relayed_local_root(lab, rtt_ms=2.0) as (relay, endpoint):
         vantage = "partial"
@@ -133,7 +133,7 @@ def test_clients_that_ended_before_their_worker_died_are_kept_and_the_run_is_par
             deadline_s=600.0,
         )
         campaign.test_files.set([endpoint.files.get(path="/fedprobe/file-16M")])
-        hang_after_the_first_ends(relay, clients)
+        hang_all_but_one_mid_read(relay, clients, 16 * 1024 * 1024)
         (run,) = campaign_launch(campaign=campaign, trigger=Run.Trigger.MANUAL)
 
         def some_ended_while_running() -> bool:
@@ -175,9 +175,9 @@ def test_after_kill_9_of_a_worker_or_its_pool_process_no_client_measures_on_and_
             for worker in workers.values():
                 worker.wait_ready()
             # 16 clients of 1 KiB reads 2 ms away (~50 s): none ends before the kill. 8
-            # clients through a relay that hangs once one has ended: the others hang.
+            # clients through a relay that hangs mid-read for all but one: it ends.
             failing = launch(near, "main-killed", clients=16, read=1024)
-            hang_after_the_first_ends(relay, 8)
+            hang_all_but_one_mid_read(relay, 8, 16 * 1024 * 1024)
             partial = launch(
                 relayed, "pool-killed", clients=8, read=64 * 1024, pattern="sequential"
             )
@@ -333,18 +333,17 @@ def celery_beat(env: Mapping[str, str], tmp_path: Path) -> Iterator[Path]:
             beat.wait()
 
 
-def hang_after_the_first_ends(relay: RelayHost, clients: int) -> None:
-    """Hang the relay once all clients were connected and one connection has closed."""
+def hang_all_but_one_mid_read(relay: RelayHost, clients: int, file_size: int) -> None:
+    """Once all clients have connected and read one file's worth between them (so none but
+    perhaps the one furthest ahead is done), hang the relay for all but the connection that
+    has received the most: that client ends, the others hang mid-read, whatever their pace."""
 
     def watch() -> None:
         deadline = time.monotonic() + 60
-        peak = 0
         while time.monotonic() < deadline:
-            open_now = relay.stats()["test"].connections_open
-            peak = max(peak, open_now)
-            # Most clients connected (a slow poll may miss the very peak), and one has gone.
-            if peak >= clients // 2 and open_now < peak:
-                relay.set_mode("test", "hang")
+            stats = relay.stats()["test"]
+            if stats.connections_total >= clients and stats.bytes_down >= file_size:
+                relay.set_mode("test", "hang", spare=1)
                 return
             time.sleep(0.001)
 

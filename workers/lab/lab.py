@@ -238,13 +238,18 @@ class Lab:
 
     # -- relays -----------------------------------------------------------------------------
 
-    def set_relay_mode(self, relay: str, mode: str, cut_after: int | None = None) -> None:
+    def set_relay_mode(
+        self, relay: str, mode: str, cut_after: int | None = None, spare: int = 0
+    ) -> None:
         """`relay` is a relay's name or an endpoint's: endpoints that share a port (near-roots
-        and near-https are near-token's) share its relay."""
+        and near-https are near-token's) share its relay. `cut_after` and `spare` as in
+        `Relay.set_mode`."""
         if mode not in MODES:
             raise LabError(f"unknown relay mode {mode!r}: choose one of {', '.join(MODES)}")
         relay = self.relay_of(relay)
-        self._relay_request({"op": "mode", "relay": relay, "mode": mode, "cut_after": cut_after})
+        request: dict[str, object] = {"op": "mode", "relay": relay, "mode": mode}
+        request |= {"cut_after": cut_after} | ({"spare": spare} if spare else {})
+        self._relay_request(request)
 
     def relay_of(self, endpoint: str) -> str:
         """The relay in front of an endpoint (or the name itself, when it names no endpoint)."""

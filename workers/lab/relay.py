@@ -172,7 +172,9 @@ class Relay:
 
     Mode "hang": open connections stop forwarding both ways (until the mode changes back);
     new ones are accepted and never answered: their bytes are read, counted as bytes_up and
-    discarded, and they are never connected onwards, not even after the hang. Mode "cut":
+    discarded, and they are never connected onwards, not even after the hang. With `spare`
+    N, the N open connections that have delivered the most bytes to their clients go on as
+    if nothing happened (one client of many ends, the others hang mid-read). Mode "cut":
     once `cut_after` more bytes have been delivered to clients (0 or None: at once), every
     connection is reset and new ones are reset on accept, until the mode is set again.
     Counters count bytes handed to the other side's socket. Methods are not thread-safe;
@@ -187,6 +189,7 @@ class Relay:
         self.link = link
         self.mode = "normal"
         self.cut_after: int | None = None
+        self.spare = 0
         self.hang = False
         self.cut_budget: int | None = None
         self.cut_fired = False
@@ -225,6 +228,7 @@ class Relay:
             "mode": self.mode,
             "cut_after": self.cut_after,
             "cut_fired": self.cut_fired,
+            "spare": self.spare,
         }
 
     async def start(self) -> None:
@@ -267,20 +271,24 @@ class Relay:
                 await listening.wait_closed()
         await asyncio.sleep(0)  # let the aborted transports report connection_lost
 
-    def set_mode(self, mode: str, cut_after: int | None = None) -> None:
+    def set_mode(self, mode: str, cut_after: int | None = None, spare: int = 0) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown relay mode {mode!r}; expected one of {', '.join(MODES)}")
         if cut_after is not None:
-            if not isinstance(cut_after, int) or isinstance(cut_after, bool):
-                raise ValueError(f"cut_after must be an integer, got {cut_after!r}")
-            if cut_after < 0:
-                raise ValueError(f"cut_after must be >= 0, got {cut_after}")
+            _check_count("cut_after", cut_after)
             if mode != "cut":
                 raise ValueError(f"cut_after only applies to mode 'cut', not {mode!r}")
+        _check_count("spare", spare)
+        if spare and mode != "hang":
+            raise ValueError(f"spare only applies to mode 'hang', not {mode!r}")
         was_hanging = self.hang
         self.mode = mode
         self.cut_after = cut_after
+        self.spare = spare
         self.hang = mode == "hang"
+        by_bytes = sorted(self.connections, key=lambda conn: conn.bytes_down, reverse=True)
+        for rank, conn in enumerate(by_bytes):
+            conn.spared = rank < spare
         self.cut_fired = False
         self.cut_budget = cut_after if mode == "cut" else None
         if mode == "cut" and not cut_after:
@@ -377,9 +385,9 @@ class RelayHost:
         except KeyError:
             raise KeyError(f"no relay named {name!r}") from None
 
-    def set_mode(self, name: str, mode: str, cut_after: int | None = None) -> None:
+    def set_mode(self, name: str, mode: str, cut_after: int | None = None, spare: int = 0) -> None:
         relay = self.relay(name)
-        self._in_loop(lambda: relay.set_mode(mode, cut_after))
+        self._in_loop(lambda: relay.set_mode(mode, cut_after, spare))
 
     def stats(self) -> dict[str, RelayStats]:
         return self._in_loop(lambda: {name: r.stats for name, r in self._relays.items()})
@@ -492,20 +500,17 @@ class RelayHost:
         return {"ok": True, "relays": relays}
 
     def _answer_mode(self, request: dict[str, object]) -> dict[str, object]:
-        unknown = sorted(set(request) - {"op", "relay", "mode", "cut_after"})
+        unknown = sorted(set(request) - {"op", "relay", "mode", "cut_after", "spare"})
         if unknown:
             return _failure(f"op 'mode' does not take {', '.join(unknown)}")
         name, mode, cut_after = request.get("relay"), request.get("mode"), request.get("cut_after")
+        spare = request.get("spare", 0)
         if not isinstance(name, str) or name not in self._relays:
             return _failure(f"unknown relay {name!r}")
         if not isinstance(mode, str):
             return _failure(f"mode must be a string, got {mode!r}")
-        if cut_after is not None and (
-            not isinstance(cut_after, int) or isinstance(cut_after, bool)
-        ):
-            return _failure(f"cut_after must be an integer, got {cut_after!r}")
         try:
-            self._relays[name].set_mode(mode, cut_after)
+            self._relays[name].set_mode(mode, cast(int | None, cut_after), cast(int, spare))
         except ValueError as exc:
             return _failure(str(exc))
         return {"ok": True}
@@ -527,6 +532,13 @@ def _links(specs: Sequence[RelaySpec]) -> dict[str, Link]:
                 f" in another relay, not {bandwidth}"
             )
     return links
+
+
+def _check_count(name: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
 
 
 def _failure(message: str) -> dict[str, object]:

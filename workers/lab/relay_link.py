@@ -239,7 +239,9 @@ class Pipe:
             self._timer = None
 
     def _can_release(self) -> bool:
-        return self.sink is not None and not self.sink_paused and not self._relay.hang
+        if self.sink is None or self.sink_paused:
+            return False
+        return not self._relay.hang or self._conn.spared
 
     def due_size(self, now: float) -> int:
         """The size of the chunk this pipe could hand to its link now (0: none)."""
@@ -299,12 +301,14 @@ class Pipe:
         budget = relay.cut_budget
         if budget is not None and len(data) >= budget:
             relay.bytes_down += budget
+            self._conn.bytes_down += budget
             sink.write(data[:budget])
             relay.fire_cut()
             return
         if budget is not None:
             relay.cut_budget = budget - len(data)
         relay.bytes_down += len(data)
+        self._conn.bytes_down += len(data)
         sink.write(data)
 
     def _release_end(self) -> None:
@@ -343,6 +347,8 @@ class Connection:
         self.client = client
         self.server: asyncio.Transport | None = None
         self.finished = False
+        self.bytes_down = 0  # delivered to the client
+        self.spared = False  # goes on forwarding while the relay hangs
         self.up = Pipe(self, down=False)
         self.down = Pipe(self, down=True)
         self.up.source = client

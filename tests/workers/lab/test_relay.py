@@ -413,6 +413,28 @@ def test_connections_accepted_while_hanging_are_released_once_client_and_hang_en
     assert wait_for(lambda: host.stats()["r"].connections_open == 0)
 
 
+@pytest.mark.parametrize("rtt_ms", [0.0, 5.0])
+def test_hang_can_spare_the_connections_that_received_the_most(servers, relays, rtt_ms) -> None:
+    host = relays(spec(servers().port, rtt_ms=rtt_ms))
+    ahead, behind = connect(host), connect(host)
+    with ahead, behind:
+        for sock, size in ((ahead, 3000), (behind, 1000)):
+            sock.sendall(b"a" * size)
+            assert recv_exactly(sock, size) == b"a" * size
+        host.set_mode("r", "hang", spare=1)
+        assert host.relay("r").describe()["spare"] == 1
+        ahead.sendall(b"ping")
+        behind.sendall(b"pong")
+        assert recv_exactly(ahead, 4) == b"ping"
+        behind.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            behind.recv(4)
+        behind.settimeout(5)
+        host.set_mode("r", "normal")
+        assert recv_exactly(behind, 4) == b"pong"
+        assert host.relay("r").describe()["spare"] == 0
+
+
 @pytest.mark.parametrize("rtt_ms", [0.0, 10.0])
 def test_cut_mode_delivers_exactly_n_bytes_then_resets(streamer, relays, rtt_ms) -> None:
     host = relays(spec(streamer.port, rtt_ms=rtt_ms))
@@ -481,6 +503,10 @@ def test_set_mode_rejects_bad_input_with_clear_errors(servers, relays) -> None:
         host.set_mode("r", "cut", cut_after=-1)
     with pytest.raises(ValueError, match="only applies to mode 'cut'"):
         host.set_mode("r", "hang", cut_after=10)
+    with pytest.raises(ValueError, match="spare must be >= 0"):
+        host.set_mode("r", "hang", spare=-1)
+    with pytest.raises(ValueError, match="spare only applies to mode 'hang'"):
+        host.set_mode("r", "cut", spare=1)
     with pytest.raises(KeyError, match="no relay named 'nope'"):
         host.set_mode("nope", "normal")
     assert host.relay("r").mode == "normal"
@@ -586,6 +612,8 @@ def test_control_socket_reports_stats_and_changes_mode(streamer, relays, tmp_pat
         ({"op": "mode", "relay": "r", "mode": "slow"}, "unknown relay mode 'slow'"),
         ({"op": "mode", "relay": "r", "mode": "cut", "cut_after": -3}, "cut_after must be >= 0"),
         ({"op": "mode", "relay": "r", "mode": "cut", "cut_after": "3"}, "must be an integer"),
+        ({"op": "mode", "relay": "r", "mode": "hang", "spare": True}, "spare must be an integer"),
+        ({"op": "mode", "relay": "r", "mode": "normal", "spare": 2}, "only applies to mode 'hang'"),
         ({"op": "stats", "verbose": True}, "takes no other keys"),
     ],
 )
@@ -646,6 +674,7 @@ def test_cli_serves_until_sigterm_and_removes_pid_file_and_socket(servers, tmp_p
             "mode": "normal",
             "cut_after": None,
             "cut_fired": False,
+            "spare": 0,
         }
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=10)
