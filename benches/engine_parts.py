@@ -13,7 +13,7 @@ unmeasured bare loop (a warm-up, as metadata_bare.py's trials); with --server-pe
 round has a fresh xrootd. About 15 minutes for open at --rounds 101, 8 for write-4k.
 
     .venv/bin/python benches/engine_parts.py [--workload open|stat|write-4k] [--rounds 101]
-        [--server-per-trial] [--variants engine bare-call bare-call+no-setup ...]
+        [--server-per-trial] [--ops 3000] [--variants engine bare-call bare-call+no-setup ...]
 
 A variant is `engine` or parts joined by "+": bare-call, no-timeout, no-setup (client_main
 without its process group, die_with thread, SIGTERM handler and credential environment),
@@ -25,9 +25,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 from collections.abc import Callable
+from multiprocessing import forkserver
 from pathlib import Path
 
 from common import in_client_process, ratio_summary, trial_servers
@@ -39,43 +39,41 @@ from workers.engine.params import Operation
 
 VARIANTS = ("engine", "bare-call", "no-timeout", "bare-again")
 PRELOAD = "engine_parts_variant"
-OPS = 3000  # open-closes (stats) per trial
+OPS = 3000  # open-closes (stats) per trial, unless --ops
 _, WRITE_4K = WORKLOADS["4K"]
 
 
 def preload_variants(variant_file: Path) -> None:
-    """Every fork server the engine starts from now on imports engine_parts_variant, which
-    reads the variant from `variant_file`; the fork server finds it through PYTHONPATH."""
+    """Start the one fork server of this process (the engine's clients and the bare loop's
+    processes both fork from it: multiprocessing keeps a single one per process, started by
+    whichever asks first) with engine_parts_variant preloaded, which reads the variant from
+    `variant_file`; the fork server finds it through PYTHONPATH. Started later, by the bare
+    loop's warm-up, it would preload only this script, and every variant would silently be
+    the unchanged engine (as happened until 2026-11-29: the variants' figures before then
+    are all the engine's)."""
     os.environ["FEDPROBE_BENCH_VARIANT_FILE"] = str(variant_file)
     here = str(Path(__file__).resolve().parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
-    engine_context = processes.client_context
-
-    def client_context():  # type: ignore[no-untyped-def]
-        ctx = engine_context()
-        ctx.set_forkserver_preload(["workers.engine.client", "workers.engine.preflight", PRELOAD])
-        return ctx
-
-    for module in [m for name, m in sys.modules.items() if name.startswith("workers.engine")]:
-        if getattr(module, "client_context", None) is engine_context:
-            module.client_context = client_context  # type: ignore[attr-defined]
+    ctx = processes.client_context()
+    ctx.set_forkserver_preload(["workers.engine.client", "workers.engine.preflight", PRELOAD])
+    forkserver.ensure_running()
 
 
 def storm_rates(
-    operation: str, directory: str, folder: Path | None
+    operation: str, directory: str, folder: Path | None, ops: int
 ) -> tuple[Callable[[], float], Callable[[], float]]:
     """(the engine's operations per second, the bare loop's), against the server's file."""
     url = prepare(folder, directory)[operation]
 
     def engine() -> float:
-        run = run_probe(RunParams(urls=(url,), operation=Operation(operation), ops=OPS))
+        run = run_probe(RunParams(urls=(url,), operation=Operation(operation), ops=ops))
         (client,) = run.clients
         assert client.ok and client.ops_per_s, client.error
         return client.ops_per_s
 
     def bare() -> float:
-        seconds, _ = in_client_process(bare_storm, operation, url, OPS)
-        return OPS / seconds
+        seconds, _ = in_client_process(bare_storm, operation, url, ops)
+        return ops / seconds
 
     return engine, bare
 
@@ -102,6 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workload", choices=["open", "stat", "write-4k"], default="open")
     parser.add_argument("--rounds", type=int, default=101)
+    parser.add_argument("--ops", type=int, default=OPS, help="operations per storm")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS))
     parser.add_argument(
         "--pin", action="store_true", help="server on CPU 0, clients on the others (common.py)"
@@ -121,7 +120,7 @@ def main() -> None:
                 if args.workload == "write-4k":
                     engine, bare = write_rates(directory, round_)
                 else:
-                    engine, bare = storm_rates(args.workload, directory, folder)
+                    engine, bare = storm_rates(args.workload, directory, folder, args.ops)
                 bare()  # the warm-up: no side meets a colder server (metadata_bare.py)
                 shift = round_ % len(sides)
                 for side in sides[shift:] + sides[:shift]:
