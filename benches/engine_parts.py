@@ -34,7 +34,7 @@ from common import in_client_process, ratio_summary, trial_servers
 from metadata_bare import bare_storm, prepare
 from write_bare import WORKLOADS, bare_write, engine_write_s
 
-from workers.engine import RunParams, processes, run_probe
+from workers.engine import RunParams, run_probe
 from workers.engine.params import Operation
 
 VARIANTS = ("engine", "bare-call", "no-timeout", "bare-again")
@@ -48,14 +48,14 @@ def preload_variants(variant_file: Path) -> None:
     processes both fork from it: multiprocessing keeps a single one per process, started by
     whichever asks first) with engine_parts_variant preloaded, which reads the variant from
     `variant_file`; the fork server finds it through PYTHONPATH. Started later, by the bare
-    loop's warm-up, it would preload only this script, and every variant would silently be
-    the unchanged engine (as happened until 2026-11-29: the variants' figures before then
-    are all the engine's)."""
+    loop's warm-up, it would preload nothing (the engine sets its preloads when it starts a
+    run, too late), and every variant would silently be the unchanged engine (as happened
+    until 2026-11-29: the variants' figures before then are all the engine's)."""
     os.environ["FEDPROBE_BENCH_VARIANT_FILE"] = str(variant_file)
     here = str(Path(__file__).resolve().parent)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
-    ctx = processes.client_context()
-    ctx.set_forkserver_preload(["workers.engine.client", "workers.engine.preflight", PRELOAD])
+    engine_preloads = ["workers.engine.client", "workers.engine.preflight"]
+    forkserver.set_forkserver_preload([*engine_preloads, PRELOAD])
     forkserver.ensure_running()
 
 

@@ -247,8 +247,14 @@ class Lab:
         if mode not in MODES:
             raise LabError(f"unknown relay mode {mode!r}: choose one of {', '.join(MODES)}")
         relay = self.relay_of(relay)
-        request: dict[str, object] = {"op": "mode", "relay": relay, "mode": mode}
-        request |= {"cut_after": cut_after} | ({"spare": spare} if spare else {})
+        request: dict[str, object] = {
+            "op": "mode",
+            "relay": relay,
+            "mode": mode,
+            "cut_after": cut_after,
+        }
+        if spare:  # only then: a relay process of a lab started before `spare` refuses it
+            request["spare"] = spare
         self._relay_request(request)
 
     def relay_of(self, endpoint: str) -> str:

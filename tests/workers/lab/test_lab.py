@@ -434,6 +434,21 @@ def test_a_cut_relay_fails_requests_until_set_back_to_normal(lab: Lab) -> None:
     assert httpx.get(url, timeout=10).status_code == 200
 
 
+def test_a_hanging_relay_can_spare_the_connection_furthest_ahead(lab: Lab) -> None:
+    url = lab.endpoint("near-http").file_url("/fedprobe/file-1M")
+    with httpx.Client(timeout=10) as ahead:
+        assert len(ahead.get(url).content) == MiB  # its connection stays open, 1 MiB ahead
+        lab.set_relay_mode("near-http", "hang", spare=1)
+        try:
+            assert lab.relay_stats()["near-http"]["spare"] == 1
+            assert len(ahead.get(url).content) == MiB
+            with pytest.raises(httpx.TimeoutException):
+                httpx.get(url, timeout=0.5)
+        finally:
+            lab.set_relay_mode("near-http", "normal")
+    assert httpx.get(url, timeout=10).status_code == 200
+
+
 def test_unknown_relays_and_modes_are_refused(lab: Lab) -> None:
     with pytest.raises(LabError, match="no relay 'local-root'"):
         lab.set_relay_mode("local-root", "hang")

@@ -602,6 +602,8 @@ def test_control_socket_reports_stats_and_changes_mode(streamer, relays, tmp_pat
     assert relay["bytes_down"] == 1000
     assert relay["connections_total"] == 1
     assert (relay["mode"], relay["cut_after"]) == ("cut", 5)
+    assert control(path, {"op": "mode", "relay": "r", "mode": "hang", "spare": 2}) == {"ok": True}
+    assert relay_stats(path, "r")["spare"] == 2
 
 
 @pytest.mark.parametrize(
